@@ -1,0 +1,323 @@
+//! Node pool bodies (spec §2 `PublicNodePoolRequest`, CONTRACT §6) and the count /
+//! auto_scale / min / max rules.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::input::nullable;
+use crate::names::DnsLabel;
+use crate::rules::{DEFAULT_MIN_NODES, DEFAULT_POOL_NAME, MAX_NODES_PER_POOL};
+use crate::validation::Violations;
+
+/// A pool in a create body, or the body of `POST …/node-pools`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NodePoolRequest {
+    /// DNS label; `default` when omitted.
+    pub name: Option<String>,
+    /// A machine tier id from the catalog, e.g. `kube.c5.xlarge`.
+    pub size: Option<String>,
+    /// 0-200; 0 only with auto_scale; required unless auto_scale (then it starts at min_nodes).
+    pub count: Option<i64>,
+    pub auto_scale: Option<bool>,
+    /// >= 0, default 1, <= max_nodes.
+    pub min_nodes: Option<i64>,
+    /// 1-200; required with auto_scale.
+    pub max_nodes: Option<i64>,
+    pub labels: Option<BTreeMap<String, String>>,
+    pub tags: Option<BTreeMap<String, String>>,
+}
+
+/// `PATCH …/node-pools/{pool}`: any of count, auto_scale, min_nodes, max_nodes, labels, tags.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NodePoolPatch {
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub count: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
+    pub auto_scale: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub min_nodes: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    pub max_nodes: Option<Option<i64>>,
+    /// Replaces the labels whole; null is refused.
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<BTreeMap<String, String>>))]
+    pub labels: Option<Option<BTreeMap<String, String>>>,
+    /// Replaces the tags whole; null is refused.
+    #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<BTreeMap<String, String>>))]
+    pub tags: Option<Option<BTreeMap<String, String>>>,
+}
+
+/// The sizing of a pool once every rule holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizing {
+    pub count: u32,
+    pub auto_scale: bool,
+    pub min_nodes: u32,
+    pub max_nodes: Option<u32>,
+}
+
+/// A validated pool request; `size` is checked against the catalog by the use case (400).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolSpec {
+    pub name: DnsLabel,
+    pub size: String,
+    pub sizing: Sizing,
+    pub labels: BTreeMap<String, String>,
+    pub tags: BTreeMap<String, String>,
+}
+
+fn in_range(v: &mut Violations, field: &str, value: i64, min: i64, max: i64) -> Option<u32> {
+    if value < min || value > max {
+        v.push(field, format!("must be between {min} and {max}"));
+        None
+    } else {
+        u32::try_from(value).ok()
+    }
+}
+
+/// The sizing rules of spec §2 and CONTRACT §6/§12, on raw values (`prefix` is the pool's
+/// path, e.g. `node_pools[3]`).
+pub fn check_sizing(
+    v: &mut Violations,
+    prefix: &str,
+    count: Option<i64>,
+    auto_scale: bool,
+    min_nodes: Option<i64>,
+    max_nodes: Option<i64>,
+) -> Option<Sizing> {
+    let f = |name: &str| if prefix.is_empty() { name.to_owned() } else { format!("{prefix}.{name}") };
+    let before = v.len();
+    let max_total = i64::from(MAX_NODES_PER_POOL);
+    let min = match min_nodes {
+        None => Some(DEFAULT_MIN_NODES),
+        Some(m) => in_range(v, &f("min_nodes"), m, 0, max_total),
+    };
+    let max = match max_nodes {
+        None => None,
+        Some(m) => in_range(v, &f("max_nodes"), m, 1, max_total).map(Some).unwrap_or(None),
+    };
+    if auto_scale && max_nodes.is_none() {
+        v.push(f("max_nodes"), "is required when auto_scale is true");
+    }
+    if let (Some(lo), Some(hi)) = (min, max) {
+        if lo > hi {
+            v.push(f("min_nodes"), format!("must not exceed max_nodes ({hi})"));
+        }
+    }
+    let count = match count {
+        Some(c) => match in_range(v, &f("count"), c, 0, max_total) {
+            Some(0) if !auto_scale => {
+                v.push(f("count"), "must be at least 1 unless auto_scale is true");
+                None
+            }
+            other => other,
+        },
+        None if auto_scale => min,
+        None => {
+            v.push(f("count"), "is required unless auto_scale is true");
+            None
+        }
+    };
+    if auto_scale {
+        if let (Some(c), Some(lo), Some(hi)) = (count, min, max) {
+            if lo <= hi && (c < lo || c > hi) {
+                v.push(f("count"), format!("must lie within min_nodes..max_nodes ({lo}..{hi}) when auto_scale is true"));
+            }
+        }
+    }
+    if v.len() > before {
+        return None;
+    }
+    Some(Sizing { count: count?, auto_scale, min_nodes: min?, max_nodes: max })
+}
+
+impl NodePoolRequest {
+    /// Validates one pool; problems go to `v` under `prefix`.
+    pub fn validate(&self, v: &mut Violations, prefix: &str) -> Option<PoolSpec> {
+        let f = |name: &str| if prefix.is_empty() { name.to_owned() } else { format!("{prefix}.{name}") };
+        let before = v.len();
+        let name = match &self.name {
+            None => Some(DnsLabel::from_trusted(DEFAULT_POOL_NAME.to_owned())),
+            Some(n) => v.check(&f("name"), DnsLabel::parse(n)),
+        };
+        let size = match &self.size {
+            Some(s) if !s.is_empty() => Some(s.clone()),
+            Some(_) => {
+                v.push(f("size"), "must not be empty");
+                None
+            }
+            None => {
+                v.push(f("size"), "is required");
+                None
+            }
+        };
+        let sizing =
+            check_sizing(v, prefix, self.count, self.auto_scale.unwrap_or(false), self.min_nodes, self.max_nodes);
+        if v.len() > before {
+            return None;
+        }
+        Some(PoolSpec {
+            name: name?,
+            size: size?,
+            sizing: sizing?,
+            labels: self.labels.clone().unwrap_or_default(),
+            tags: self.tags.clone().unwrap_or_default(),
+        })
+    }
+}
+
+impl NodePoolPatch {
+    pub fn is_empty(&self) -> bool {
+        self == &NodePoolPatch::default()
+    }
+
+    /// Refuses `null` for every field (CONTRACT §6) and an empty body (spec §4 behaviour 8).
+    pub fn check_shape(&self) -> Result<(), Violations> {
+        let mut v = Violations::new();
+        if self.is_empty() {
+            v.push("", "the body must change at least one field");
+        }
+        let nulls = [
+            ("count", matches!(self.count, Some(None))),
+            ("auto_scale", matches!(self.auto_scale, Some(None))),
+            ("min_nodes", matches!(self.min_nodes, Some(None))),
+            ("max_nodes", matches!(self.max_nodes, Some(None))),
+            ("labels", matches!(self.labels, Some(None))),
+            ("tags", matches!(self.tags, Some(None))),
+        ];
+        for (field, is_null) in nulls {
+            if is_null {
+                v.push(field, "must not be null");
+            }
+        }
+        v.into_result(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(json: &str) -> NodePoolRequest {
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn check(json: &str) -> Result<PoolSpec, Violations> {
+        let mut v = Violations::new();
+        let spec = pool(json).validate(&mut v, "node_pools[3]");
+        match spec {
+            Some(s) if v.is_empty() => Ok(s),
+            _ => Err(v),
+        }
+    }
+
+    #[test]
+    fn pool_name_defaults_to_default() {
+        let s = check(r#"{"size":"kube.c5.large","count":1}"#);
+        assert_eq!(s.map(|s| s.name.as_str().to_owned()), Ok("default".to_owned()));
+    }
+
+    #[test]
+    fn pool_name_must_be_a_dns_label() {
+        let e = check(r#"{"name":"Bad_Name","size":"kube.c5.large","count":1}"#);
+        assert!(e.is_err_and(|v| v.has("node_pools[3].name")));
+    }
+
+    #[test]
+    fn pool_count_zero_without_auto_scale_is_refused() {
+        let e = check(r#"{"size":"s","count":0}"#).err().unwrap_or_default();
+        assert_eq!(e.errors()[0].field, "node_pools[3].count");
+        assert_eq!(e.errors()[0].message, "must be at least 1 unless auto_scale is true");
+    }
+
+    #[test]
+    fn pool_count_zero_with_auto_scale_is_allowed() {
+        let s = check(r#"{"size":"s","count":0,"auto_scale":true,"min_nodes":0,"max_nodes":3}"#);
+        assert_eq!(s.map(|s| s.sizing.count), Ok(0));
+    }
+
+    #[test]
+    fn pool_count_200_is_the_bound_and_201_is_past_it() {
+        assert!(check(r#"{"size":"s","count":200}"#).is_ok());
+        assert!(check(r#"{"size":"s","count":201}"#).is_err_and(|v| v.has("node_pools[3].count")));
+        assert!(check(r#"{"size":"s","count":-1}"#).is_err_and(|v| v.has("node_pools[3].count")));
+    }
+
+    #[test]
+    fn pool_count_required_unless_auto_scale() {
+        assert!(check(r#"{"size":"s"}"#).is_err_and(|v| v.has("node_pools[3].count")));
+    }
+
+    #[test]
+    fn pool_auto_scale_without_count_starts_at_min_nodes() {
+        let s = check(r#"{"size":"s","auto_scale":true,"min_nodes":2,"max_nodes":5}"#);
+        assert_eq!(s.map(|s| s.sizing.count), Ok(2));
+    }
+
+    #[test]
+    fn pool_auto_scale_requires_max_nodes() {
+        assert!(check(r#"{"size":"s","auto_scale":true,"count":1}"#).is_err_and(|v| v.has("node_pools[3].max_nodes")));
+    }
+
+    #[test]
+    fn pool_auto_scale_count_must_lie_within_min_and_max() {
+        assert!(check(r#"{"size":"s","auto_scale":true,"count":6,"min_nodes":1,"max_nodes":5}"#)
+            .is_err_and(|v| v.has("node_pools[3].count")));
+        assert!(check(r#"{"size":"s","auto_scale":true,"count":1,"min_nodes":2,"max_nodes":5}"#).is_err());
+        assert!(check(r#"{"size":"s","auto_scale":true,"count":5,"min_nodes":2,"max_nodes":5}"#).is_ok());
+    }
+
+    #[test]
+    fn pool_min_nodes_defaults_to_one_and_must_not_exceed_max() {
+        let s = check(r#"{"size":"s","count":1}"#);
+        assert_eq!(s.map(|s| s.sizing.min_nodes), Ok(1));
+        assert!(check(r#"{"size":"s","count":3,"min_nodes":4,"max_nodes":3}"#).is_err_and(|v| v.has("node_pools[3].min_nodes")));
+        assert!(check(r#"{"size":"s","count":1,"min_nodes":-1}"#).is_err_and(|v| v.has("node_pools[3].min_nodes")));
+    }
+
+    #[test]
+    fn pool_max_nodes_is_one_to_200() {
+        assert!(check(r#"{"size":"s","count":1,"max_nodes":200}"#).is_ok());
+        assert!(check(r#"{"size":"s","count":1,"max_nodes":201}"#).is_err_and(|v| v.has("node_pools[3].max_nodes")));
+        assert!(check(r#"{"size":"s","count":1,"min_nodes":0,"max_nodes":0}"#).is_err_and(|v| v.has("node_pools[3].max_nodes")));
+    }
+
+    #[test]
+    fn pool_size_is_required() {
+        assert!(check(r#"{"count":1}"#).is_err_and(|v| v.has("node_pools[3].size")));
+    }
+
+    #[test]
+    fn pool_labels_and_tags_take_any_strings() {
+        let s = check(r#"{"size":"s","count":1,"labels":{"Any Key/!":"v"},"tags":{"k":""}}"#);
+        assert!(s.is_ok());
+    }
+
+    #[test]
+    fn pool_unknown_fields_are_refused_by_the_shape() {
+        assert!(serde_json::from_str::<NodePoolRequest>(r#"{"size":"s","count":1,"flavor":"x"}"#).is_err());
+        assert!(serde_json::from_str::<NodePoolRequest>(r#"{"size":"s","count":"1"}"#).is_err());
+    }
+
+    #[test]
+    fn pool_patch_empty_and_null_are_refused() {
+        let empty: NodePoolPatch = serde_json::from_str("{}").unwrap_or_default();
+        assert!(empty.check_shape().is_err());
+        let null_labels: NodePoolPatch = serde_json::from_str(r#"{"labels":null}"#).unwrap_or_default();
+        assert!(null_labels.check_shape().is_err_and(|v| v.has("labels")));
+        let ok: NodePoolPatch = serde_json::from_str(r#"{"count":3}"#).unwrap_or_default();
+        assert!(ok.check_shape().is_ok());
+        assert!(serde_json::from_str::<NodePoolPatch>(r#"{"size":"kube.c5.large"}"#).is_err());
+        assert!(serde_json::from_str::<NodePoolPatch>(r#"{"name":"x"}"#).is_err());
+    }
+}

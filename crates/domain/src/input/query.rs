@@ -1,0 +1,105 @@
+//! Query parameters (spec §4): out of range or not an integer is 400 `invalid_query`.
+
+use crate::error::DomainError;
+use crate::rules::{PAGE_DEFAULT, SIZE_DEFAULT, SIZE_MAX, TIMEOUT_SECONDS_DEFAULT, TIMEOUT_SECONDS_MAX};
+
+fn parse_int(parameter: &'static str, raw: Option<&str>, default: u64, min: u64, max: u64) -> Result<u64, DomainError> {
+    let Some(raw) = raw else { return Ok(default) };
+    let bad = |message: String| DomainError::InvalidQuery { parameter, message };
+    let value: u64 = raw
+        .parse()
+        .map_err(|_| bad(format!("must be an integer between {min} and {max}")))?;
+    if value < min || value > max {
+        return Err(bad(format!("must be between {min} and {max}")));
+    }
+    Ok(value)
+}
+
+/// `page` (>= 1, default 1) and `size` (1-100, default 20).
+pub fn page(page: Option<&str>, size: Option<&str>) -> Result<crate::ports::storage::PageRequest, DomainError> {
+    let page = parse_int("page", page, u64::from(PAGE_DEFAULT), 1, u64::from(u32::MAX))?;
+    let size = parse_int("size", size, u64::from(SIZE_DEFAULT), 1, u64::from(SIZE_MAX))?;
+    Ok(crate::ports::storage::PageRequest { page: page as u32, size: size as u32 })
+}
+
+/// `since` (>= 0, default 0).
+pub fn since(raw: Option<&str>) -> Result<i64, DomainError> {
+    parse_int("since", raw, 0, 0, i64::MAX as u64).map(|v| v as i64)
+}
+
+/// `timeout_seconds` (0-60, default 25).
+pub fn timeout_seconds(raw: Option<&str>) -> Result<u32, DomainError> {
+    parse_int("timeout_seconds", raw, u64::from(TIMEOUT_SECONDS_DEFAULT), 0, u64::from(TIMEOUT_SECONDS_MAX)).map(|v| v as u32)
+}
+
+/// Kubeconfig `format`: `plain` (default) or `json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KubeconfigFormat {
+    Plain,
+    Json,
+}
+
+pub fn kubeconfig_format(raw: Option<&str>) -> Result<KubeconfigFormat, DomainError> {
+    match raw {
+        None | Some("plain") => Ok(KubeconfigFormat::Plain),
+        Some("json") => Ok(KubeconfigFormat::Json),
+        Some(_) => Err(DomainError::InvalidQuery { parameter: "format", message: "must be `plain` or `json`".into() }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(r: Result<impl std::fmt::Debug, DomainError>) -> &'static str {
+        r.err().map(|e| e.code()).unwrap_or("ok")
+    }
+
+    #[test]
+    fn page_defaults_to_1_and_size_to_20() {
+        let p = page(None, None);
+        assert_eq!(p.map(|p| (p.page, p.size)).ok(), Some((1, 20)));
+    }
+
+    #[test]
+    fn page_at_least_1() {
+        assert_eq!(code(page(Some("1"), None)), "ok");
+        assert_eq!(code(page(Some("0"), None)), "invalid_query");
+        assert_eq!(code(page(Some("-1"), None)), "invalid_query");
+        assert_eq!(code(page(Some("x"), None)), "invalid_query");
+        assert_eq!(code(page(Some("99999999999999999999999"), None)), "invalid_query");
+    }
+
+    #[test]
+    fn size_between_1_and_100() {
+        assert_eq!(code(page(None, Some("1"))), "ok");
+        assert_eq!(code(page(None, Some("100"))), "ok");
+        assert_eq!(code(page(None, Some("0"))), "invalid_query");
+        assert_eq!(code(page(None, Some("101"))), "invalid_query");
+        assert_eq!(code(page(None, Some("1.5"))), "invalid_query");
+    }
+
+    #[test]
+    fn since_is_a_non_negative_integer_default_0() {
+        assert_eq!(since(None).ok(), Some(0));
+        assert_eq!(since(Some("7")).ok(), Some(7));
+        assert_eq!(code(since(Some("-1"))), "invalid_query");
+        assert_eq!(code(since(Some("abc"))), "invalid_query");
+    }
+
+    #[test]
+    fn timeout_seconds_is_0_to_60_default_25() {
+        assert_eq!(timeout_seconds(None).ok(), Some(25));
+        assert_eq!(timeout_seconds(Some("0")).ok(), Some(0));
+        assert_eq!(timeout_seconds(Some("60")).ok(), Some(60));
+        assert_eq!(code(timeout_seconds(Some("61"))), "invalid_query");
+        assert_eq!(code(timeout_seconds(Some("-1"))), "invalid_query");
+    }
+
+    #[test]
+    fn kubeconfig_format_is_plain_or_json() {
+        assert_eq!(kubeconfig_format(None).ok(), Some(KubeconfigFormat::Plain));
+        assert_eq!(kubeconfig_format(Some("json")).ok(), Some(KubeconfigFormat::Json));
+        assert_eq!(code(kubeconfig_format(Some("yaml"))), "invalid_query");
+    }
+}

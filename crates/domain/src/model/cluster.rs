@@ -1,0 +1,428 @@
+//! Clusters: their settings, their phase machine (CONTRACT §3), the exposure change that may be
+//! in flight, and the hub registration / default environment sub-statuses.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::model::node_pool::NodePool;
+use crate::names::DnsLabel;
+
+/// Where the cluster's API endpoint is reachable from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum Exposure {
+    Public,
+    Private,
+}
+
+impl Exposure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Exposure::Public => "public",
+            Exposure::Private => "private",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "public" => Some(Exposure::Public),
+            "private" => Some(Exposure::Private),
+            _ => None,
+        }
+    }
+}
+
+/// Which networks the workloads reach; decides which Elastic IPs a cluster may have (spec §4
+/// behaviour 9). Immutable after create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum NetworkMode {
+    Intranet,
+    Internet,
+}
+
+impl NetworkMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetworkMode::Intranet => "intranet",
+            NetworkMode::Internet => "internet",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "intranet" => Some(NetworkMode::Intranet),
+            "internet" => Some(NetworkMode::Internet),
+            _ => None,
+        }
+    }
+
+    /// The one Elastic IP exposure this network mode allows.
+    pub fn elastic_ip_exposure(self) -> Exposure {
+        match self {
+            NetworkMode::Intranet => Exposure::Private,
+            NetworkMode::Internet => Exposure::Public,
+        }
+    }
+}
+
+/// Cluster phases (CONTRACT §3): `Pending → Provisioning → ControlPlaneReady → Provisioned`;
+/// `Provisioning | ControlPlaneReady → Failed`; any phase `→ Deleting → (gone)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum ClusterPhase {
+    Pending,
+    Provisioning,
+    ControlPlaneReady,
+    Provisioned,
+    Failed,
+    Deleting,
+}
+
+/// What happens to a cluster's phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PhaseEvent {
+    /// A worker picked up the new cluster.
+    StartProvisioning,
+    /// The control plane answers: kubeconfigs can be handed out.
+    ControlPlaneUp,
+    /// Every initial node is up.
+    NodesReady,
+    /// The provider gave up.
+    Fail,
+    /// The owner asked for deletion.
+    Delete,
+}
+
+/// A phase change the machine does not allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a cluster in phase {from:?} cannot take {event:?}")]
+pub struct PhaseTransitionError {
+    pub from: ClusterPhase,
+    pub event: PhaseEvent,
+}
+
+impl ClusterPhase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClusterPhase::Pending => "Pending",
+            ClusterPhase::Provisioning => "Provisioning",
+            ClusterPhase::ControlPlaneReady => "ControlPlaneReady",
+            ClusterPhase::Provisioned => "Provisioned",
+            ClusterPhase::Failed => "Failed",
+            ClusterPhase::Deleting => "Deleting",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "Pending" => ClusterPhase::Pending,
+            "Provisioning" => ClusterPhase::Provisioning,
+            "ControlPlaneReady" => ClusterPhase::ControlPlaneReady,
+            "Provisioned" => ClusterPhase::Provisioned,
+            "Failed" => ClusterPhase::Failed,
+            "Deleting" => ClusterPhase::Deleting,
+            _ => return None,
+        })
+    }
+
+    /// The phase machine. Deleting is idempotent (a second DELETE is accepted as it is).
+    pub fn apply(self, event: PhaseEvent) -> Result<ClusterPhase, PhaseTransitionError> {
+        use ClusterPhase::*;
+        use PhaseEvent::*;
+        match (self, event) {
+            (Pending, StartProvisioning) => Ok(Provisioning),
+            (Provisioning, ControlPlaneUp) => Ok(ControlPlaneReady),
+            (ControlPlaneReady, NodesReady) => Ok(Provisioned),
+            (Provisioning | ControlPlaneReady, Fail) => Ok(Failed),
+            (_, Delete) => Ok(Deleting),
+            (from, event) => Err(PhaseTransitionError { from, event }),
+        }
+    }
+
+    /// Whether a kubeconfig can be handed out (spec §3).
+    pub fn serves_kubeconfig(self) -> bool {
+        matches!(self, ClusterPhase::ControlPlaneReady | ClusterPhase::Provisioned)
+    }
+}
+
+/// Status of the hub registration and of the default environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum SubStatus {
+    Pending,
+    Ready,
+    Failed,
+}
+
+impl SubStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubStatus::Pending => "pending",
+            SubStatus::Ready => "ready",
+            SubStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "pending" => Some(SubStatus::Pending),
+            "ready" => Some(SubStatus::Ready),
+            "failed" => Some(SubStatus::Failed),
+            _ => None,
+        }
+    }
+}
+
+/// The only reason texts the spec allows (CONTRACT §3 spells them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum RegistrationReason {
+    #[serde(rename = "organization quota exceeded")]
+    QuotaExceeded,
+    #[serde(rename = "name or address conflict in the service hub")]
+    HubConflict,
+    #[serde(rename = "registration rejected by the service hub")]
+    HubRejected,
+    #[serde(rename = "waiting for the service platform installation")]
+    WaitingForPlatform,
+    #[serde(rename = "Door platform installation failed")]
+    PlatformInstallFailed,
+}
+
+impl RegistrationReason {
+    pub const ALL: [RegistrationReason; 5] = [
+        RegistrationReason::QuotaExceeded,
+        RegistrationReason::HubConflict,
+        RegistrationReason::HubRejected,
+        RegistrationReason::WaitingForPlatform,
+        RegistrationReason::PlatformInstallFailed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RegistrationReason::QuotaExceeded => "organization quota exceeded",
+            RegistrationReason::HubConflict => "name or address conflict in the service hub",
+            RegistrationReason::HubRejected => "registration rejected by the service hub",
+            RegistrationReason::WaitingForPlatform => "waiting for the service platform installation",
+            RegistrationReason::PlatformInstallFailed => "Door platform installation failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+/// `hub_registration` and `default_environment`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Registration {
+    pub status: SubStatus,
+    pub reason: Option<RegistrationReason>,
+}
+
+impl Registration {
+    pub const PENDING: Registration = Registration { status: SubStatus::Pending, reason: None };
+}
+
+/// State of an exposure change. Only one is ever in flight (spec §3: a second is 409).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum ExposureChangeStatus {
+    InProgress,
+}
+
+/// An exposure change in flight: `exposure` still shows the current value, `to` the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ExposureChange {
+    pub to: Exposure,
+    pub status: ExposureChangeStatus,
+}
+
+/// What an exposure request asks of a cluster, decided by [`Cluster::request_exposure`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExposureDecision {
+    /// Already at that exposure and nothing in flight: 200, nothing started.
+    Unchanged,
+    /// A change starts: 202.
+    Start(ExposureChange),
+}
+
+/// Why an exposure request is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExposureRefusal {
+    /// Spec §3: exposure changes need `Provisioned` (400 `phase_not_provisioned`).
+    NotProvisioned(ClusterPhase),
+    /// Another exposure change is in flight (409 `change_in_flight`).
+    ChangeInFlight,
+    Deleting,
+    Failed,
+}
+
+/// A cluster and its node pools.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Cluster {
+    pub id: Uuid,
+    pub organization_id: Uuid,
+    pub organization_slug: String,
+    pub name: DnsLabel,
+    pub description: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>))]
+    pub tags: Vec<DnsLabel>,
+    pub zone: String,
+    /// The Kubernetes version id, e.g. `v1.32.4`.
+    pub version: String,
+    /// The control-plane option assigned to the organization in this zone.
+    pub control_plane_option_id: String,
+    pub exposure: Exposure,
+    pub network_mode: NetworkMode,
+    pub phase: ClusterPhase,
+    /// Why the cluster is `Failed`; null otherwise.
+    pub failure_reason: Option<String>,
+    /// The public API hostname (ends in the configured public suffix); null unless public.
+    pub public_hostname: Option<String>,
+    /// The API server URL the kubeconfig points at; null until the control plane is up.
+    pub api_endpoint: Option<String>,
+    pub node_pools: Vec<NodePool>,
+    pub hub_registration: Registration,
+    pub default_environment: Registration,
+    pub exposure_change: Option<ExposureChange>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// The change counter of the state long-poll (CONTRACT §4): raised by every change of the
+    /// cluster or anything under it. Also the optimistic-concurrency token of writes.
+    #[serde(skip)]
+    pub revision: i64,
+    /// Set once deletion completed; such a cluster is gone for every read.
+    #[serde(skip)]
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+impl Cluster {
+    pub fn is_gone(&self) -> bool {
+        self.deleted_at.is_some()
+    }
+
+    /// Pools that still count: a pool in `Deleting` does not (CONTRACT §12).
+    pub fn live_pools(&self) -> impl Iterator<Item = &NodePool> {
+        self.node_pools.iter().filter(|p| !p.status.is_deleting())
+    }
+
+    pub fn pool(&self, name: &str) -> Option<&NodePool> {
+        self.node_pools.iter().find(|p| p.name.as_str() == name)
+    }
+
+    pub fn pool_mut(&mut self, name: &str) -> Option<&mut NodePool> {
+        self.node_pools.iter_mut().find(|p| p.name.as_str() == name)
+    }
+
+    /// Nodes the cluster asks of its zone: the target counts of its live pools.
+    pub fn node_demand(&self) -> u64 {
+        self.live_pools().map(|p| u64::from(p.count)).sum()
+    }
+
+    /// Decides an exposure PATCH (spec §3 and §4 behaviour 6, CONTRACT §3).
+    pub fn request_exposure(&self, to: Exposure) -> Result<ExposureDecision, ExposureRefusal> {
+        match self.phase {
+            ClusterPhase::Deleting => return Err(ExposureRefusal::Deleting),
+            ClusterPhase::Failed => return Err(ExposureRefusal::Failed),
+            ClusterPhase::Provisioned => {}
+            other => return Err(ExposureRefusal::NotProvisioned(other)),
+        }
+        if self.exposure_change.is_some() {
+            return Err(ExposureRefusal::ChangeInFlight);
+        }
+        if self.exposure == to {
+            return Ok(ExposureDecision::Unchanged);
+        }
+        Ok(ExposureDecision::Start(ExposureChange { to, status: ExposureChangeStatus::InProgress }))
+    }
+
+    /// Completes the exposure change in flight: `exposure` takes the target and the change
+    /// clears. Returns false when there was none.
+    pub fn complete_exposure_change(&mut self, public_hostname: Option<String>, api_endpoint: String) -> bool {
+        match self.exposure_change.take() {
+            Some(change) => {
+                self.exposure = change.to;
+                self.public_hostname = public_hostname;
+                self.api_endpoint = Some(api_endpoint);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ClusterPhase::*;
+    use PhaseEvent::*;
+
+    #[test]
+    fn phase_walks_pending_provisioning_control_plane_ready_provisioned() {
+        let p = Pending.apply(StartProvisioning).and_then(|p| p.apply(ControlPlaneUp)).and_then(|p| p.apply(NodesReady));
+        assert_eq!(p, Ok(Provisioned));
+    }
+
+    #[test]
+    fn phase_fails_only_from_provisioning_or_control_plane_ready() {
+        assert_eq!(Provisioning.apply(Fail), Ok(Failed));
+        assert_eq!(ControlPlaneReady.apply(Fail), Ok(Failed));
+        for from in [Pending, Provisioned, Failed, Deleting] {
+            assert!(from.apply(Fail).is_err(), "{from:?} must not fail");
+        }
+    }
+
+    #[test]
+    fn phase_any_phase_can_be_deleted() {
+        for from in [Pending, Provisioning, ControlPlaneReady, Provisioned, Failed, Deleting] {
+            assert_eq!(from.apply(Delete), Ok(Deleting));
+        }
+    }
+
+    #[test]
+    fn phase_skipping_steps_is_refused() {
+        assert!(Pending.apply(ControlPlaneUp).is_err());
+        assert!(Pending.apply(NodesReady).is_err());
+        assert!(Provisioning.apply(NodesReady).is_err());
+        assert!(Provisioned.apply(StartProvisioning).is_err());
+        assert!(Deleting.apply(StartProvisioning).is_err());
+        assert!(Failed.apply(ControlPlaneUp).is_err());
+    }
+
+    #[test]
+    fn phase_kubeconfig_only_from_control_plane_ready_or_provisioned() {
+        let serving: Vec<_> = [Pending, Provisioning, ControlPlaneReady, Provisioned, Failed, Deleting]
+            .into_iter()
+            .filter(|p| p.serves_kubeconfig())
+            .collect();
+        assert_eq!(serving, [ControlPlaneReady, Provisioned]);
+    }
+
+    #[test]
+    fn registration_reasons_are_exactly_the_contracts_texts() {
+        let texts: Vec<_> = RegistrationReason::ALL.iter().map(|r| serde_json::to_value(r).unwrap_or_default()).collect();
+        assert_eq!(
+            texts,
+            [
+                "organization quota exceeded",
+                "name or address conflict in the service hub",
+                "registration rejected by the service hub",
+                "waiting for the service platform installation",
+                "Door platform installation failed",
+            ]
+        );
+        for r in RegistrationReason::ALL {
+            assert_eq!(RegistrationReason::parse(r.as_str()), Some(r));
+        }
+    }
+}

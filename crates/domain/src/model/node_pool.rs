@@ -1,0 +1,126 @@
+//! Node pools: a group of same-tier worker nodes and their status machine (CONTRACT §6).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::names::DnsLabel;
+
+/// `Provisioning`, `Ready`, `Scaling`, `Deleting` (CONTRACT §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum PoolStatus {
+    Provisioning,
+    Ready,
+    Scaling,
+    Deleting,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolEvent {
+    /// The pool's nodes match its target.
+    Settled,
+    /// A new target (count, autoscaling bounds).
+    Resize,
+    Delete,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a node pool in status {from:?} cannot take {event:?}")]
+pub struct PoolTransitionError {
+    pub from: PoolStatus,
+    pub event: PoolEvent,
+}
+
+impl PoolStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PoolStatus::Provisioning => "Provisioning",
+            PoolStatus::Ready => "Ready",
+            PoolStatus::Scaling => "Scaling",
+            PoolStatus::Deleting => "Deleting",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "Provisioning" => PoolStatus::Provisioning,
+            "Ready" => PoolStatus::Ready,
+            "Scaling" => PoolStatus::Scaling,
+            "Deleting" => PoolStatus::Deleting,
+            _ => return None,
+        })
+    }
+
+    pub fn is_deleting(self) -> bool {
+        self == PoolStatus::Deleting
+    }
+
+    /// A resize while `Scaling` is accepted and replaces the target; a pool still being
+    /// provisioned keeps `Provisioning` with the new target; a deleting pool takes no change.
+    pub fn apply(self, event: PoolEvent) -> Result<PoolStatus, PoolTransitionError> {
+        use PoolEvent::*;
+        use PoolStatus::*;
+        match (self, event) {
+            (Provisioning | Scaling, Settled) => Ok(Ready),
+            (Ready, Settled) => Ok(Ready),
+            (Ready | Scaling, Resize) => Ok(Scaling),
+            (Provisioning, Resize) => Ok(Provisioning),
+            (Provisioning | Ready | Scaling, Delete) => Ok(Deleting),
+            (from, event) => Err(PoolTransitionError { from, event }),
+        }
+    }
+}
+
+/// A node pool as stored and as answered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NodePool {
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub name: DnsLabel,
+    /// The machine tier id; immutable.
+    pub size: String,
+    /// The target node count.
+    pub count: u32,
+    pub auto_scale: bool,
+    pub min_nodes: u32,
+    /// Null when never given (only needed with auto_scale).
+    pub max_nodes: Option<u32>,
+    pub labels: BTreeMap<String, String>,
+    pub tags: BTreeMap<String, String>,
+    /// The tier's disk size.
+    pub root_volume_size_gib: u32,
+    pub status: PoolStatus,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PoolEvent::*;
+    use super::PoolStatus::*;
+
+    #[test]
+    fn pool_status_resize_while_scaling_is_accepted() {
+        assert_eq!(Ready.apply(Resize), Ok(Scaling));
+        assert_eq!(Scaling.apply(Resize), Ok(Scaling));
+        assert_eq!(Provisioning.apply(Resize), Ok(Provisioning));
+    }
+
+    #[test]
+    fn pool_status_deleting_takes_no_change() {
+        assert!(Deleting.apply(Resize).is_err());
+        assert!(Deleting.apply(Delete).is_err());
+        assert!(Deleting.apply(Settled).is_err());
+    }
+
+    #[test]
+    fn pool_status_settles_to_ready() {
+        assert_eq!(Provisioning.apply(Settled), Ok(Ready));
+        assert_eq!(Scaling.apply(Settled), Ok(Ready));
+        for s in [Provisioning, Ready, Scaling] {
+            assert_eq!(s.apply(Delete), Ok(Deleting));
+        }
+    }
+}

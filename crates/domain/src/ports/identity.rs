@@ -1,0 +1,28 @@
+//! The identity port: the account platform (CONTRACT §10) that knows tokens, users,
+//! memberships and organizations. The service mints nothing.
+
+use async_trait::async_trait;
+
+use crate::model::identity::{Caller, Organization};
+use crate::model::secret::Secret;
+use crate::names::OrgRef;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdentityError {
+    /// The platform rejected the token (401 `invalid bearer token`).
+    #[error("the token was rejected")]
+    InvalidToken,
+    /// Refused, timed out, 5xx or an unreadable answer (502). The text never holds a token.
+    #[error("the account platform is unavailable: {0}")]
+    Unavailable(String),
+}
+
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait IdentityProvider: Send + Sync {
+    /// The caller a bearer token belongs to (`GET /v1/me`).
+    async fn caller(&self, token: &Secret) -> Result<Caller, IdentityError>;
+    /// An organization with its billing (`GET /v1/organizations/{id-or-slug}`); `None` when
+    /// the platform does not know it.
+    async fn organization(&self, org: &OrgRef) -> Result<Option<Organization>, IdentityError>;
+}

@@ -1,0 +1,259 @@
+//! Storage ports. Each write is one call and one transaction: the use case decides with pure
+//! rules, then hands the whole change to [`ClusterRepository::commit`], which applies it
+//! atomically or not at all. Optimistic concurrency on the cluster's revision keeps concurrent
+//! changes from losing each other; the database's unique indexes catch every name race.
+
+use std::collections::HashSet;
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::model::auth_server::AuthServer;
+use crate::model::cluster::{Cluster, Exposure};
+use crate::model::elastic_ip::ElasticIp;
+use crate::model::firewall::FirewallRule;
+use crate::model::idempotency::{IdempotencyCompletion, IdempotencyRecord, IdempotencyScope};
+use crate::model::kubeconfig::SealedCredentials;
+use crate::model::node::Node;
+use crate::model::node_pool::NodePool;
+use crate::names::{DnsLabel, NodeName};
+
+/// The unique rule a write broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UniqueRule {
+    ClusterName,
+    PoolName,
+    ElasticIpName,
+    ElasticIpAddress,
+    FirewallRuleName,
+    AuthServerName,
+    CredentialName,
+}
+
+/// Errors of every storage port.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// A unique rule would be broken; nothing was written.
+    #[error("unique rule {0:?} would be broken")]
+    Duplicate(UniqueRule),
+    /// The cluster (or auth server) changed since it was read; nothing was written.
+    #[error("the record changed since it was read")]
+    RevisionMismatch,
+    /// The idempotency key is no longer held by this request; nothing was written.
+    #[error("the idempotency lease was lost")]
+    LeaseLost,
+    /// The database cannot be reached or the pool is exhausted: 503, retry later.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else: a bug or a broken invariant.
+    #[error("storage failure: {0}")]
+    Internal(String),
+}
+
+/// A page request: `page` from 1, `size` 1-100.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageRequest {
+    pub page: u32,
+    pub size: u32,
+}
+
+impl PageRequest {
+    pub fn offset(&self) -> u64 {
+        u64::from(self.page.saturating_sub(1)) * u64::from(self.size)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub total: u64,
+}
+
+/// One change inside a [`ClusterWrite`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// A new cluster with its pools (revision 1).
+    InsertCluster(Cluster),
+    /// The cluster's own columns (not its pools).
+    UpdateCluster(Cluster),
+    /// Deletion finished: the cluster becomes a tombstone and everything under it is removed,
+    /// its Elastic IP addresses returning to their pools.
+    RemoveCluster,
+    InsertPool(NodePool),
+    UpdatePool(NodePool),
+    DeletePool(DnsLabel),
+    InsertNode(Node),
+    UpdateNode(Node),
+    DeleteNode(NodeName),
+    InsertElasticIp(ElasticIp),
+    UpdateElasticIp(ElasticIp),
+    DeleteElasticIp(Uuid),
+    InsertFirewallRule(FirewallRule),
+    UpdateFirewallRule(FirewallRule),
+    DeleteFirewallRule(Uuid),
+    SetCredentials(SealedCredentials),
+}
+
+/// Everything one request or one provisioning step changes under one cluster, applied in one
+/// transaction that also raises the cluster's revision (and notifies long-polls).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterWrite {
+    pub cluster_id: Uuid,
+    /// The revision the change was decided on; `None` only for `InsertCluster`.
+    pub expected_revision: Option<i64>,
+    pub changes: Vec<Change>,
+    /// Schedule a reconcile of the cluster (the provisioning work).
+    pub reconcile: bool,
+    /// The answer to store on the request's Idempotency-Key, committed with the change.
+    pub idempotency: Option<IdempotencyCompletion>,
+    pub at: DateTime<Utc>,
+}
+
+/// Clusters and everything under them.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait ClusterRepository: Send + Sync {
+    /// The cluster with its pools, deleted ones (tombstones) included: callers check
+    /// [`Cluster::is_gone`].
+    async fn cluster(&self, id: Uuid) -> Result<Option<Cluster>, StoreError>;
+    /// Live clusters of an organization, ordered by `created_at`, then `id`; MUST take a
+    /// constant number of queries whatever the page size.
+    async fn list_clusters(&self, organization_id: Uuid, zone: Option<String>, page: PageRequest)
+    -> Result<Page<Cluster>, StoreError>;
+    /// The revision and phase only (the state long-poll's cheap read).
+    async fn revision(&self, id: Uuid) -> Result<Option<(i64, crate::model::cluster::ClusterPhase)>, StoreError>;
+    /// Nodes of a cluster, or of one pool, ordered by name.
+    async fn nodes(&self, cluster_id: Uuid, pool: Option<String>) -> Result<Vec<Node>, StoreError>;
+    async fn elastic_ips(&self, cluster_id: Uuid) -> Result<Vec<ElasticIp>, StoreError>;
+    async fn firewall_rules(&self, cluster_id: Uuid) -> Result<Vec<FirewallRule>, StoreError>;
+    /// Addresses held by alive Elastic IPs of this exposure, across all clusters.
+    async fn addresses_in_use(&self, exposure: Exposure) -> Result<HashSet<Ipv4Addr>, StoreError>;
+    /// Nodes the live clusters of a zone ask for (sum of pool targets).
+    async fn zone_node_demand(&self, zone: String) -> Result<u64, StoreError>;
+    async fn credentials(&self, cluster_id: Uuid) -> Result<Option<SealedCredentials>, StoreError>;
+    /// Applies a write atomically. MUST return `RevisionMismatch` when the cluster's revision
+    /// is not `expected_revision`, `Duplicate` when a unique rule would break, `LeaseLost` when
+    /// the idempotency completion's lease is no longer held; in each case nothing is written.
+    /// Returns the new revision.
+    async fn commit(&self, write: ClusterWrite) -> Result<i64, StoreError>;
+}
+
+/// Outcome of trying to claim an Idempotency-Key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    Claimed,
+    Existing(IdempotencyRecord),
+}
+
+/// The idempotency keys (CONTRACT §8).
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait IdempotencyStore: Send + Sync {
+    /// Inserts the key as in progress with this lease, in its own short transaction, unless it
+    /// exists; MUST never wait on another request holding the same key.
+    async fn claim(&self, record: IdempotencyRecord) -> Result<ClaimOutcome, StoreError>;
+    /// Takes over an expired claim: succeeds only if the key is still held by `stale_lease_id`.
+    async fn take_over(
+        &self,
+        scope: IdempotencyScope,
+        stale_lease_id: Uuid,
+        new_lease_id: Uuid,
+        lease_expires_at: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
+    /// Stores the answer of a request that changed nothing (a refusal).
+    async fn complete(&self, completion: IdempotencyCompletion) -> Result<(), StoreError>;
+    /// Gives the key up (a 5xx answer): a retry runs anew.
+    async fn release(&self, scope: IdempotencyScope, lease_id: Uuid) -> Result<(), StoreError>;
+    /// Deletes keys created before `before`; returns how many.
+    async fn purge_created_before(&self, before: DateTime<Utc>) -> Result<u64, StoreError>;
+}
+
+/// A unit of provisioning work: reconcile one cluster toward what was asked of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operation {
+    pub id: Uuid,
+    pub cluster_id: Uuid,
+    /// Raised each time more work is asked while the operation is pending or running; a worker
+    /// that finishes an older generation leaves the operation pending.
+    pub generation: i64,
+    pub attempts: i32,
+    pub last_error: Option<String>,
+}
+
+/// An operation claimed by one worker until `expires_at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperationLease {
+    pub operation: Operation,
+    pub lease_id: Uuid,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// The durable operations queue shared by every server process.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait OperationQueue: Send + Sync {
+    /// Claims the oldest runnable operation (pending and due, or running with an expired lease),
+    /// skipping ones other workers hold; MUST never hand one operation to two workers.
+    async fn claim(&self, worker: String, lease: Duration) -> Result<Option<OperationLease>, StoreError>;
+    /// Finished: done, unless more work was asked meanwhile (then pending again).
+    async fn finish(&self, lease: OperationLease) -> Result<(), StoreError>;
+    /// Failed transiently: pending again after `retry_at`, with the attempt and error recorded.
+    async fn retry(&self, lease: OperationLease, error: String, retry_at: DateTime<Utc>) -> Result<(), StoreError>;
+    /// Operations not yet done.
+    async fn depth(&self) -> Result<u64, StoreError>;
+}
+
+/// Wakes state long-polls when a cluster's revision moves, across server processes.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait ChangeFeed: Send + Sync {
+    /// Resolves when the cluster's revision may have moved past `since`, or after `timeout`.
+    /// MUST hold no database connection while waiting. Spurious wake-ups are allowed: the
+    /// caller reads the revision again.
+    async fn wait(&self, cluster_id: Uuid, since: i64, timeout: Duration);
+}
+
+/// An audit entry for a change of an auth server: who, when, what; never a secret.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditEvent {
+    pub id: Uuid,
+    pub organization_id: Uuid,
+    pub auth_server_id: Uuid,
+    pub actor: String,
+    pub action: String,
+    pub details: serde_json::Value,
+    pub at: DateTime<Utc>,
+}
+
+/// What one auth-server request changes, in one transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AuthServerChange {
+    Insert(AuthServer),
+    /// Replaces the stored server (credentials included) if its `updated_at` is still
+    /// `expected_updated_at`.
+    Update { server: AuthServer, expected_updated_at: DateTime<Utc> },
+    Delete(Uuid),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuthServerWrite {
+    pub change: AuthServerChange,
+    pub audit: AuditEvent,
+    pub idempotency: Option<IdempotencyCompletion>,
+}
+
+/// Gateway auth servers and their credentials.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait AuthServerRepository: Send + Sync {
+    async fn auth_server(&self, id: Uuid) -> Result<Option<AuthServer>, StoreError>;
+    /// An organization's servers, optionally of one environment, ordered by `created_at`.
+    async fn list_auth_servers(&self, organization_id: Uuid, environment: Option<String>)
+    -> Result<Vec<AuthServer>, StoreError>;
+    /// Applies a change with its audit entry; MUST return `Duplicate(AuthServerName)` for a
+    /// name taken in the organization and environment, `RevisionMismatch` for a lost race.
+    async fn write_auth_server(&self, write: AuthServerWrite) -> Result<(), StoreError>;
+}

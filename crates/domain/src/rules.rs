@@ -1,0 +1,23 @@
+//! The numeric limits of spec §8 and CONTRACT.md, in one place: validation, the catalog's
+//! published constraints and the tests all read these.
+
+pub const MIN_POOLS: usize = 1;
+pub const MAX_POOLS: usize = 20;
+pub const MAX_NODES_PER_POOL: u32 = 200;
+pub const MAX_CLUSTER_TAGS: usize = 64;
+pub const MAX_CLUSTER_DESCRIPTION: usize = 16384;
+pub const MAX_FIREWALL_DESCRIPTION: usize = 255;
+pub const MAX_SOURCE_CIDRS: usize = 16;
+pub const DEFAULT_POOL_NAME: &str = "default";
+pub const DEFAULT_MIN_NODES: u32 = 1;
+
+pub const PAGE_DEFAULT: u32 = 1;
+pub const SIZE_DEFAULT: u32 = 20;
+pub const SIZE_MAX: u32 = 100;
+pub const TIMEOUT_SECONDS_DEFAULT: u32 = 25;
+pub const TIMEOUT_SECONDS_MAX: u32 = 60;
+/// Seconds a client waits before asking for a kubeconfig again (spec §5 behaviour 5).
+pub const KUBECONFIG_RETRY_AFTER_SECONDS: u32 = 5;
+
+/// Static gateway tokens are at least this long (CONTRACT §9).
+pub const MIN_STATIC_TOKEN_LEN: usize = 16;
