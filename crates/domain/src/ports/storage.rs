@@ -163,7 +163,9 @@ pub trait IdempotencyStore: Send + Sync {
         new_lease_id: Uuid,
         lease_expires_at: DateTime<Utc>,
     ) -> Result<bool, StoreError>;
-    /// Stores the answer of a request that changed nothing (a refusal).
+    /// Stores an answer on a key still in progress under `completion.lease_id`; does nothing
+    /// when the key is already completed (its answer was committed with the change) or held by
+    /// another lease.
     async fn complete(&self, completion: IdempotencyCompletion) -> Result<(), StoreError>;
     /// Gives the key up (a 5xx answer): a retry runs anew.
     async fn release(&self, scope: IdempotencyScope, lease_id: Uuid) -> Result<(), StoreError>;

@@ -1,1 +1,168 @@
-pub mod x {}
+//! The use cases: one method per route of the spec's endpoint table and CONTRACT §9. Each
+//! enforces every rule through the ports and answers with one [`DomainError`].
+//!
+//! The order inside a mutation is always the same: authorize (403 before load for writers who
+//! are super_admin nowhere) → load the object and take its organization → check the caller's
+//! role there → claim the Idempotency-Key (scoped to that organization) → validate and decide
+//! with the pure rules → commit the whole change, with the stored answer, in one transaction.
+
+mod auth_servers;
+mod catalog;
+mod clusters;
+mod elastic_ips;
+mod firewall_rules;
+mod idempotency;
+mod node_pools;
+mod nodes;
+
+use std::sync::Arc;
+
+pub use self::auth_servers::Deleted;
+pub use self::clusters::{ClusterPage, ExposureOutcome, KubeconfigAnswer, StateAnswer};
+pub use self::idempotency::{Answer, IdempotencyRequest, Render};
+
+use crate::error::{Conflict, DomainError, Resource};
+use crate::model::catalog::Catalog;
+use crate::model::cluster::Cluster;
+use crate::ports::clock::{Clock, IdSource};
+use crate::ports::identity::IdentityProvider;
+use crate::ports::provisioning::CloudProvider;
+use crate::ports::secrets::SecretVault;
+use crate::ports::storage::{
+    AuthServerRepository, ChangeFeed, ClusterRepository, IdempotencyStore, StoreError, UniqueRule,
+};
+
+/// Settings the rules depend on (CONTRACT §11).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Public API hostnames end in this suffix.
+    pub public_hostname_suffix: String,
+    /// Elastic IP annotations are `{annotation_domain}/elastic-ip`.
+    pub annotation_domain: String,
+    /// The spec's operator option: kubeconfig downloads need super_admin.
+    pub kubeconfig_requires_super_admin: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            public_hostname_suffix: ".k8s.example.com".into(),
+            annotation_domain: "k8s.example.com".into(),
+            kubeconfig_requires_super_admin: false,
+        }
+    }
+}
+
+/// Every port the use cases need.
+#[derive(Clone)]
+pub struct Ports {
+    pub clusters: Arc<dyn ClusterRepository>,
+    pub idempotency: Arc<dyn IdempotencyStore>,
+    pub auth_servers: Arc<dyn AuthServerRepository>,
+    pub changes: Arc<dyn ChangeFeed>,
+    pub identity: Arc<dyn IdentityProvider>,
+    pub cloud: Arc<dyn CloudProvider>,
+    pub vault: Arc<dyn SecretVault>,
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn IdSource>,
+}
+
+/// The application: the use cases over the ports.
+#[derive(Clone)]
+pub struct Services {
+    ports: Ports,
+    catalog: Arc<Catalog>,
+    settings: Arc<Settings>,
+}
+
+/// How often a change decided on a stale revision is decided again before giving up with 409
+/// `concurrent_modification`.
+const MAX_ATTEMPTS: usize = 8;
+
+impl Services {
+    pub fn new(ports: Ports, catalog: Catalog, settings: Settings) -> Self {
+        Services { ports, catalog: Arc::new(catalog), settings: Arc::new(settings) }
+    }
+
+    pub fn catalog_data(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub fn ports(&self) -> &Ports {
+        &self.ports
+    }
+
+    /// Authenticates a request from its `Authorization` header.
+    pub async fn authenticate(&self, header: Option<&str>) -> Result<crate::model::identity::Caller, DomainError> {
+        crate::access::authenticate(self.ports.identity.as_ref(), header).await
+    }
+
+    /// Loads a live cluster by its path id: not a UUID, unknown or gone → 404.
+    async fn live_cluster(&self, id: &str) -> Result<Cluster, DomainError> {
+        let cluster = self.any_cluster(id).await?;
+        if cluster.is_gone() { Err(DomainError::NotFound(Resource::Cluster)) } else { Ok(cluster) }
+    }
+
+    /// Loads a cluster by its path id, tombstones included (an idempotent replay of a DELETE
+    /// must still find the organization its key belongs to).
+    async fn any_cluster(&self, id: &str) -> Result<Cluster, DomainError> {
+        let uuid = parse_id(id).ok_or(DomainError::NotFound(Resource::Cluster))?;
+        self.ports.clusters.cluster(uuid).await.map_err(store_error)?.ok_or(DomainError::NotFound(Resource::Cluster))
+    }
+}
+
+/// A path id: a UUID, or nothing can have it (404).
+pub(crate) fn parse_id(s: &str) -> Option<uuid::Uuid> {
+    if s.len() != 36 {
+        return None;
+    }
+    uuid::Uuid::parse_str(s).ok()
+}
+
+/// Storage errors as the caller sees them: a lost race or a name already taken is the caller's
+/// 409, an unreachable database a 503, anything else our 500.
+pub(crate) fn store_error(e: StoreError) -> DomainError {
+    match e {
+        StoreError::Duplicate(rule) => DomainError::Conflict(Conflict::NameTaken { resource: rule_resource(rule), name: String::new() }),
+        StoreError::RevisionMismatch => DomainError::Conflict(Conflict::ConcurrentModification),
+        StoreError::LeaseLost => DomainError::Conflict(Conflict::IdempotencyKeyInProgress),
+        StoreError::Unavailable(_) => DomainError::ServiceUnavailable,
+        StoreError::Internal(m) => DomainError::Internal(m),
+    }
+}
+
+fn rule_resource(rule: UniqueRule) -> Resource {
+    match rule {
+        UniqueRule::ClusterName => Resource::Cluster,
+        UniqueRule::PoolName => Resource::NodePool,
+        UniqueRule::ElasticIpName | UniqueRule::ElasticIpAddress => Resource::ElasticIp,
+        UniqueRule::FirewallRuleName => Resource::FirewallRule,
+        UniqueRule::AuthServerName => Resource::AuthServer,
+        UniqueRule::CredentialName => Resource::Credential,
+    }
+}
+
+/// A duplicate on the named rule becomes `name_conflict` naming what was taken.
+pub(crate) fn name_taken(e: StoreError, resource: Resource, name: &str) -> DomainError {
+    match e {
+        StoreError::Duplicate(_) => DomainError::Conflict(Conflict::NameTaken { resource, name: name.to_owned() }),
+        other => store_error(other),
+    }
+}
+
+/// Refuses changes to a cluster that is being deleted or has failed (CONTRACT §3).
+pub(crate) fn require_changeable(cluster: &Cluster) -> Result<(), DomainError> {
+    use crate::model::cluster::ClusterPhase;
+    match cluster.phase {
+        ClusterPhase::Deleting => Err(DomainError::Conflict(Conflict::ClusterDeleting)),
+        ClusterPhase::Failed => Err(DomainError::Conflict(Conflict::ClusterFailed)),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,405 @@
+//! Cluster routes: list, create, get, PATCH, exposure PATCH, DELETE, the state long-poll and
+//! the kubeconfig.
+
+use std::time::Duration;
+
+use crate::access::{self, Access};
+use crate::error::{Capacity, Conflict, DomainError, Resource};
+use crate::input::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
+use crate::input::query;
+use crate::model::cluster::{
+    Cluster, ClusterPhase, Exposure, ExposureDecision, ExposureRefusal, PhaseEvent, Registration,
+};
+use crate::model::identity::Caller;
+use crate::model::kubeconfig::{self, ClusterCredentials};
+use crate::model::node_pool::{NodePool, PoolStatus};
+use crate::ports::storage::{Change, ClusterWrite, Page, PageRequest, StoreError, UniqueRule};
+use crate::rules::KUBECONFIG_RETRY_AFTER_SECONDS;
+use crate::service::idempotency::{Answer, Begin, IdempotencyRequest};
+use crate::service::{MAX_ATTEMPTS, Services, name_taken, require_changeable, store_error};
+
+/// A page of clusters (CONTRACT §1 lists).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterPage {
+    pub items: Vec<Cluster>,
+    pub page: u32,
+    pub size: u32,
+    pub total: u64,
+}
+
+/// The answer of an exposure PATCH: 202 when a change started, 200 when nothing had to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExposureOutcome {
+    pub cluster: Cluster,
+    pub started: bool,
+}
+
+/// The state long-poll's answer (CONTRACT §4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateAnswer {
+    pub cluster_id: uuid::Uuid,
+    pub version: i64,
+    pub phase: ClusterPhase,
+    pub changed: bool,
+}
+
+/// The kubeconfig, or 202 with a retry hint while the control plane is not up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KubeconfigAnswer {
+    Ready { cluster_id: uuid::Uuid, yaml: String },
+    NotReady { phase: ClusterPhase, retry_after_seconds: u32 },
+}
+
+impl Services {
+    /// `GET /v1/public/clusters`: the resolved organization's clusters, one page.
+    pub async fn list_clusters(
+        &self,
+        caller: &Caller,
+        org_query: Option<&str>,
+        org_header: Option<&str>,
+        zone: Option<&str>,
+        page: Option<&str>,
+        size: Option<&str>,
+    ) -> Result<ClusterPage, DomainError> {
+        let org = access::resolve_collection_org(self.ports.identity.as_ref(), caller, org_query, org_header).await?;
+        let zone = match zone {
+            None | Some("") => None,
+            Some(z) if self.catalog.zone(z).is_some() => Some(z.to_owned()),
+            Some(z) => return Err(DomainError::UnknownZone(z.to_owned())),
+        };
+        let request: PageRequest = query::page(page, size)?;
+        let Page { items, total } =
+            self.ports.clusters.list_clusters(org.id, zone, request).await.map_err(store_error)?;
+        Ok(ClusterPage { items, page: request.page, size: request.size, total })
+    }
+
+    /// `POST /v1/public/clusters`: the organization comes from the body only (behaviour 1).
+    pub async fn create_cluster(
+        &self,
+        caller: &Caller,
+        body: CreateClusterRequest,
+        idempotency: Option<IdempotencyRequest<'_, Cluster>>,
+    ) -> Result<Answer<Cluster>, DomainError> {
+        let spec = body.validate()?;
+        let org = access::resolve_create_org(self.ports.identity.as_ref(), caller, &spec.organization).await?;
+        let held = match self.begin(org.id, idempotency).await? {
+            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
+            Begin::Proceed(h) => h,
+        };
+        let result = async {
+            let zone = match &spec.zone {
+                None => self.catalog.default_zone(),
+                Some(z) => self.catalog.zone(z).ok_or_else(|| DomainError::UnknownZone(z.clone()))?,
+            };
+            let version = match &spec.version {
+                None => zone.recommended_version(),
+                Some(v) => zone.version(v).ok_or_else(|| DomainError::UnknownVersion(v.clone()))?,
+            };
+            let mut pools = Vec::with_capacity(spec.node_pools.len());
+            let now = self.ports.clock.now();
+            for (i, p) in spec.node_pools.iter().enumerate() {
+                let tier = zone.tier(&p.size).ok_or_else(|| DomainError::UnknownMachineTier {
+                    field: format!("node_pools[{i}].size"),
+                    value: p.size.clone(),
+                })?;
+                pools.push(NodePool {
+                    name: p.name.clone(),
+                    size: p.size.clone(),
+                    count: p.sizing.count,
+                    auto_scale: p.sizing.auto_scale,
+                    min_nodes: p.sizing.min_nodes,
+                    max_nodes: p.sizing.max_nodes,
+                    labels: p.labels.clone(),
+                    tags: p.tags.clone(),
+                    root_volume_size_gib: tier.disk_gib,
+                    status: PoolStatus::Provisioning,
+                    created_at: now,
+                    updated_at: now,
+                });
+            }
+            let exposure = spec.exposure.unwrap_or(zone.defaults.exposure_mode);
+            if exposure == Exposure::Public && !zone.zone.public_exposure_enabled {
+                return Err(DomainError::PublicExposureUnavailable(zone.zone.id.clone()));
+            }
+            access::require_credit(&org)?;
+            let cluster = Cluster {
+                id: self.ports.ids.new_id(),
+                organization_id: org.id,
+                organization_slug: org.slug.clone(),
+                name: spec.name.clone(),
+                description: spec.description.clone(),
+                tags: spec.tags.clone(),
+                zone: zone.zone.id.clone(),
+                version: version.id.clone(),
+                control_plane_option_id: zone.active_control_plane_option_id.clone(),
+                exposure,
+                network_mode: spec.network_mode.unwrap_or(zone.defaults.network_mode),
+                phase: ClusterPhase::Pending,
+                failure_reason: None,
+                public_hostname: None,
+                api_endpoint: None,
+                node_pools: pools,
+                hub_registration: Registration::PENDING,
+                default_environment: Registration::PENDING,
+                exposure_change: None,
+                created_at: now,
+                updated_at: now,
+                revision: 1,
+                deleted_at: None,
+            };
+            self.require_zone_capacity(&cluster.zone, cluster.node_demand()).await?;
+            let write = ClusterWrite {
+                cluster_id: cluster.id,
+                expected_revision: None,
+                changes: vec![Change::InsertCluster(cluster.clone())],
+                reconcile: true,
+                idempotency: held.as_ref().map(|h| h.completion(&cluster)),
+                at: now,
+            };
+            self.ports.clusters.commit(write).await.map_err(|e| name_taken(e, Resource::Cluster, cluster.name.as_str()))?;
+            Ok(cluster)
+        }
+        .await;
+        self.settle(held, result).await
+    }
+
+    /// 503 when `extra` more nodes would pass the zone's capacity.
+    pub(crate) async fn require_zone_capacity(&self, zone: &str, extra: u64) -> Result<(), DomainError> {
+        if extra == 0 {
+            return Ok(());
+        }
+        let demand = self.ports.clusters.zone_node_demand(zone.to_owned()).await.map_err(store_error)?;
+        if demand.saturating_add(extra) > self.ports.cloud.zone_capacity(zone) {
+            return Err(DomainError::CapacityExhausted(Capacity::ZoneNodes));
+        }
+        Ok(())
+    }
+
+    /// `GET /v1/public/clusters/{id}`.
+    pub async fn get_cluster(&self, caller: &Caller, id: &str) -> Result<Cluster, DomainError> {
+        let cluster = self.live_cluster(id).await?;
+        access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
+        Ok(cluster)
+    }
+
+    /// Loads a live cluster for a write by a caller who must be super_admin of its
+    /// organization (403 before load for writers who are super_admin nowhere).
+    pub(crate) async fn cluster_for_write(&self, caller: &Caller, id: &str) -> Result<Cluster, DomainError> {
+        access::require_writer_somewhere(caller)?;
+        let cluster = self.live_cluster(id).await?;
+        access::authorize_object(caller, &cluster.organization_id, Access::Write)?;
+        Ok(cluster)
+    }
+
+    /// Like [`Self::cluster_for_write`], for the writes the assistant may not make (Elastic IPs
+    /// and firewall rules, spec §1): a member of the organization using the assistant gets 403
+    /// `assistant_not_allowed` whatever the role.
+    pub(crate) async fn cluster_for_restricted_write(&self, caller: &Caller, id: &str) -> Result<Cluster, DomainError> {
+        access::require_writer_somewhere(caller)?;
+        let cluster = self.live_cluster(id).await?;
+        access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
+        access::require_not_assistant(caller)?;
+        access::authorize_object(caller, &cluster.organization_id, Access::Write)?;
+        Ok(cluster)
+    }
+
+    /// Decides a change on the current cluster and commits it; decided again on a fresh read
+    /// when a concurrent change won the race.
+    pub(crate) async fn change_cluster<T>(
+        &self,
+        mut cluster: Cluster,
+        mut decide: impl AsyncFnMut(&Cluster) -> Result<(Vec<Change>, bool, T), DomainError>,
+        completion: impl Fn(&T) -> Option<crate::model::idempotency::IdempotencyCompletion>,
+        conflict_name: Option<(Resource, String)>,
+    ) -> Result<T, DomainError> {
+        for attempt in 0..MAX_ATTEMPTS {
+            if attempt > 0 {
+                cluster = self
+                    .ports
+                    .clusters
+                    .cluster(cluster.id)
+                    .await
+                    .map_err(store_error)?
+                    .filter(|c| !c.is_gone())
+                    .ok_or(DomainError::NotFound(Resource::Cluster))?;
+            }
+            let (changes, reconcile, value) = decide(&cluster).await?;
+            if changes.is_empty() {
+                return Ok(value);
+            }
+            let write = ClusterWrite {
+                cluster_id: cluster.id,
+                expected_revision: Some(cluster.revision),
+                changes,
+                reconcile,
+                idempotency: completion(&value),
+                at: self.ports.clock.now(),
+            };
+            match self.ports.clusters.commit(write).await {
+                Ok(_) => return Ok(value),
+                // A lost race: decide again on what won it.
+                Err(StoreError::RevisionMismatch | StoreError::Duplicate(UniqueRule::ElasticIpAddress)) => continue,
+                Err(e) => {
+                    return Err(match &conflict_name {
+                        Some((resource, name)) => name_taken(e, *resource, name),
+                        None => store_error(e),
+                    });
+                }
+            }
+        }
+        Err(DomainError::Conflict(Conflict::ConcurrentModification))
+    }
+
+    /// `PATCH /v1/public/clusters/{id}`: description and tags.
+    pub async fn patch_cluster(&self, caller: &Caller, id: &str, body: ClusterPatch) -> Result<Cluster, DomainError> {
+        let cluster = self.cluster_for_write(caller, id).await?;
+        let changes = body.validate()?;
+        let now = self.ports.clock.now();
+        self.change_cluster(
+            cluster,
+            async |c: &Cluster| {
+                require_changeable(c)?;
+                let mut next = c.clone();
+                if let Some(d) = &changes.description {
+                    next.description = d.clone();
+                }
+                if let Some(t) = &changes.tags {
+                    next.tags = t.clone();
+                }
+                next.updated_at = now;
+                Ok((vec![Change::UpdateCluster(next.clone())], false, next))
+            },
+            |_| None,
+            None,
+        )
+        .await
+    }
+
+    /// `PATCH /v1/public/clusters/{id}/exposure` (spec §3, behaviour 6).
+    pub async fn change_exposure(&self, caller: &Caller, id: &str, body: ExposurePatch) -> Result<ExposureOutcome, DomainError> {
+        let cluster = self.cluster_for_write(caller, id).await?;
+        let now = self.ports.clock.now();
+        self.change_cluster(
+            cluster,
+            async |c: &Cluster| match c.request_exposure(body.exposure) {
+                Err(ExposureRefusal::Deleting) => Err(DomainError::Conflict(Conflict::ClusterDeleting)),
+                Err(ExposureRefusal::Failed) => Err(DomainError::Conflict(Conflict::ClusterFailed)),
+                Err(ExposureRefusal::NotProvisioned(phase)) => Err(DomainError::PhaseNotProvisioned(phase.as_str())),
+                Err(ExposureRefusal::ChangeInFlight) => Err(DomainError::Conflict(Conflict::ChangeInFlight)),
+                Ok(ExposureDecision::Unchanged) => Ok((vec![], false, ExposureOutcome { cluster: c.clone(), started: false })),
+                Ok(ExposureDecision::Start(change)) => {
+                    let public_ok = self.catalog.zone(&c.zone).is_some_and(|z| z.zone.public_exposure_enabled);
+                    if change.to == Exposure::Public && !public_ok {
+                        return Err(DomainError::PublicExposureUnavailable(c.zone.clone()));
+                    }
+                    let mut next = c.clone();
+                    next.exposure_change = Some(change);
+                    next.updated_at = now;
+                    Ok((vec![Change::UpdateCluster(next.clone())], true, ExposureOutcome { cluster: next, started: true }))
+                }
+            },
+            |_| None,
+            None,
+        )
+        .await
+    }
+
+    /// `DELETE /v1/public/clusters/{id}`: 202 with the cluster in `Deleting`; a second DELETE
+    /// answers 202 with the cluster as it is.
+    pub async fn delete_cluster(
+        &self,
+        caller: &Caller,
+        id: &str,
+        idempotency: Option<IdempotencyRequest<'_, Cluster>>,
+    ) -> Result<Answer<Cluster>, DomainError> {
+        access::require_writer_somewhere(caller)?;
+        let cluster = self.any_cluster(id).await?;
+        access::authorize_object(caller, &cluster.organization_id, Access::Write)?;
+        let held = match self.begin(cluster.organization_id, idempotency).await? {
+            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
+            Begin::Proceed(h) => h,
+        };
+        let now = self.ports.clock.now();
+        let result = async {
+            if cluster.is_gone() {
+                return Err(DomainError::NotFound(Resource::Cluster));
+            }
+            self.change_cluster(
+                cluster,
+                async |c: &Cluster| {
+                    if c.phase == ClusterPhase::Deleting {
+                        return Ok((vec![], false, c.clone()));
+                    }
+                    let mut next = c.clone();
+                    next.phase = c.phase.apply(PhaseEvent::Delete).map_err(|e| DomainError::Internal(e.to_string()))?;
+                    next.updated_at = now;
+                    Ok((vec![Change::UpdateCluster(next.clone())], true, next))
+                },
+                |c| held.as_ref().map(|h| h.completion(c)),
+                None,
+            )
+            .await
+        }
+        .await;
+        self.settle(held, result).await
+    }
+
+    /// `GET …/state`: answers at once when the cluster's version is past `since`, otherwise
+    /// waits for a change or `timeout_seconds` (CONTRACT §4).
+    pub async fn cluster_state(
+        &self,
+        caller: &Caller,
+        id: &str,
+        since: Option<&str>,
+        timeout_seconds: Option<&str>,
+    ) -> Result<StateAnswer, DomainError> {
+        let cluster = self.live_cluster(id).await?;
+        access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
+        let since = query::since(since)?;
+        let timeout = query::timeout_seconds(timeout_seconds)?;
+        let answer = |version: i64, phase: ClusterPhase, changed: bool| StateAnswer { cluster_id: cluster.id, version, phase, changed };
+        if cluster.revision > since {
+            return Ok(answer(cluster.revision, cluster.phase, true));
+        }
+        let deadline = self.ports.clock.now() + chrono::Duration::seconds(i64::from(timeout));
+        let (mut version, mut phase) = (cluster.revision, cluster.phase);
+        loop {
+            let remaining = (deadline - self.ports.clock.now()).to_std().unwrap_or(Duration::ZERO);
+            if remaining.is_zero() {
+                return Ok(answer(version, phase, false));
+            }
+            self.ports.changes.wait(cluster.id, since, remaining).await;
+            match self.ports.clusters.revision(cluster.id).await.map_err(store_error)? {
+                None => return Err(DomainError::NotFound(Resource::Cluster)),
+                Some((v, p)) => {
+                    (version, phase) = (v, p);
+                    if v > since {
+                        return Ok(answer(v, p, true));
+                    }
+                }
+            }
+        }
+    }
+
+    /// `GET …/kubeconfig`: 200 from `ControlPlaneReady` on, 202 before (behaviour 5).
+    pub async fn kubeconfig(&self, caller: &Caller, id: &str) -> Result<KubeconfigAnswer, DomainError> {
+        let cluster = self.live_cluster(id).await?;
+        let needed = if self.settings.kubeconfig_requires_super_admin { Access::Write } else { Access::Read };
+        access::authorize_object(caller, &cluster.organization_id, needed)?;
+        let not_ready = || KubeconfigAnswer::NotReady { phase: cluster.phase, retry_after_seconds: KUBECONFIG_RETRY_AFTER_SECONDS };
+        match cluster.phase {
+            ClusterPhase::Failed => return Err(DomainError::Conflict(Conflict::ClusterFailed)),
+            ClusterPhase::Deleting => return Err(DomainError::Conflict(Conflict::ClusterDeleting)),
+            p if !p.serves_kubeconfig() => return Ok(not_ready()),
+            _ => {}
+        }
+        let (Some(endpoint), Some(sealed)) =
+            (cluster.api_endpoint.as_deref(), self.ports.clusters.credentials(cluster.id).await.map_err(store_error)?)
+        else {
+            return Ok(not_ready());
+        };
+        let token = self.ports.vault.open(&sealed.token).map_err(|e| DomainError::Internal(e.to_string()))?;
+        let credentials = ClusterCredentials { ca_certificate_pem: sealed.ca_certificate_pem, token };
+        Ok(KubeconfigAnswer::Ready { cluster_id: cluster.id, yaml: kubeconfig::render(cluster.name.as_str(), endpoint, &credentials) })
+    }
+}

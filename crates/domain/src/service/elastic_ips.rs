@@ -1,0 +1,151 @@
+//! Elastic IP routes: list, get, allocate and release (spec §4 behaviours 9 and 10).
+
+use crate::access::{self, Access};
+use crate::error::{Capacity, Conflict, DomainError, Resource};
+use crate::input::elastic_ip::CreateElasticIpRequest;
+use crate::model::cluster::{Cluster, Exposure};
+use crate::model::elastic_ip::{ElasticIp, ElasticIpEvent, ElasticIpStatus, ElasticIpView};
+use crate::model::identity::Caller;
+use crate::ports::storage::Change;
+use crate::service::idempotency::{Answer, Begin, IdempotencyRequest};
+use crate::service::{Services, parse_id, require_changeable, store_error};
+
+impl Services {
+    async fn alive_elastic_ips(&self, cluster: &Cluster) -> Result<Vec<ElasticIp>, DomainError> {
+        let all = self.ports.clusters.elastic_ips(cluster.id).await.map_err(store_error)?;
+        Ok(all.into_iter().filter(|e| e.status.is_alive()).collect())
+    }
+
+    pub fn elastic_ip_view(&self, eip: &ElasticIp) -> ElasticIpView {
+        eip.view(&self.settings.annotation_domain)
+    }
+
+    /// `GET …/elastic-ips` (the assistant may read these).
+    pub async fn list_elastic_ips(&self, caller: &Caller, id: &str) -> Result<Vec<ElasticIpView>, DomainError> {
+        let cluster = self.live_cluster(id).await?;
+        access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
+        Ok(self.alive_elastic_ips(&cluster).await?.iter().map(|e| self.elastic_ip_view(e)).collect())
+    }
+
+    /// `GET …/elastic-ips/{eip}`.
+    pub async fn get_elastic_ip(&self, caller: &Caller, id: &str, eip: &str) -> Result<ElasticIpView, DomainError> {
+        let cluster = self.live_cluster(id).await?;
+        access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
+        let eip_id = parse_id(eip).ok_or(DomainError::NotFound(Resource::ElasticIp))?;
+        let found = self.alive_elastic_ips(&cluster).await?.into_iter().find(|e| e.id == eip_id);
+        found.map(|e| self.elastic_ip_view(&e)).ok_or(DomainError::NotFound(Resource::ElasticIp))
+    }
+
+    /// `POST …/elastic-ips`: 202 with the Elastic IP `Pending`. Its address is reserved now, so
+    /// an exhausted pool is answered at once (503).
+    pub async fn create_elastic_ip(
+        &self,
+        caller: &Caller,
+        id: &str,
+        body: CreateElasticIpRequest,
+        idempotency: Option<IdempotencyRequest<'_, ElasticIpView>>,
+    ) -> Result<Answer<ElasticIpView>, DomainError> {
+        let cluster = self.cluster_for_restricted_write(caller, id).await?;
+        let held = match self.begin(cluster.organization_id, idempotency).await? {
+            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
+            Begin::Proceed(h) => h,
+        };
+        let result = async {
+            let spec = body.validate()?;
+            let name = spec.name.as_ref().map(|n| n.as_str().to_owned()).unwrap_or_default();
+            self.change_cluster(
+                cluster,
+                async |c: &Cluster| {
+                    require_changeable(c)?;
+                    let allowed = c.network_mode.elastic_ip_exposure();
+                    let exposure = spec.exposure.unwrap_or(allowed);
+                    if exposure != allowed {
+                        return Err(DomainError::Conflict(Conflict::ExposureMismatch {
+                            network_mode: c.network_mode.as_str(),
+                            allowed: allowed.as_str(),
+                        }));
+                    }
+                    let zone_public_pool = self.catalog.zone(&c.zone).is_some_and(|z| z.zone.public_elastic_ip_pool_enabled);
+                    let pool = match self.ports.cloud.address_pool(exposure) {
+                        Some(p) if exposure == Exposure::Private || zone_public_pool => p,
+                        _ if exposure == Exposure::Public => return Err(DomainError::CapacityExhausted(Capacity::PublicPoolDisabled)),
+                        _ => return Err(DomainError::CapacityExhausted(Capacity::AddressPool { exposure: exposure.as_str() })),
+                    };
+                    if let Some(n) = &spec.name {
+                        if self.alive_elastic_ips(c).await?.iter().any(|e| e.name.as_ref() == Some(n)) {
+                            return Err(DomainError::Conflict(Conflict::NameTaken { resource: Resource::ElasticIp, name: n.as_str().to_owned() }));
+                        }
+                    }
+                    let used = self.ports.clusters.addresses_in_use(exposure).await.map_err(store_error)?;
+                    let address = pool
+                        .first_free(&used)
+                        .ok_or(DomainError::CapacityExhausted(Capacity::AddressPool { exposure: exposure.as_str() }))?;
+                    let now = self.ports.clock.now();
+                    let eip = ElasticIp {
+                        id: self.ports.ids.new_id(),
+                        cluster_id: c.id,
+                        name: spec.name.clone(),
+                        exposure,
+                        status: ElasticIpStatus::Pending,
+                        address,
+                        failure_reason: None,
+                        created_at: now,
+                        updated_at: now,
+                    };
+                    let view = self.elastic_ip_view(&eip);
+                    Ok((vec![Change::InsertElasticIp(eip)], true, view))
+                },
+                |v| held.as_ref().map(|h| h.completion(v)),
+                Some((Resource::ElasticIp, name)),
+            )
+            .await
+        }
+        .await;
+        self.settle(held, result).await
+    }
+
+    /// `DELETE …/elastic-ips/{eip}`: release, only from `Ready` or `Failed` (409 otherwise).
+    pub async fn release_elastic_ip(
+        &self,
+        caller: &Caller,
+        id: &str,
+        eip: &str,
+        idempotency: Option<IdempotencyRequest<'_, ElasticIpView>>,
+    ) -> Result<Answer<ElasticIpView>, DomainError> {
+        let cluster = self.cluster_for_restricted_write(caller, id).await?;
+        let eip_id = parse_id(eip).ok_or(DomainError::NotFound(Resource::ElasticIp))?;
+        let held = match self.begin(cluster.organization_id, idempotency).await? {
+            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
+            Begin::Proceed(h) => h,
+        };
+        let result = self
+            .change_cluster(
+                cluster,
+                async |c: &Cluster| {
+                    let current = self
+                        .alive_elastic_ips(c)
+                        .await?
+                        .into_iter()
+                        .find(|e| e.id == eip_id)
+                        .ok_or(DomainError::NotFound(Resource::ElasticIp))?;
+                    require_changeable(c)?;
+                    let status = current.status.apply(ElasticIpEvent::Release).map_err(|_| {
+                        DomainError::Conflict(Conflict::InvalidState {
+                            resource: Resource::ElasticIp,
+                            status: current.status.as_str(),
+                            operation: "released",
+                        })
+                    })?;
+                    let mut next = current;
+                    next.status = status;
+                    next.updated_at = self.ports.clock.now();
+                    let view = self.elastic_ip_view(&next);
+                    Ok((vec![Change::UpdateElasticIp(next)], true, view))
+                },
+                |v| held.as_ref().map(|h| h.completion(v)),
+                None,
+            )
+            .await;
+        self.settle(held, result).await
+    }
+}

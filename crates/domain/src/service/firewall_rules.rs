@@ -1,0 +1,120 @@
+//! Firewall rule routes: list, get, create (cluster must be Provisioned) and delete.
+
+use crate::access::{self, Access};
+use crate::error::{Conflict, DomainError, Resource};
+use crate::input::firewall::CreateFirewallRuleRequest;
+use crate::model::cluster::{Cluster, ClusterPhase};
+use crate::model::firewall::{FirewallEvent, FirewallRule, FirewallRuleStatus};
+use crate::model::identity::Caller;
+use crate::ports::storage::Change;
+use crate::service::idempotency::{Answer, Begin, IdempotencyRequest};
+use crate::service::{Services, parse_id, require_changeable, store_error};
+
+impl Services {
+    /// `GET …/firewall-rules`.
+    pub async fn list_firewall_rules(&self, caller: &Caller, id: &str) -> Result<Vec<FirewallRule>, DomainError> {
+        let cluster = self.live_cluster(id).await?;
+        access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
+        self.ports.clusters.firewall_rules(cluster.id).await.map_err(store_error)
+    }
+
+    /// `GET …/firewall-rules/{rule}`.
+    pub async fn get_firewall_rule(&self, caller: &Caller, id: &str, rule: &str) -> Result<FirewallRule, DomainError> {
+        let cluster = self.live_cluster(id).await?;
+        access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
+        let rule_id = parse_id(rule).ok_or(DomainError::NotFound(Resource::FirewallRule))?;
+        let rules = self.ports.clusters.firewall_rules(cluster.id).await.map_err(store_error)?;
+        rules.into_iter().find(|r| r.id == rule_id).ok_or(DomainError::NotFound(Resource::FirewallRule))
+    }
+
+    /// `POST …/firewall-rules` (behaviour 11): 202 with the rule `Pending`.
+    pub async fn create_firewall_rule(
+        &self,
+        caller: &Caller,
+        id: &str,
+        body: CreateFirewallRuleRequest,
+        idempotency: Option<IdempotencyRequest<'_, FirewallRule>>,
+    ) -> Result<Answer<FirewallRule>, DomainError> {
+        let cluster = self.cluster_for_restricted_write(caller, id).await?;
+        let held = match self.begin(cluster.organization_id, idempotency).await? {
+            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
+            Begin::Proceed(h) => h,
+        };
+        let result = async {
+            let spec = body.validate()?;
+            let name = spec.name.as_ref().map(|n| n.as_str().to_owned()).unwrap_or_default();
+            self.change_cluster(
+                cluster,
+                async |c: &Cluster| {
+                    require_changeable(c)?;
+                    if c.phase != ClusterPhase::Provisioned {
+                        return Err(DomainError::Conflict(Conflict::ClusterNotProvisioned { phase: c.phase.as_str() }));
+                    }
+                    if let Some(n) = &spec.name {
+                        let rules = self.ports.clusters.firewall_rules(c.id).await.map_err(store_error)?;
+                        if rules.iter().any(|r| r.name.as_ref() == Some(n)) {
+                            return Err(DomainError::Conflict(Conflict::NameTaken { resource: Resource::FirewallRule, name: n.as_str().to_owned() }));
+                        }
+                    }
+                    let now = self.ports.clock.now();
+                    let rule = FirewallRule {
+                        id: self.ports.ids.new_id(),
+                        cluster_id: c.id,
+                        name: spec.name.clone(),
+                        description: spec.description.clone(),
+                        direction: spec.direction,
+                        protocol: spec.protocol,
+                        source_cidrs: spec.source_cidrs.clone(),
+                        port_range: spec.port_range,
+                        status: FirewallRuleStatus::Pending,
+                        failure_reason: None,
+                        created_at: now,
+                        updated_at: now,
+                    };
+                    Ok((vec![Change::InsertFirewallRule(rule.clone())], true, rule))
+                },
+                |r| held.as_ref().map(|h| h.completion(r)),
+                Some((Resource::FirewallRule, name)),
+            )
+            .await
+        }
+        .await;
+        self.settle(held, result).await
+    }
+
+    /// `DELETE …/firewall-rules/{rule}`: 202 with the rule `Deleting`.
+    pub async fn delete_firewall_rule(
+        &self,
+        caller: &Caller,
+        id: &str,
+        rule: &str,
+        idempotency: Option<IdempotencyRequest<'_, FirewallRule>>,
+    ) -> Result<Answer<FirewallRule>, DomainError> {
+        let cluster = self.cluster_for_restricted_write(caller, id).await?;
+        let rule_id = parse_id(rule).ok_or(DomainError::NotFound(Resource::FirewallRule))?;
+        let held = match self.begin(cluster.organization_id, idempotency).await? {
+            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
+            Begin::Proceed(h) => h,
+        };
+        let result = self
+            .change_cluster(
+                cluster,
+                async |c: &Cluster| {
+                    let rules = self.ports.clusters.firewall_rules(c.id).await.map_err(store_error)?;
+                    let current = rules.into_iter().find(|r| r.id == rule_id).ok_or(DomainError::NotFound(Resource::FirewallRule))?;
+                    require_changeable(c)?;
+                    let status = current.status.apply(FirewallEvent::Delete).map_err(|_| {
+                        DomainError::Conflict(Conflict::InvalidState { resource: Resource::FirewallRule, status: current.status.as_str(), operation: "deleted" })
+                    })?;
+                    let mut next = current;
+                    next.status = status;
+                    next.updated_at = self.ports.clock.now();
+                    Ok((vec![Change::UpdateFirewallRule(next.clone())], true, next))
+                },
+                |r| held.as_ref().map(|h| h.completion(r)),
+                None,
+            )
+            .await;
+        self.settle(held, result).await
+    }
+}

@@ -1,0 +1,139 @@
+//! Idempotency-Key handling shared by every POST, DELETE and node-pool PATCH (CONTRACT §8): the
+//! claim in its own short transaction, the answer committed with the change, replays byte for
+//! byte, and release on 5xx.
+
+use chrono::Duration;
+use uuid::Uuid;
+
+use crate::error::{Conflict, DomainError};
+use crate::model::idempotency::{
+    IdempotencyClaim, IdempotencyCompletion, IdempotencyDecision, IdempotencyRecord, IdempotencyScope,
+    IdempotencyState, LEASE_SECONDS, RequestFingerprint, StoredResponse,
+};
+use crate::names::IdempotencyKey;
+use crate::ports::storage::ClaimOutcome;
+use crate::service::{Services, store_error};
+
+/// Turns a use case's answer into the bytes a client receives, so the stored answer and the
+/// live one are the same bytes. Implemented by the HTTP adapter.
+pub trait Render<T>: Send + Sync {
+    fn ok(&self, value: &T) -> StoredResponse;
+    fn err(&self, error: &DomainError) -> StoredResponse;
+}
+
+/// A request that carries an Idempotency-Key.
+pub struct IdempotencyRequest<'a, T> {
+    pub key: IdempotencyKey,
+    pub fingerprint: RequestFingerprint,
+    pub render: &'a dyn Render<T>,
+}
+
+/// What a mutation answers: a fresh result, or the stored answer of the first request with
+/// the same key (sent with `Idempotency-Replay: true`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer<T> {
+    Fresh(T),
+    Replayed(StoredResponse),
+}
+
+impl<T> Answer<T> {
+    pub fn fresh(self) -> Option<T> {
+        match self {
+            Answer::Fresh(t) => Some(t),
+            Answer::Replayed(_) => None,
+        }
+    }
+}
+
+/// A key this request holds while it works.
+pub(crate) struct Held<'a, T> {
+    pub(crate) claim: IdempotencyClaim,
+    render: &'a dyn Render<T>,
+}
+
+impl<T> Held<'_, T> {
+    /// The completion to commit together with the change this answer describes.
+    pub(crate) fn completion(&self, value: &T) -> IdempotencyCompletion {
+        IdempotencyCompletion {
+            scope: self.claim.scope.clone(),
+            lease_id: self.claim.lease_id,
+            response: self.render.ok(value),
+        }
+    }
+}
+
+pub(crate) enum Begin<'a, T> {
+    Replay(StoredResponse),
+    Proceed(Option<Held<'a, T>>),
+}
+
+impl Services {
+    /// Claims the key for this organization, or decides from the record already there.
+    pub(crate) async fn begin<'a, T>(
+        &self,
+        organization_id: Uuid,
+        request: Option<IdempotencyRequest<'a, T>>,
+    ) -> Result<Begin<'a, T>, DomainError> {
+        let Some(request) = request else { return Ok(Begin::Proceed(None)) };
+        let now = self.ports.clock.now();
+        let lease_id = self.ports.ids.new_id();
+        let lease_expires_at = now + Duration::seconds(LEASE_SECONDS);
+        let scope = IdempotencyScope { organization_id, key: request.key };
+        let record = IdempotencyRecord {
+            scope: scope.clone(),
+            fingerprint: request.fingerprint.clone(),
+            state: IdempotencyState::InProgress { lease_id, lease_expires_at },
+            created_at: now,
+        };
+        let held = |scope: IdempotencyScope| Held {
+            claim: IdempotencyClaim { scope, fingerprint: request.fingerprint.clone(), lease_id, lease_expires_at },
+            render: request.render,
+        };
+        match self.ports.idempotency.claim(record).await.map_err(store_error)? {
+            ClaimOutcome::Claimed => Ok(Begin::Proceed(Some(held(scope)))),
+            ClaimOutcome::Existing(existing) => match existing.decide(&request.fingerprint, now) {
+                IdempotencyDecision::Replay(response) => Ok(Begin::Replay(response)),
+                IdempotencyDecision::Reused => Err(DomainError::Conflict(Conflict::IdempotencyKeyReused)),
+                IdempotencyDecision::InProgress => Err(DomainError::Conflict(Conflict::IdempotencyKeyInProgress)),
+                IdempotencyDecision::TakeOver { stale_lease_id } => {
+                    let taken = self
+                        .ports
+                        .idempotency
+                        .take_over(scope.clone(), stale_lease_id, lease_id, lease_expires_at)
+                        .await
+                        .map_err(store_error)?;
+                    if taken {
+                        Ok(Begin::Proceed(Some(held(scope))))
+                    } else {
+                        // Another request took it over first.
+                        Err(DomainError::Conflict(Conflict::IdempotencyKeyInProgress))
+                    }
+                }
+            },
+        }
+    }
+
+    /// Stores the answer on the key (unless it is a 5xx: then the key is released so a retry
+    /// runs anew). An answer already committed with its change is not changed: the store
+    /// completes only keys still in progress under this lease.
+    pub(crate) async fn settle<T>(&self, held: Option<Held<'_, T>>, result: Result<T, DomainError>) -> Result<Answer<T>, DomainError> {
+        let Some(held) = held else { return result.map(Answer::Fresh) };
+        let response = match &result {
+            Ok(value) => held.render.ok(value),
+            Err(e) => held.render.err(e),
+        };
+        let scope = held.claim.scope.clone();
+        let outcome = if response.is_storable() {
+            self.ports
+                .idempotency
+                .complete(IdempotencyCompletion { scope, lease_id: held.claim.lease_id, response })
+                .await
+        } else {
+            self.ports.idempotency.release(scope, held.claim.lease_id).await
+        };
+        // A failure here leaves the key in progress until its lease runs out, after which a
+        // retry takes it over: safe, so the answer itself still goes out.
+        let _ = outcome;
+        result.map(Answer::Fresh)
+    }
+}

@@ -1,0 +1,218 @@
+//! Node pool routes: list, add, PATCH (resize, labels, tags) and delete (CONTRACT §6).
+
+use crate::access::{self, Access};
+use crate::error::{Conflict, DomainError, Resource};
+use crate::input::node_pool::{NodePoolPatch, NodePoolRequest, check_sizing};
+use crate::model::cluster::Cluster;
+use crate::model::identity::Caller;
+use crate::model::node_pool::{NodePool, PoolEvent, PoolStatus};
+use crate::ports::storage::Change;
+use crate::rules::MAX_POOLS;
+use crate::service::idempotency::{Answer, Begin, IdempotencyRequest};
+use crate::service::{Services, require_changeable};
+use crate::validation::Violations;
+
+fn pool_of<'c>(cluster: &'c Cluster, name: &str) -> Result<&'c NodePool, DomainError> {
+    cluster.pool(name).ok_or(DomainError::NotFound(Resource::NodePool))
+}
+
+fn pool_invalid_state(pool: &NodePool, operation: &'static str) -> DomainError {
+    DomainError::Conflict(Conflict::InvalidState { resource: Resource::NodePool, status: pool.status.as_str(), operation })
+}
+
+impl Services {
+    /// `GET …/node-pools`.
+    pub async fn list_node_pools(&self, caller: &Caller, id: &str) -> Result<Vec<NodePool>, DomainError> {
+        let cluster = self.live_cluster(id).await?;
+        access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
+        Ok(cluster.node_pools)
+    }
+
+    /// `POST …/node-pools`: 202 with the pool `Provisioning`.
+    pub async fn create_node_pool(
+        &self,
+        caller: &Caller,
+        id: &str,
+        body: NodePoolRequest,
+        idempotency: Option<IdempotencyRequest<'_, NodePool>>,
+    ) -> Result<Answer<NodePool>, DomainError> {
+        let cluster = self.cluster_for_write(caller, id).await?;
+        let held = match self.begin(cluster.organization_id, idempotency).await? {
+            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
+            Begin::Proceed(h) => h,
+        };
+        let result = async {
+            let mut v = Violations::new();
+            let spec = body.validate(&mut v, "");
+            let spec = match spec {
+                Some(s) if v.is_empty() => s,
+                _ => return Err(DomainError::Validation(v)),
+            };
+            let name = spec.name.as_str().to_owned();
+            let org_id = cluster.organization_id;
+            self.change_cluster(
+                cluster,
+                async |c: &Cluster| {
+                    require_changeable(c)?;
+                    if c.node_pools.len() >= MAX_POOLS {
+                        return Err(DomainError::validation("", format!("a cluster has at most {MAX_POOLS} node pools")));
+                    }
+                    if c.pool(spec.name.as_str()).is_some() {
+                        return Err(DomainError::Conflict(Conflict::NameTaken { resource: Resource::NodePool, name: spec.name.as_str().to_owned() }));
+                    }
+                    let tier = self
+                        .catalog
+                        .zone(&c.zone)
+                        .and_then(|z| z.tier(&spec.size))
+                        .ok_or_else(|| DomainError::UnknownMachineTier { field: "size".into(), value: spec.size.clone() })?;
+                    let org = access::organization_by_id(self.ports.identity.as_ref(), &org_id).await?;
+                    access::require_credit(&org)?;
+                    self.require_zone_capacity(&c.zone, u64::from(spec.sizing.count)).await?;
+                    let now = self.ports.clock.now();
+                    let pool = NodePool {
+                        name: spec.name.clone(),
+                        size: spec.size.clone(),
+                        count: spec.sizing.count,
+                        auto_scale: spec.sizing.auto_scale,
+                        min_nodes: spec.sizing.min_nodes,
+                        max_nodes: spec.sizing.max_nodes,
+                        labels: spec.labels.clone(),
+                        tags: spec.tags.clone(),
+                        root_volume_size_gib: tier.disk_gib,
+                        status: PoolStatus::Provisioning,
+                        created_at: now,
+                        updated_at: now,
+                    };
+                    Ok((vec![Change::InsertPool(pool.clone())], true, pool))
+                },
+                |p| held.as_ref().map(|h| h.completion(p)),
+                Some((Resource::NodePool, name)),
+            )
+            .await
+        }
+        .await;
+        self.settle(held, result).await
+    }
+
+    /// `PATCH …/node-pools/{pool}`: a new target replaces the old one, even while `Scaling`.
+    pub async fn patch_node_pool(
+        &self,
+        caller: &Caller,
+        id: &str,
+        pool_name: &str,
+        body: NodePoolPatch,
+        idempotency: Option<IdempotencyRequest<'_, NodePool>>,
+    ) -> Result<Answer<NodePool>, DomainError> {
+        let cluster = self.cluster_for_write(caller, id).await?;
+        let held = match self.begin(cluster.organization_id, idempotency).await? {
+            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
+            Begin::Proceed(h) => h,
+        };
+        let org_id = cluster.organization_id;
+        let result = async {
+            body.check_shape()?;
+            self.change_cluster(
+                cluster,
+                async |c: &Cluster| {
+                    let current = pool_of(c, pool_name)?;
+                    require_changeable(c)?;
+                    if current.status.is_deleting() {
+                        return Err(pool_invalid_state(current, "changed"));
+                    }
+                    let next = merge_patch(current, &body)?;
+                    let adds_nodes = next.count > current.count
+                        || next.max_nodes.unwrap_or(0) > current.max_nodes.unwrap_or(0);
+                    if adds_nodes {
+                        let org = access::organization_by_id(self.ports.identity.as_ref(), &org_id).await?;
+                        access::require_credit(&org)?;
+                    }
+                    if next.count > current.count {
+                        self.require_zone_capacity(&c.zone, u64::from(next.count - current.count)).await?;
+                    }
+                    let mut next = next;
+                    let resized = (next.count, next.auto_scale, next.min_nodes, next.max_nodes)
+                        != (current.count, current.auto_scale, current.min_nodes, current.max_nodes);
+                    if resized {
+                        next.status = current.status.apply(PoolEvent::Resize).map_err(|_| pool_invalid_state(current, "changed"))?;
+                    }
+                    next.updated_at = self.ports.clock.now();
+                    Ok((vec![Change::UpdatePool(next.clone())], true, next))
+                },
+                |p| held.as_ref().map(|h| h.completion(p)),
+                None,
+            )
+            .await
+        }
+        .await;
+        self.settle(held, result).await
+    }
+
+    /// `DELETE …/node-pools/{pool}`: 202 with the pool `Deleting`; never the last pool.
+    pub async fn delete_node_pool(
+        &self,
+        caller: &Caller,
+        id: &str,
+        pool_name: &str,
+        idempotency: Option<IdempotencyRequest<'_, NodePool>>,
+    ) -> Result<Answer<NodePool>, DomainError> {
+        let cluster = self.cluster_for_write(caller, id).await?;
+        let held = match self.begin(cluster.organization_id, idempotency).await? {
+            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
+            Begin::Proceed(h) => h,
+        };
+        let result = self
+            .change_cluster(
+                cluster,
+                async |c: &Cluster| {
+                    let current = pool_of(c, pool_name)?;
+                    require_changeable(c)?;
+                    let status = current.status.apply(PoolEvent::Delete).map_err(|_| pool_invalid_state(current, "deleted"))?;
+                    if c.live_pools().count() <= 1 {
+                        return Err(DomainError::Conflict(Conflict::LastPool));
+                    }
+                    let mut next = current.clone();
+                    next.status = status;
+                    next.updated_at = self.ports.clock.now();
+                    Ok((vec![Change::UpdatePool(next.clone())], true, next))
+                },
+                |p| held.as_ref().map(|h| h.completion(p)),
+                None,
+            )
+            .await;
+        self.settle(held, result).await
+    }
+}
+
+/// Applies a PATCH to a pool and checks the merged sizing with the create rules. With
+/// auto_scale on and no count given, the current count is clamped into the new bounds.
+pub(crate) fn merge_patch(current: &NodePool, patch: &NodePoolPatch) -> Result<NodePool, DomainError> {
+    let auto_scale = patch.auto_scale.flatten().unwrap_or(current.auto_scale);
+    let min = patch.min_nodes.flatten().unwrap_or(i64::from(current.min_nodes));
+    let max = patch.max_nodes.flatten().or(current.max_nodes.map(i64::from));
+    let count = match patch.count.flatten() {
+        Some(c) => c,
+        None if auto_scale => {
+            let c = i64::from(current.count).max(min);
+            max.map_or(c, |m| c.min(m))
+        }
+        None => i64::from(current.count),
+    };
+    let mut v = Violations::new();
+    let sizing = check_sizing(&mut v, "", Some(count), auto_scale, Some(min), max);
+    let sizing = match sizing {
+        Some(s) if v.is_empty() => s,
+        _ => return Err(DomainError::Validation(v)),
+    };
+    let mut next = current.clone();
+    next.count = sizing.count;
+    next.auto_scale = sizing.auto_scale;
+    next.min_nodes = sizing.min_nodes;
+    next.max_nodes = sizing.max_nodes;
+    if let Some(Some(labels)) = &patch.labels {
+        next.labels = labels.clone();
+    }
+    if let Some(Some(tags)) = &patch.tags {
+        next.tags = tags.clone();
+    }
+    Ok(next)
+}

@@ -1,0 +1,62 @@
+//! Node routes: list (per cluster or per pool) and delete (the node is replaced).
+
+use crate::access::{self, Access};
+use crate::error::{Conflict, DomainError, Resource};
+use crate::model::cluster::Cluster;
+use crate::model::identity::Caller;
+use crate::model::node::{Node, NodeEvent};
+use crate::names::NodeName;
+use crate::ports::storage::Change;
+use crate::service::idempotency::{Answer, Begin, IdempotencyRequest};
+use crate::service::{Services, require_changeable, store_error};
+
+impl Services {
+    /// `GET …/nodes` and `GET …/node-pools/{pool}/nodes`.
+    pub async fn list_nodes(&self, caller: &Caller, id: &str, pool: Option<&str>) -> Result<Vec<Node>, DomainError> {
+        let cluster = self.live_cluster(id).await?;
+        access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
+        if let Some(p) = pool {
+            if cluster.pool(p).is_none() {
+                return Err(DomainError::NotFound(Resource::NodePool));
+            }
+        }
+        self.ports.clusters.nodes(cluster.id, pool.map(str::to_owned)).await.map_err(store_error)
+    }
+
+    /// `DELETE …/nodes/{node}`: 202 with the node `Deleting`; its pool keeps its count, so the
+    /// node is replaced.
+    pub async fn delete_node(
+        &self,
+        caller: &Caller,
+        id: &str,
+        node: &str,
+        idempotency: Option<IdempotencyRequest<'_, Node>>,
+    ) -> Result<Answer<Node>, DomainError> {
+        let cluster = self.cluster_for_write(caller, id).await?;
+        // A name that breaks the node regex cannot exist.
+        let name = NodeName::parse(node).map_err(|_| DomainError::NotFound(Resource::Node))?;
+        let held = match self.begin(cluster.organization_id, idempotency).await? {
+            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
+            Begin::Proceed(h) => h,
+        };
+        let result = self
+            .change_cluster(
+                cluster,
+                async |c: &Cluster| {
+                    let nodes = self.ports.clusters.nodes(c.id, None).await.map_err(store_error)?;
+                    let current = nodes.into_iter().find(|n| n.name == name).ok_or(DomainError::NotFound(Resource::Node))?;
+                    require_changeable(c)?;
+                    let status = current.status.apply(NodeEvent::Delete).map_err(|_| {
+                        DomainError::Conflict(Conflict::InvalidState { resource: Resource::Node, status: current.status.as_str(), operation: "deleted" })
+                    })?;
+                    let mut next = current;
+                    next.status = status;
+                    Ok((vec![Change::UpdateNode(next.clone())], true, next))
+                },
+                |n| held.as_ref().map(|h| h.completion(n)),
+                None,
+            )
+            .await;
+        self.settle(held, result).await
+    }
+}
