@@ -7,6 +7,7 @@ pub mod error;
 pub mod input;
 pub mod model;
 pub mod names;
+pub mod reconcile;
 pub mod ports;
 pub mod rules;
 pub mod service;

@@ -273,6 +273,7 @@ pub struct Cluster {
     pub id: Uuid,
     pub organization_id: Uuid,
     pub organization_slug: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub name: DnsLabel,
     pub description: Option<String>,
     #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>))]

@@ -1,0 +1,1 @@
+//! Level-triggered reconciliation of one cluster (in progress).
