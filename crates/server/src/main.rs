@@ -1,1 +1,66 @@
-fn main() {}
+//! `server [--dev]`: the managed-Kubernetes cluster API. Settings come from the environment
+//! (CONTRACT §11); `--dev` is development mode (embedded account platform, demo tokens).
+
+use std::process::ExitCode;
+
+use server::config::{Config, Source};
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v == "json");
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if json { builder.json().init() } else { builder.compact().init() }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("usage: server [--dev]\n  settings come from the environment; see README.md and docs/configuration.md");
+        return ExitCode::SUCCESS;
+    }
+    if let Some(bad) = args.iter().find(|a| *a != "--dev") {
+        eprintln!("server: unknown argument {bad:?} (usage: server [--dev])");
+        return ExitCode::from(2);
+    }
+    let dev = args.iter().any(|a| a == "--dev");
+    let config = match Config::load(&Source::from_env(), dev) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("server: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("server: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        let running = server::start(config).await?;
+        println!("server: listening on http://{}", running.addr);
+        if running.generated_secrets_key {
+            println!("server: development mode generated a SECRETS_KEY for this run (set SECRETS_KEY to keep sealed secrets across restarts)");
+        }
+        if !running.demo_tokens.is_empty() {
+            println!("server: development mode: the embedded account platform's demo tokens:");
+            for (who, token) in &running.demo_tokens {
+                println!("  {who}: {token}");
+            }
+        }
+        // actix-web stops gracefully on SIGTERM and Ctrl-C.
+        running.server.await?;
+        println!("server: stopped");
+        anyhow::Ok(())
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("server: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

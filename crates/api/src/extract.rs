@@ -1,0 +1,246 @@
+//! Extractors: the request id, the authenticated caller, the Idempotency-Key, query
+//! parameters and JSON bodies. Each failure is a problem+json answer with the spec's status.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::web::{Bytes, Data};
+use actix_web::{FromRequest, HttpMessage, HttpRequest};
+use domain::DomainError;
+use domain::model::identity::Caller;
+use domain::model::idempotency::RequestFingerprint;
+use domain::names::IdempotencyKey;
+use domain::service::{IdempotencyRequest, Render, Services};
+use domain::validation::{Violations, redact_serde_message};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::problem::ApiError;
+use crate::state::AppState;
+
+/// Largest request body accepted (CONTRACT §1: 413 past it).
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// The id of this request (echoed from `X-Request-Id` when sane, else a new UUID).
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+impl RequestId {
+    /// A caller's id is echoed only when it is short and plain, so it cannot inject anything
+    /// into logs or headers.
+    pub fn from_header(value: Option<&str>) -> RequestId {
+        match value {
+            Some(v) if !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)) => {
+                RequestId(v.to_owned())
+            }
+            _ => RequestId(uuid::Uuid::new_v4().to_string()),
+        }
+    }
+}
+
+pub fn request_id(req: &HttpRequest) -> String {
+    req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default()
+}
+
+fn header_str<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
+    req.headers().get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"))
+}
+
+/// The context of an authenticated request: the use cases, the caller and the request id.
+pub struct Ctx {
+    pub services: Services,
+    pub caller: Caller,
+    pub request_id: String,
+    /// The `X-Platform-Organization` header, for collection reads.
+    pub org_header: Option<String>,
+}
+
+impl Ctx {
+    pub fn error(&self, e: DomainError) -> ApiError {
+        ApiError::new(e, self.request_id.clone())
+    }
+}
+
+impl FromRequest for Ctx {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Ctx, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let request_id = request_id(&req);
+            let Some(state) = req.app_data::<Data<AppState>>().cloned() else {
+                return Err(ApiError::new(DomainError::Internal("application state missing".into()), request_id));
+            };
+            let auth = header_str(&req, header::AUTHORIZATION.as_str());
+            let caller = state.services.authenticate(auth).await.map_err(|e| ApiError::new(e, request_id.clone()))?;
+            let org_header = header_str(&req, "X-Platform-Organization").map(str::to_owned);
+            Ok(Ctx { services: state.services.clone(), caller, request_id, org_header })
+        })
+    }
+}
+
+/// The `Idempotency-Key` header: absent, or valid (400 `invalid_idempotency_key` otherwise).
+pub struct Idempotency(pub Option<IdempotencyKey>);
+
+impl FromRequest for Idempotency {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Idempotency, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let result = match req.headers().get("Idempotency-Key") {
+            None => Ok(Idempotency(None)),
+            Some(v) => v
+                .to_str()
+                .ok()
+                .and_then(IdempotencyKey::parse)
+                .map(|k| Idempotency(Some(k)))
+                .ok_or_else(|| ApiError::new(DomainError::InvalidIdempotencyKey, request_id(req))),
+        };
+        std::future::ready(result)
+    }
+}
+
+impl Idempotency {
+    /// The request as the idempotency store sees it: key, method, path and canonical body.
+    pub fn request<'a, T>(&self, req: &HttpRequest, body: Option<&Value>, render: &'a dyn Render<T>) -> Option<IdempotencyRequest<'a, T>> {
+        self.0.clone().map(|key| IdempotencyRequest {
+            key,
+            fingerprint: RequestFingerprint::new(req.method().as_str(), req.path(), body),
+            render,
+        })
+    }
+}
+
+/// Query parameters by name (the first value of each). A query string that does not decode
+/// is 400.
+pub struct Query(pub HashMap<String, String>);
+
+impl Query {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+}
+
+impl FromRequest for Query {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Query, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let parsed = serde_urlencoded::from_str::<Vec<(String, String)>>(req.query_string());
+        std::future::ready(match parsed {
+            Ok(pairs) => {
+                let mut map = HashMap::new();
+                for (k, v) in pairs {
+                    map.entry(k).or_insert(v);
+                }
+                Ok(Query(map))
+            }
+            Err(_) => Err(ApiError::new(
+                DomainError::InvalidQuery { parameter: "query", message: "the query string could not be decoded".into() },
+                request_id(req),
+            )),
+        })
+    }
+}
+
+/// A JSON body: 415 for another media type, 413 past 1 MiB, 422 for malformed JSON, wrong
+/// types and unknown fields (with the field's path). Keeps the parsed JSON for the
+/// idempotency fingerprint.
+pub struct Body<T> {
+    pub value: T,
+    pub json: Value,
+}
+
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<(T, Value), DomainError> {
+    let bytes = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}".as_slice() } else { bytes };
+    let json: Value = serde_json::from_slice(bytes)
+        .map_err(|e| DomainError::validation("", format!("the body is not valid JSON: {}", redact_serde_message(&e.to_string()))))?;
+    let value = serde_path_to_error::deserialize::<_, T>(&json).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { String::new() } else { path };
+        DomainError::Validation(Violations::one(field, redact_serde_message(&e.inner().to_string())))
+    })?;
+    Ok((value, json))
+}
+
+impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Body<T>, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let rid = request_id(req);
+        let content_type = req.headers().get(header::CONTENT_TYPE).map(|v| v.to_str().unwrap_or("?").to_owned());
+        let declared_len = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        let bytes = Bytes::from_request(req, payload);
+        Box::pin(async move {
+            let fail = |e: DomainError| ApiError::new(e, rid.clone());
+            if let Some(ct) = &content_type {
+                if !is_json(ct) {
+                    return Err(fail(DomainError::UnsupportedMediaType));
+                }
+            }
+            if declared_len.is_some_and(|n| n > MAX_BODY_BYTES) {
+                return Err(fail(DomainError::PayloadTooLarge { limit: MAX_BODY_BYTES }));
+            }
+            let bytes = bytes.await.map_err(|e| {
+
+                if e.as_response_error().status_code() == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE {
+                    fail(DomainError::PayloadTooLarge { limit: MAX_BODY_BYTES })
+                } else {
+                    fail(DomainError::validation("", "the body could not be read"))
+                }
+            })?;
+            let (value, json) = parse_body::<T>(&bytes).map_err(fail)?;
+            Ok(Body { value, json })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_media_types() {
+        assert!(is_json("application/json"));
+        assert!(is_json("application/json; charset=utf-8"));
+        assert!(is_json("application/merge-patch+json"));
+        assert!(!is_json("text/plain"));
+        assert!(!is_json("application/x-www-form-urlencoded"));
+    }
+
+    #[test]
+    fn wrong_types_name_their_path() {
+        let e = parse_body::<domain::input::cluster::CreateClusterRequest>(br#"{"node_pools":[{"count":"3"}]}"#).err();
+        match e {
+            Some(DomainError::Validation(v)) => assert_eq!(v.errors()[0].field, "node_pools[0].count"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_a_crash() {
+        let deep = "[".repeat(10_000) + &"]".repeat(10_000);
+        assert!(matches!(parse_body::<Value>(deep.as_bytes()), Err(DomainError::Validation(_))));
+    }
+
+    #[test]
+    fn request_ids_are_echoed_only_when_plain() {
+        assert_eq!(RequestId::from_header(Some("abc-123")).0, "abc-123");
+        assert_ne!(RequestId::from_header(Some("a\r\nb")).0, "a\r\nb");
+        assert_ne!(RequestId::from_header(Some(&"x".repeat(200))).0.len(), 200);
+    }
+}

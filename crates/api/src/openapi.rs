@@ -1,0 +1,191 @@
+//! The OpenAPI 3.1 document, generated from the handlers' annotations and the same Rust types
+//! they use; error responses, headers and security are added from the route table so that
+//! every route documents every status it can answer.
+
+use std::sync::OnceLock;
+
+use utoipa::OpenApi;
+use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, ObjectBuilder, Ref, RefOr, Required, ResponseBuilder, Type};
+
+use crate::routes::{self, Access, OrgSource, ROUTES, RouteSpec};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Managed Kubernetes cluster service", version = "1.0.0",
+         description = "Clusters, node pools, nodes, Elastic IPs, firewall rules, kubeconfigs and the gateway's auth servers. Errors are RFC 9457 problem details with a stable `code`."),
+    paths(
+        routes::system::healthz, routes::system::readyz, routes::system::metrics, routes::system::openapi,
+        routes::catalog::get_catalog,
+        routes::clusters::list_clusters, routes::clusters::create_cluster, routes::clusters::get_cluster,
+        routes::clusters::patch_cluster, routes::clusters::change_exposure, routes::clusters::delete_cluster,
+        routes::clusters::cluster_state, routes::clusters::kubeconfig,
+        routes::node_pools::list_node_pools, routes::node_pools::create_node_pool, routes::node_pools::patch_node_pool,
+        routes::node_pools::delete_node_pool, routes::node_pools::list_nodes, routes::node_pools::list_pool_nodes,
+        routes::node_pools::delete_node,
+        routes::networking::list_elastic_ips, routes::networking::get_elastic_ip, routes::networking::create_elastic_ip,
+        routes::networking::release_elastic_ip, routes::networking::list_firewall_rules, routes::networking::get_firewall_rule,
+        routes::networking::create_firewall_rule, routes::networking::delete_firewall_rule,
+        routes::auth_servers::list_auth_servers, routes::auth_servers::create_auth_server, routes::auth_servers::get_auth_server,
+        routes::auth_servers::patch_auth_server, routes::auth_servers::delete_auth_server, routes::auth_servers::add_credential,
+        routes::auth_servers::remove_credential,
+    ),
+    components(schemas(
+        crate::problem::Problem, domain::validation::FieldError,
+        domain::input::auth_server::OidcConfigRequest, domain::input::auth_server::BasicConfigRequest,
+        domain::input::auth_server::TokenConfigRequest, domain::input::auth_server::BasicCredentialRequest,
+        domain::input::auth_server::TokenCredentialRequest,
+    )),
+)]
+struct ApiDoc;
+
+/// The statuses a route can answer besides its successes.
+pub fn error_statuses(r: &RouteSpec) -> Vec<u16> {
+    let mut s = Vec::new();
+    if r.access == Access::Public {
+        if r.path == "/readyz" {
+            s.push(503);
+        }
+        return s;
+    }
+    s.extend([401, 403, 500, 502, 503]);
+    match r.org {
+        OrgSource::Collection => s.extend([400, 404]),
+        OrgSource::Object => s.push(404),
+        OrgSource::Body => s.push(404),
+        OrgSource::None => {}
+    }
+    let has_query = matches!(r.path, "/v1/catalog" | "/v1/public/clusters" | "/v1/public/gateway/auth-servers")
+        || r.path.ends_with("/state")
+        || r.path.ends_with("/kubeconfig");
+    if has_query || r.idempotent || r.path.ends_with("/exposure") {
+        s.push(400);
+    }
+    if r.access == Access::SuperAdmin {
+        s.push(409);
+    }
+    if r.body {
+        s.extend([413, 415, 422]);
+    }
+    if r.capacity {
+        s.push(402);
+    }
+    if r.path.ends_with("/kubeconfig") {
+        s.push(409);
+    }
+    s.sort_unstable();
+    s.dedup();
+    s
+}
+
+fn operation_mut<'a>(doc: &'a mut utoipa::openapi::OpenApi, r: &RouteSpec) -> Option<&'a mut Operation> {
+    let item = doc.paths.paths.get_mut(r.path)?;
+    match r.method {
+        "GET" => item.get.as_mut(),
+        "POST" => item.post.as_mut(),
+        "PATCH" => item.patch.as_mut(),
+        "DELETE" => item.delete.as_mut(),
+        "PUT" => item.put.as_mut(),
+        _ => None,
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    actix_web::http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("Error")
+}
+
+/// Builds the document once.
+pub fn document() -> utoipa::openapi::OpenApi {
+    let mut doc = ApiDoc::openapi();
+    let components = doc.components.get_or_insert_with(Default::default);
+    components.add_security_scheme(
+        "bearer",
+        SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some("An account-platform access token")).build()),
+    );
+    for r in ROUTES {
+        let statuses = error_statuses(r);
+        let Some(op) = operation_mut(&mut doc, r) else { continue };
+        for status in statuses {
+            let response = ResponseBuilder::new()
+                .description(reason(status))
+                .content("application/problem+json", ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build())
+                .build();
+            op.responses.responses.entry(status.to_string()).or_insert(RefOr::T(response));
+        }
+        if r.access != Access::Public {
+            op.security = Some(vec![SecurityRequirement::new("bearer", Vec::<String>::new())]);
+        }
+        let params = op.parameters.get_or_insert_with(Vec::new);
+        let header = |name: &str, description: &str| {
+            ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some(description))
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+                .build()
+        };
+        if r.org == OrgSource::Collection {
+            params.push(header("X-Platform-Organization", "Organization slug or id, when the query does not name one"));
+        }
+        if r.idempotent {
+            let mut p = header("Idempotency-Key", "Makes retries safe: the same key with the same request replays the first answer");
+            p.schema = Some(RefOr::T(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some(domain::names::IDEMPOTENCY_KEY_PATTERN))
+                    .min_length(Some(8))
+                    .max_length(Some(255))
+                    .into(),
+            ));
+            params.push(p);
+        }
+    }
+    doc
+}
+
+/// The document as JSON, rendered once.
+pub fn document_json() -> String {
+    static JSON: OnceLock<String> = OnceLock::new();
+    JSON.get_or_init(|| document().to_json().unwrap_or_else(|_| "{}".into())).clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_of_the_table_is_in_the_document_and_nothing_else() {
+        let doc: serde_json::Value = serde_json::from_str(&document_json()).unwrap_or_default();
+        assert_eq!(doc["openapi"], "3.1.0");
+        let mut documented = Vec::new();
+        for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+            for method in ["get", "post", "patch", "delete", "put"] {
+                if item.get(method).is_some() {
+                    documented.push(format!("{} {path}", method.to_uppercase()));
+                }
+            }
+        }
+        let mut table: Vec<String> = ROUTES.iter().map(|r| format!("{} {}", r.method, r.path)).collect();
+        documented.sort();
+        table.sort();
+        assert_eq!(documented, table);
+    }
+
+    #[test]
+    fn every_error_status_is_documented_as_problem_json() {
+        let doc: serde_json::Value = serde_json::from_str(&document_json()).unwrap_or_default();
+        for r in ROUTES {
+            let op = &doc["paths"][r.path][r.method.to_lowercase()];
+            for status in error_statuses(r) {
+                let content = &op["responses"][status.to_string()]["content"]["application/problem+json"];
+                assert!(content.is_object(), "{} {} lacks {status}", r.method, r.path);
+            }
+            if r.idempotent {
+                let names: Vec<_> = op["parameters"].as_array().into_iter().flatten().map(|p| p["name"].clone()).collect();
+                assert!(names.contains(&serde_json::json!("Idempotency-Key")), "{} {}", r.method, r.path);
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Answers as bytes. The same renderer makes the live answer and the one stored for
+//! Idempotency-Key replays, so a replay is byte-identical to the first answer.
+
+use actix_web::HttpResponse;
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderName, HeaderValue};
+use domain::DomainError;
+use domain::model::idempotency::StoredResponse;
+use domain::service::{Answer, Render};
+use serde::Serialize;
+
+use crate::problem::{PROBLEM_JSON, Problem};
+
+pub const JSON: &str = "application/json";
+
+/// Renders `T` as JSON with a fixed status and an optional `Location`.
+pub struct JsonRender<T> {
+    status: StatusCode,
+    location: Option<Box<dyn Fn(&T) -> String + Send + Sync>>,
+    request_id: String,
+}
+
+impl<T> JsonRender<T> {
+    pub fn new(status: StatusCode, request_id: &str) -> Self {
+        JsonRender { status, location: None, request_id: request_id.to_owned() }
+    }
+
+    pub fn with_location(mut self, f: impl Fn(&T) -> String + Send + Sync + 'static) -> Self {
+        self.location = Some(Box::new(f));
+        self
+    }
+}
+
+impl<T: Serialize> Render<T> for JsonRender<T> {
+    fn ok(&self, value: &T) -> StoredResponse {
+        let mut headers = vec![(header::CONTENT_TYPE.to_string(), JSON.to_owned())];
+        if let Some(f) = &self.location {
+            headers.push((header::LOCATION.to_string(), f(value)));
+        }
+        StoredResponse { status: self.status.as_u16(), headers, body: serde_json::to_vec(value).unwrap_or_default() }
+    }
+
+    fn err(&self, error: &DomainError) -> StoredResponse {
+        let problem = Problem::from_domain(error, &self.request_id);
+        let mut headers = vec![(header::CONTENT_TYPE.to_string(), PROBLEM_JSON.to_owned())];
+        if let Some(s) = error.retry_after_seconds() {
+            headers.push((header::RETRY_AFTER.to_string(), s.to_string()));
+        }
+        StoredResponse { status: problem.status, headers, body: problem.body() }
+    }
+}
+
+/// Renders nothing: a 204.
+pub struct EmptyRender {
+    request_id: String,
+}
+
+impl EmptyRender {
+    pub fn new(request_id: &str) -> Self {
+        EmptyRender { request_id: request_id.to_owned() }
+    }
+}
+
+impl<T> Render<T> for EmptyRender {
+    fn ok(&self, _: &T) -> StoredResponse {
+        StoredResponse { status: 204, headers: vec![], body: vec![] }
+    }
+
+    fn err(&self, error: &DomainError) -> StoredResponse {
+        JsonRender::<()>::new(StatusCode::NO_CONTENT, &self.request_id).err(error)
+    }
+}
+
+/// A stored or fresh answer as an HTTP response.
+pub fn stored(response: &StoredResponse, replay: bool) -> HttpResponse {
+    let mut b = HttpResponse::build(StatusCode::from_u16(response.status).unwrap_or(StatusCode::OK));
+    for (name, value) in &response.headers {
+        if let (Ok(n), Ok(v)) = (HeaderName::try_from(name.as_str()), HeaderValue::try_from(value.as_str())) {
+            b.insert_header((n, v));
+        }
+    }
+    if replay {
+        b.insert_header(("Idempotency-Replay", "true"));
+    }
+    b.body(response.body.clone())
+}
+
+/// The HTTP response for a use case's answer.
+pub fn answer<T>(render: &dyn Render<T>, a: Answer<T>) -> HttpResponse {
+    match a {
+        Answer::Fresh(value) => stored(&render.ok(&value), false),
+        Answer::Replayed(r) => stored(&r, true),
+    }
+}
+
+/// A plain JSON answer.
+pub fn json<T: Serialize>(status: StatusCode, value: &T) -> HttpResponse {
+    HttpResponse::build(status).content_type(JSON).body(serde_json::to_vec(value).unwrap_or_default())
+}

@@ -1,0 +1,124 @@
+//! Cluster routes.
+
+use actix_web::http::StatusCode;
+use actix_web::web::Path;
+use actix_web::{HttpRequest, HttpResponse};
+use domain::input::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
+use domain::input::query::{KubeconfigFormat, kubeconfig_format};
+use domain::model::cluster::Cluster;
+use domain::service::KubeconfigAnswer;
+
+use crate::extract::{Body, Ctx, Idempotency, Query};
+use crate::problem::ApiError;
+use crate::render::{JsonRender, answer, json};
+use crate::views::{ClusterList, ClusterState, KubeconfigJson, KubeconfigPending};
+
+fn location(c: &Cluster) -> String {
+    format!("/v1/public/clusters/{}", c.id)
+}
+
+/// The resolved organization's clusters, one page.
+#[utoipa::path(get, path = "/v1/public/clusters", tag = "clusters",
+    params(("organization" = Option<String>, Query, description = "Organization slug or id; wins over the header"),
+           ("zone" = Option<String>, Query, description = "Only clusters of this zone"),
+           ("page" = Option<u32>, Query, description = "From 1; default 1", minimum = 1),
+           ("size" = Option<u32>, Query, description = "1-100; default 20", minimum = 1, maximum = 100)),
+    responses((status = 200, description = "A page of clusters", body = ClusterList)))]
+pub async fn list_clusters(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError> {
+    let page = ctx
+        .services
+        .list_clusters(&ctx.caller, q.get("organization"), ctx.org_header.as_deref(), q.get("zone"), q.get("page"), q.get("size"))
+        .await
+        .map_err(|e| ctx.error(e))?;
+    Ok(json(StatusCode::OK, &ClusterList { items: page.items, page: page.page, size: page.size, total: page.total }))
+}
+
+/// Creates a cluster in the organization named in the body.
+#[utoipa::path(post, path = "/v1/public/clusters", tag = "clusters", request_body = CreateClusterRequest,
+    responses((status = 201, description = "Created; provisioning starts", body = Cluster,
+               headers(("Location" = String, description = "The cluster's URL")))))]
+pub async fn create_cluster(ctx: Ctx, idem: Idempotency, req: HttpRequest, body: Body<CreateClusterRequest>) -> Result<HttpResponse, ApiError> {
+    let render = JsonRender::new(StatusCode::CREATED, &ctx.request_id).with_location(location);
+    let a = ctx
+        .services
+        .create_cluster(&ctx.caller, body.value, idem.request(&req, Some(&body.json), &render))
+        .await
+        .map_err(|e| ctx.error(e))?;
+    Ok(answer(&render, a))
+}
+
+/// One cluster.
+#[utoipa::path(get, path = "/v1/public/clusters/{id}", tag = "clusters",
+    params(("id" = String, Path, description = "Cluster id")),
+    responses((status = 200, description = "The cluster", body = Cluster)))]
+pub async fn get_cluster(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
+    let c = ctx.services.get_cluster(&ctx.caller, &id).await.map_err(|e| ctx.error(e))?;
+    Ok(json(StatusCode::OK, &c))
+}
+
+/// Changes the description or tags.
+#[utoipa::path(patch, path = "/v1/public/clusters/{id}", tag = "clusters", request_body = ClusterPatch,
+    params(("id" = String, Path, description = "Cluster id")),
+    responses((status = 200, description = "The changed cluster", body = Cluster)))]
+pub async fn patch_cluster(ctx: Ctx, id: Path<String>, body: Body<ClusterPatch>) -> Result<HttpResponse, ApiError> {
+    let c = ctx.services.patch_cluster(&ctx.caller, &id, body.value).await.map_err(|e| ctx.error(e))?;
+    Ok(json(StatusCode::OK, &c))
+}
+
+/// Starts an exposure change (202), or answers 200 when the cluster already has it.
+#[utoipa::path(patch, path = "/v1/public/clusters/{id}/exposure", tag = "clusters", request_body = ExposurePatch,
+    params(("id" = String, Path, description = "Cluster id")),
+    responses((status = 202, description = "The change started; `exposure_change` shows its target", body = Cluster),
+              (status = 200, description = "Already at that exposure: nothing started", body = Cluster)))]
+pub async fn change_exposure(ctx: Ctx, id: Path<String>, body: Body<ExposurePatch>) -> Result<HttpResponse, ApiError> {
+    let o = ctx.services.change_exposure(&ctx.caller, &id, body.value).await.map_err(|e| ctx.error(e))?;
+    let status = if o.started { StatusCode::ACCEPTED } else { StatusCode::OK };
+    Ok(json(status, &o.cluster))
+}
+
+/// Deletes a cluster: 202 with the cluster `Deleting`; gone (404) once deletion completes.
+#[utoipa::path(delete, path = "/v1/public/clusters/{id}", tag = "clusters",
+    params(("id" = String, Path, description = "Cluster id")),
+    responses((status = 202, description = "Deletion accepted", body = Cluster)))]
+pub async fn delete_cluster(ctx: Ctx, idem: Idempotency, req: HttpRequest, id: Path<String>) -> Result<HttpResponse, ApiError> {
+    let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
+    let a = ctx.services.delete_cluster(&ctx.caller, &id, idem.request(&req, None, &render)).await.map_err(|e| ctx.error(e))?;
+    Ok(answer(&render, a))
+}
+
+/// The state long-poll: answers at once when the cluster's version is past `since`, else when
+/// it changes or after `timeout_seconds`.
+#[utoipa::path(get, path = "/v1/public/clusters/{id}/state", tag = "clusters",
+    params(("id" = String, Path, description = "Cluster id"),
+           ("since" = Option<i64>, Query, description = "Version already seen; default 0", minimum = 0),
+           ("timeout_seconds" = Option<u32>, Query, description = "0-60; default 25", minimum = 0, maximum = 60)),
+    responses((status = 200, description = "The cluster's version and phase", body = ClusterState)))]
+pub async fn cluster_state(ctx: Ctx, id: Path<String>, q: Query) -> Result<HttpResponse, ApiError> {
+    let s = ctx
+        .services
+        .cluster_state(&ctx.caller, &id, q.get("since"), q.get("timeout_seconds"))
+        .await
+        .map_err(|e| ctx.error(e))?;
+    Ok(json(StatusCode::OK, &ClusterState { cluster_id: s.cluster_id, version: s.version, phase: s.phase, changed: s.changed }))
+}
+
+/// The cluster's kubeconfig (200), or 202 with a retry hint until the control plane is up.
+#[utoipa::path(get, path = "/v1/public/clusters/{id}/kubeconfig", tag = "clusters",
+    params(("id" = String, Path, description = "Cluster id"),
+           ("format" = Option<String>, Query, description = "`plain` (default, YAML) or `json`")),
+    responses((status = 200, description = "The kubeconfig (YAML for format=plain)", body = KubeconfigJson,
+               content_type = "application/json"),
+              (status = 202, description = "Not ready yet: retry after `Retry-After` seconds", body = KubeconfigPending,
+               headers(("Retry-After" = u32, description = "Seconds to wait")))))]
+pub async fn kubeconfig(ctx: Ctx, id: Path<String>, q: Query) -> Result<HttpResponse, ApiError> {
+    let format = kubeconfig_format(q.get("format")).map_err(|e| ctx.error(e))?;
+    match ctx.services.kubeconfig(&ctx.caller, &id).await.map_err(|e| ctx.error(e))? {
+        KubeconfigAnswer::NotReady { phase, retry_after_seconds } => Ok(HttpResponse::Accepted()
+            .insert_header(("Retry-After", retry_after_seconds.to_string()))
+            .json(KubeconfigPending { phase, retry_after_seconds })),
+        KubeconfigAnswer::Ready { cluster_id, yaml } => Ok(match format {
+            KubeconfigFormat::Plain => HttpResponse::Ok().content_type("application/yaml").body(yaml),
+            KubeconfigFormat::Json => json(StatusCode::OK, &KubeconfigJson { cluster_id, kubeconfig: yaml }),
+        }),
+    }
+}

@@ -1,0 +1,102 @@
+//! Elastic IP and firewall rule routes.
+
+use actix_web::http::StatusCode;
+use actix_web::web::Path;
+use actix_web::{HttpRequest, HttpResponse};
+use domain::input::elastic_ip::CreateElasticIpRequest;
+use domain::input::firewall::CreateFirewallRuleRequest;
+use domain::model::elastic_ip::ElasticIpView;
+use domain::model::firewall::FirewallRule;
+
+use crate::extract::{Body, Ctx, Idempotency};
+use crate::problem::ApiError;
+use crate::render::{JsonRender, answer, json};
+use crate::views::{ElasticIpList, FirewallRuleList};
+
+/// The cluster's Elastic IPs.
+#[utoipa::path(get, path = "/v1/public/clusters/{id}/elastic-ips", tag = "elastic ips",
+    params(("id" = String, Path, description = "Cluster id")),
+    responses((status = 200, description = "The Elastic IPs", body = ElasticIpList)))]
+pub async fn list_elastic_ips(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
+    let items = ctx.services.list_elastic_ips(&ctx.caller, &id).await.map_err(|e| ctx.error(e))?;
+    Ok(json(StatusCode::OK, &ElasticIpList { items }))
+}
+
+/// One Elastic IP.
+#[utoipa::path(get, path = "/v1/public/clusters/{id}/elastic-ips/{eip}", tag = "elastic ips",
+    params(("id" = String, Path, description = "Cluster id"), ("eip" = String, Path, description = "Elastic IP id")),
+    responses((status = 200, description = "The Elastic IP", body = ElasticIpView)))]
+pub async fn get_elastic_ip(ctx: Ctx, path: Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+    let (id, eip) = path.into_inner();
+    let v = ctx.services.get_elastic_ip(&ctx.caller, &id, &eip).await.map_err(|e| ctx.error(e))?;
+    Ok(json(StatusCode::OK, &v))
+}
+
+/// Allocates an Elastic IP: 202 with it `Pending`.
+#[utoipa::path(post, path = "/v1/public/clusters/{id}/elastic-ips", tag = "elastic ips", request_body = CreateElasticIpRequest,
+    params(("id" = String, Path, description = "Cluster id")),
+    responses((status = 202, description = "Accepted", body = ElasticIpView)))]
+pub async fn create_elastic_ip(ctx: Ctx, idem: Idempotency, req: HttpRequest, id: Path<String>, body: Body<CreateElasticIpRequest>) -> Result<HttpResponse, ApiError> {
+    let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
+    let a = ctx
+        .services
+        .create_elastic_ip(&ctx.caller, &id, body.value, idem.request(&req, Some(&body.json), &render))
+        .await
+        .map_err(|e| ctx.error(e))?;
+    Ok(answer(&render, a))
+}
+
+/// Releases an Elastic IP (only from Ready or Failed): 202 with it `Deleting`.
+#[utoipa::path(delete, path = "/v1/public/clusters/{id}/elastic-ips/{eip}", tag = "elastic ips",
+    params(("id" = String, Path, description = "Cluster id"), ("eip" = String, Path, description = "Elastic IP id")),
+    responses((status = 202, description = "Accepted", body = ElasticIpView)))]
+pub async fn release_elastic_ip(ctx: Ctx, idem: Idempotency, req: HttpRequest, path: Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+    let (id, eip) = path.into_inner();
+    let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
+    let a = ctx.services.release_elastic_ip(&ctx.caller, &id, &eip, idem.request(&req, None, &render)).await.map_err(|e| ctx.error(e))?;
+    Ok(answer(&render, a))
+}
+
+/// The cluster's firewall rules.
+#[utoipa::path(get, path = "/v1/public/clusters/{id}/firewall-rules", tag = "firewall rules",
+    params(("id" = String, Path, description = "Cluster id")),
+    responses((status = 200, description = "The rules", body = FirewallRuleList)))]
+pub async fn list_firewall_rules(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
+    let items = ctx.services.list_firewall_rules(&ctx.caller, &id).await.map_err(|e| ctx.error(e))?;
+    Ok(json(StatusCode::OK, &FirewallRuleList { items }))
+}
+
+/// One firewall rule.
+#[utoipa::path(get, path = "/v1/public/clusters/{id}/firewall-rules/{rule}", tag = "firewall rules",
+    params(("id" = String, Path, description = "Cluster id"), ("rule" = String, Path, description = "Rule id")),
+    responses((status = 200, description = "The rule", body = FirewallRule)))]
+pub async fn get_firewall_rule(ctx: Ctx, path: Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+    let (id, rule) = path.into_inner();
+    let r = ctx.services.get_firewall_rule(&ctx.caller, &id, &rule).await.map_err(|e| ctx.error(e))?;
+    Ok(json(StatusCode::OK, &r))
+}
+
+/// Creates an ingress rule (the cluster must be Provisioned): 202 with it `Pending`.
+#[utoipa::path(post, path = "/v1/public/clusters/{id}/firewall-rules", tag = "firewall rules", request_body = CreateFirewallRuleRequest,
+    params(("id" = String, Path, description = "Cluster id")),
+    responses((status = 202, description = "Accepted", body = FirewallRule)))]
+pub async fn create_firewall_rule(ctx: Ctx, idem: Idempotency, req: HttpRequest, id: Path<String>, body: Body<CreateFirewallRuleRequest>) -> Result<HttpResponse, ApiError> {
+    let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
+    let a = ctx
+        .services
+        .create_firewall_rule(&ctx.caller, &id, body.value, idem.request(&req, Some(&body.json), &render))
+        .await
+        .map_err(|e| ctx.error(e))?;
+    Ok(answer(&render, a))
+}
+
+/// Deletes a rule: 202 with it `Deleting`.
+#[utoipa::path(delete, path = "/v1/public/clusters/{id}/firewall-rules/{rule}", tag = "firewall rules",
+    params(("id" = String, Path, description = "Cluster id"), ("rule" = String, Path, description = "Rule id")),
+    responses((status = 202, description = "Accepted", body = FirewallRule)))]
+pub async fn delete_firewall_rule(ctx: Ctx, idem: Idempotency, req: HttpRequest, path: Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+    let (id, rule) = path.into_inner();
+    let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
+    let a = ctx.services.delete_firewall_rule(&ctx.caller, &id, &rule, idem.request(&req, None, &render)).await.map_err(|e| ctx.error(e))?;
+    Ok(answer(&render, a))
+}

@@ -1,0 +1,92 @@
+//! Node pool and node routes.
+
+use actix_web::http::StatusCode;
+use actix_web::web::Path;
+use actix_web::{HttpRequest, HttpResponse};
+use domain::input::node_pool::{NodePoolPatch, NodePoolRequest};
+use domain::model::node::Node;
+use domain::model::node_pool::NodePool;
+
+use crate::extract::{Body, Ctx, Idempotency};
+use crate::problem::ApiError;
+use crate::render::{JsonRender, answer, json};
+use crate::views::{NodeList, NodePoolList};
+
+/// The cluster's node pools.
+#[utoipa::path(get, path = "/v1/public/clusters/{id}/node-pools", tag = "node pools",
+    params(("id" = String, Path, description = "Cluster id")),
+    responses((status = 200, description = "The pools", body = NodePoolList)))]
+pub async fn list_node_pools(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
+    let items = ctx.services.list_node_pools(&ctx.caller, &id).await.map_err(|e| ctx.error(e))?;
+    Ok(json(StatusCode::OK, &NodePoolList { items }))
+}
+
+/// Adds a node pool: 202 with the pool `Provisioning`.
+#[utoipa::path(post, path = "/v1/public/clusters/{id}/node-pools", tag = "node pools", request_body = NodePoolRequest,
+    params(("id" = String, Path, description = "Cluster id")),
+    responses((status = 202, description = "Accepted", body = NodePool)))]
+pub async fn create_node_pool(ctx: Ctx, idem: Idempotency, req: HttpRequest, id: Path<String>, body: Body<NodePoolRequest>) -> Result<HttpResponse, ApiError> {
+    let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
+    let a = ctx
+        .services
+        .create_node_pool(&ctx.caller, &id, body.value, idem.request(&req, Some(&body.json), &render))
+        .await
+        .map_err(|e| ctx.error(e))?;
+    Ok(answer(&render, a))
+}
+
+/// Resizes a pool or replaces its labels or tags: 202.
+#[utoipa::path(patch, path = "/v1/public/clusters/{id}/node-pools/{pool}", tag = "node pools", request_body = NodePoolPatch,
+    params(("id" = String, Path, description = "Cluster id"), ("pool" = String, Path, description = "Pool name")),
+    responses((status = 202, description = "Accepted", body = NodePool)))]
+pub async fn patch_node_pool(ctx: Ctx, idem: Idempotency, req: HttpRequest, path: Path<(String, String)>, body: Body<NodePoolPatch>) -> Result<HttpResponse, ApiError> {
+    let (id, pool) = path.into_inner();
+    let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
+    let a = ctx
+        .services
+        .patch_node_pool(&ctx.caller, &id, &pool, body.value, idem.request(&req, Some(&body.json), &render))
+        .await
+        .map_err(|e| ctx.error(e))?;
+    Ok(answer(&render, a))
+}
+
+/// Deletes a pool: 202 with the pool `Deleting`. The last pool cannot be deleted.
+#[utoipa::path(delete, path = "/v1/public/clusters/{id}/node-pools/{pool}", tag = "node pools",
+    params(("id" = String, Path, description = "Cluster id"), ("pool" = String, Path, description = "Pool name")),
+    responses((status = 202, description = "Accepted", body = NodePool)))]
+pub async fn delete_node_pool(ctx: Ctx, idem: Idempotency, req: HttpRequest, path: Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+    let (id, pool) = path.into_inner();
+    let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
+    let a = ctx.services.delete_node_pool(&ctx.caller, &id, &pool, idem.request(&req, None, &render)).await.map_err(|e| ctx.error(e))?;
+    Ok(answer(&render, a))
+}
+
+/// The cluster's worker nodes.
+#[utoipa::path(get, path = "/v1/public/clusters/{id}/nodes", tag = "nodes",
+    params(("id" = String, Path, description = "Cluster id")),
+    responses((status = 200, description = "The nodes", body = NodeList)))]
+pub async fn list_nodes(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
+    let items = ctx.services.list_nodes(&ctx.caller, &id, None).await.map_err(|e| ctx.error(e))?;
+    Ok(json(StatusCode::OK, &NodeList { items }))
+}
+
+/// One pool's worker nodes.
+#[utoipa::path(get, path = "/v1/public/clusters/{id}/node-pools/{pool}/nodes", tag = "nodes",
+    params(("id" = String, Path, description = "Cluster id"), ("pool" = String, Path, description = "Pool name")),
+    responses((status = 200, description = "The pool's nodes", body = NodeList)))]
+pub async fn list_pool_nodes(ctx: Ctx, path: Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+    let (id, pool) = path.into_inner();
+    let items = ctx.services.list_nodes(&ctx.caller, &id, Some(&pool)).await.map_err(|e| ctx.error(e))?;
+    Ok(json(StatusCode::OK, &NodeList { items }))
+}
+
+/// Deletes a node: 202 with the node `Deleting`; the pool keeps its count, so it is replaced.
+#[utoipa::path(delete, path = "/v1/public/clusters/{id}/nodes/{node}", tag = "nodes",
+    params(("id" = String, Path, description = "Cluster id"), ("node" = String, Path, description = "Node name")),
+    responses((status = 202, description = "Accepted", body = Node)))]
+pub async fn delete_node(ctx: Ctx, idem: Idempotency, req: HttpRequest, path: Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+    let (id, node) = path.into_inner();
+    let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
+    let a = ctx.services.delete_node(&ctx.caller, &id, &node, idem.request(&req, None, &render)).await.map_err(|e| ctx.error(e))?;
+    Ok(answer(&render, a))
+}

@@ -1,0 +1,48 @@
+//! Health, readiness, metrics and the OpenAPI document: no authentication.
+
+use actix_web::http::StatusCode;
+use actix_web::web::Data;
+use actix_web::{HttpRequest, HttpResponse};
+
+use crate::extract::request_id;
+use crate::problem::problem_response;
+use crate::render::json;
+use crate::state::AppState;
+use crate::views::Health;
+
+/// The process is up.
+#[utoipa::path(get, path = "/healthz", tag = "system", responses((status = 200, description = "Alive", body = Health)))]
+pub async fn healthz() -> HttpResponse {
+    json(StatusCode::OK, &Health { status: "ok" })
+}
+
+/// The service can answer: database reachable, migrations applied.
+#[utoipa::path(get, path = "/readyz", tag = "system",
+    responses((status = 200, description = "Ready", body = Health)))]
+pub async fn readyz(state: Data<AppState>, req: HttpRequest) -> HttpResponse {
+    match state.readiness.ready().await {
+        Ok(()) => json(StatusCode::OK, &Health { status: "ready" }),
+        Err(reason) => {
+            tracing::warn!(%reason, "not ready");
+            problem_response(&domain::DomainError::ServiceUnavailable, &request_id(&req))
+        }
+    }
+}
+
+/// Prometheus text format.
+#[utoipa::path(get, path = "/metrics", tag = "system",
+    responses((status = 200, description = "Metrics in the Prometheus text format", body = String, content_type = "text/plain")))]
+pub async fn metrics(state: Data<AppState>) -> HttpResponse {
+    let mut out = state.metrics.render();
+    for source in &state.sources {
+        source.render(&mut out);
+    }
+    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(out)
+}
+
+/// This document.
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "system",
+    responses((status = 200, description = "The OpenAPI 3.1 document", body = Object)))]
+pub async fn openapi() -> HttpResponse {
+    HttpResponse::Ok().content_type("application/json").body(crate::openapi::document_json())
+}

@@ -1,0 +1,166 @@
+//! Settings from the environment (CONTRACT §11). Each problem names the setting; outside
+//! development mode a missing required setting stops the server at once.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Reads settings by name (the environment, or a map in tests).
+pub struct Source(HashMap<String, String>);
+
+impl Source {
+    pub fn from_env() -> Self {
+        Source(std::env::vars().collect())
+    }
+
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Self {
+        Source(pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect())
+    }
+
+    /// A set, non-empty value.
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.0.get(name).filter(|v| !v.trim().is_empty()).cloned()
+    }
+
+    /// The raw value, even when empty (for settings where empty means "disabled").
+    pub fn raw(&self, name: &str) -> Option<String> {
+        self.0.get(name).cloned()
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("{0} is required (set it in the environment; `server --dev` runs without it)")]
+    Missing(&'static str),
+    #[error("{name}: {message}")]
+    Invalid { name: &'static str, message: String },
+}
+
+fn parse<T: std::str::FromStr>(src: &Source, name: &'static str, default: T, what: &str) -> Result<T, ConfigError> {
+    match src.get(name) {
+        None => Ok(default),
+        Some(v) => v.trim().parse().map_err(|_| ConfigError::Invalid { name, message: format!("must be {what}") }),
+    }
+}
+
+fn boolean(src: &Source, name: &'static str) -> Result<bool, ConfigError> {
+    match src.get(name).map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(false),
+        Some(v) if ["1", "true", "yes", "on"].contains(&v.as_str()) => Ok(true),
+        Some(v) if ["0", "false", "no", "off"].contains(&v.as_str()) => Ok(false),
+        Some(_) => Err(ConfigError::Invalid { name, message: "must be true or false".into() }),
+    }
+}
+
+/// Where identities come from.
+#[derive(Debug, Clone)]
+pub enum Identity {
+    Platform { url: String, service_token: String },
+    /// The embedded development platform (only with `--dev`).
+    Development,
+}
+
+#[derive(Debug, Clone)]
+pub enum SecretsKey {
+    Given(String),
+    /// Generated for this run (only with `--dev`).
+    Generated,
+}
+
+#[derive(Debug)]
+pub struct Config {
+    pub dev: bool,
+    pub database_url: String,
+    pub bind_addr: String,
+    pub identity: Identity,
+    pub secrets_key: SecretsKey,
+    pub catalog_file: Option<String>,
+    pub public_hostname_suffix: String,
+    pub annotation_domain: String,
+    pub token_cache_ttl: Duration,
+    pub org_cache_ttl: Duration,
+    pub platform_timeout: Duration,
+    pub kubeconfig_requires_super_admin: bool,
+    pub database_pool_size: u32,
+    pub reconciler_workers: usize,
+}
+
+impl Config {
+    pub fn load(src: &Source, dev: bool) -> Result<Config, ConfigError> {
+        let required = |name: &'static str| src.get(name).ok_or(ConfigError::Missing(name));
+        let database_url = match (src.get("DATABASE_URL"), dev) {
+            (Some(u), _) => u,
+            (None, true) => "postgres://postgres@127.0.0.1:5432/kubesvc_dev".to_owned(),
+            (None, false) => return Err(ConfigError::Missing("DATABASE_URL")),
+        };
+        let identity = match (src.get("ACCOUNT_PLATFORM_URL"), dev) {
+            (Some(url), _) => Identity::Platform { url, service_token: required("ACCOUNT_PLATFORM_SERVICE_TOKEN")? },
+            (None, true) => Identity::Development,
+            (None, false) => return Err(ConfigError::Missing("ACCOUNT_PLATFORM_URL")),
+        };
+        if !dev {
+            required("ACCOUNT_PLATFORM_SERVICE_TOKEN")?;
+        }
+        let secrets_key = match (src.get("SECRETS_KEY"), dev) {
+            (Some(k), _) => SecretsKey::Given(k),
+            (None, true) => SecretsKey::Generated,
+            (None, false) => return Err(ConfigError::Missing("SECRETS_KEY")),
+        };
+        Ok(Config {
+            dev,
+            database_url,
+            bind_addr: src.get("BIND_ADDR").unwrap_or_else(|| "127.0.0.1:8080".into()),
+            identity,
+            secrets_key,
+            catalog_file: src.get("CATALOG_FILE"),
+            public_hostname_suffix: src.get("PUBLIC_HOSTNAME_SUFFIX").unwrap_or_else(|| ".k8s.example.com".into()),
+            annotation_domain: src.get("ANNOTATION_DOMAIN").unwrap_or_else(|| "k8s.example.com".into()),
+            token_cache_ttl: Duration::from_secs(parse(src, "TOKEN_CACHE_TTL_S", 10u64, "a whole number of seconds")?),
+            org_cache_ttl: Duration::from_secs(parse(src, "ORG_CACHE_TTL_S", 60u64, "a whole number of seconds")?),
+            platform_timeout: Duration::from_millis(parse(src, "ACCOUNT_PLATFORM_TIMEOUT_MS", 5000u64, "a whole number of milliseconds")?),
+            kubeconfig_requires_super_admin: boolean(src, "KUBECONFIG_REQUIRES_SUPER_ADMIN")?,
+            database_pool_size: parse(src, "DATABASE_POOL_SIZE", 16u32, "a positive whole number")?.max(1),
+            reconciler_workers: parse(src, "RECONCILER_WORKERS", 2usize, "a whole number (0 switches provisioning off)")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outside_dev_mode_a_missing_setting_is_named() {
+        let e = Config::load(&Source::from_pairs(&[]), false).err();
+        assert_eq!(e, Some(ConfigError::Missing("DATABASE_URL")));
+        let e = Config::load(&Source::from_pairs(&[("DATABASE_URL", "postgres://x")]), false).err();
+        assert_eq!(e, Some(ConfigError::Missing("ACCOUNT_PLATFORM_URL")));
+        let e = Config::load(
+            &Source::from_pairs(&[("DATABASE_URL", "postgres://x"), ("ACCOUNT_PLATFORM_URL", "http://p")]),
+            false,
+        )
+        .err();
+        assert_eq!(e, Some(ConfigError::Missing("ACCOUNT_PLATFORM_SERVICE_TOKEN")));
+        let e = Config::load(
+            &Source::from_pairs(&[("DATABASE_URL", "postgres://x"), ("ACCOUNT_PLATFORM_URL", "http://p"), ("ACCOUNT_PLATFORM_SERVICE_TOKEN", "t")]),
+            false,
+        )
+        .err();
+        assert_eq!(e, Some(ConfigError::Missing("SECRETS_KEY")));
+    }
+
+    #[test]
+    fn dev_mode_falls_back_to_the_development_platform_only_when_no_platform_is_set() {
+        let c = Config::load(&Source::from_pairs(&[]), true).ok();
+        assert!(matches!(c.map(|c| c.identity), Some(Identity::Development)));
+        let c = Config::load(&Source::from_pairs(&[("ACCOUNT_PLATFORM_URL", "http://p"), ("ACCOUNT_PLATFORM_SERVICE_TOKEN", "t")]), true).ok();
+        assert!(matches!(c.map(|c| c.identity), Some(Identity::Platform { .. })));
+    }
+
+    #[test]
+    fn bad_numbers_name_their_setting() {
+        let e = Config::load(&Source::from_pairs(&[("TOKEN_CACHE_TTL_S", "ten")]), true).err();
+        assert!(matches!(e, Some(ConfigError::Invalid { name: "TOKEN_CACHE_TTL_S", .. })));
+        let c = Config::load(&Source::from_pairs(&[("TOKEN_CACHE_TTL_S", "0")]), true).ok();
+        assert_eq!(c.map(|c| c.token_cache_ttl), Some(Duration::ZERO));
+    }
+}

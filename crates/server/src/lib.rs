@@ -1,0 +1,143 @@
+//! The service as a library: settings → wired ports → a running HTTP server. `main.rs` is a
+//! thin shell around [`start`], and black-box tests start the same thing in-process.
+
+pub mod config;
+mod system;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use actix_web::middleware::from_fn;
+use actix_web::{App, HttpServer};
+use anyhow::Context;
+use async_trait::async_trait;
+use domain::model::catalog::Catalog;
+use domain::model::secret::Secret;
+use domain::ports::identity::IdentityProvider;
+use domain::service::{Ports, Services, Settings};
+use store_postgres::{PgChangeFeed, PgStore};
+
+use crate::config::{Config, Identity, SecretsKey};
+pub use crate::system::{RandomIds, SystemClock};
+
+/// A started server.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub server: actix_web::dev::Server,
+    pub services: Services,
+    /// Demo tokens to print (development mode with the embedded platform only).
+    pub demo_tokens: Vec<(String, String)>,
+    pub generated_secrets_key: bool,
+}
+
+struct StoreReadiness(PgStore);
+
+#[async_trait]
+impl api::Readiness for StoreReadiness {
+    async fn ready(&self) -> Result<(), String> {
+        self.0.ping().await.map_err(|e| e.to_string())
+    }
+}
+
+struct PoolMetrics(PgStore);
+
+impl api::MetricsSource for PoolMetrics {
+    fn render(&self, out: &mut String) {
+        let (connections, idle) = self.0.pool_state();
+        out.push_str("# HELP db_pool_connections Database connections open, and idle.\n# TYPE db_pool_connections gauge\n");
+        out.push_str(&format!("db_pool_connections{{state=\"open\"}} {connections}\ndb_pool_connections{{state=\"idle\"}} {idle}\n"));
+    }
+}
+
+struct PlatformMetrics(Arc<account_platform::PlatformMetrics>);
+
+impl api::MetricsSource for PlatformMetrics {
+    fn render(&self, out: &mut String) {
+        let s = self.0.snapshot();
+        out.push_str("# HELP account_platform_calls_total Calls to the account platform.\n# TYPE account_platform_calls_total counter\n");
+        out.push_str(&format!("account_platform_calls_total{{endpoint=\"me\"}} {}\n", s.me_calls));
+        out.push_str(&format!("account_platform_calls_total{{endpoint=\"organizations\"}} {}\n", s.org_calls));
+        out.push_str("# HELP account_platform_cache_hits_total Answers served from the caches.\n# TYPE account_platform_cache_hits_total counter\n");
+        out.push_str(&format!("account_platform_cache_hits_total {}\n", self.0.cache_hits()));
+        out.push_str("# HELP account_platform_failures_total Calls that failed.\n# TYPE account_platform_failures_total counter\n");
+        out.push_str(&format!("account_platform_failures_total {}\n", s.failures));
+    }
+}
+
+/// Wires every port from the settings and starts serving.
+pub async fn start(config: Config) -> anyhow::Result<Running> {
+    let catalog = match &config.catalog_file {
+        None => Catalog::builtin(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("CATALOG_FILE: cannot read {path}"))?;
+            Catalog::from_json(&text).with_context(|| format!("CATALOG_FILE: {path}"))?
+        }
+    };
+    let (vault, generated_secrets_key) = match &config.secrets_key {
+        SecretsKey::Given(k) => (secrets::Vault::from_base64_key(k).context("SECRETS_KEY")?, false),
+        SecretsKey::Generated => (secrets::Vault::from_base64_key(&secrets::Vault::generate_key()).context("SECRETS_KEY")?, true),
+    };
+    let sim = provisioner_sim::SimConfig::from_env().map_err(|e| anyhow::anyhow!("{e}"))?;
+
+    let db_url = config.database_url.clone();
+    let pool_size = config.database_pool_size;
+    let store = tokio::task::spawn_blocking(move || PgStore::connect(&db_url, pool_size, std::time::Duration::from_secs(5)))
+        .await
+        .context("database set-up")?
+        .context("DATABASE_URL: cannot connect or migrate")?;
+    let feed = PgChangeFeed::start(&config.database_url);
+
+    let mut sources: Vec<Arc<dyn api::MetricsSource>> = vec![Arc::new(PoolMetrics(store.clone()))];
+    let mut demo_tokens = Vec::new();
+    let identity: Arc<dyn IdentityProvider> = match &config.identity {
+        Identity::Platform { url, service_token } => {
+            let platform = account_platform::HttpAccountPlatform::new(
+                account_platform::PlatformConfig::new(url.clone(), Secret::new(service_token.clone()))
+                    .with_timeout(config.platform_timeout)
+                    .with_token_cache_ttl(config.token_cache_ttl)
+                    .with_org_cache_ttl(config.org_cache_ttl),
+            )
+            .context("ACCOUNT_PLATFORM_URL")?;
+            sources.push(Arc::new(PlatformMetrics(platform.metrics())));
+            Arc::new(platform)
+        }
+        Identity::Development => {
+            demo_tokens = account_platform::dev::demo_tokens().into_iter().map(|t| (t.description, t.token)).collect();
+            Arc::new(account_platform::dev::DevAccountPlatform::demo())
+        }
+    };
+
+    let store_arc = Arc::new(store.clone());
+    let ports = Ports {
+        clusters: store_arc.clone(),
+        idempotency: store_arc.clone(),
+        auth_servers: store_arc.clone(),
+        changes: Arc::new(feed),
+        identity,
+        cloud: Arc::new(provisioner_sim::SimulatedCloud::new(sim)),
+        vault: Arc::new(vault),
+        clock: Arc::new(SystemClock),
+        ids: Arc::new(RandomIds),
+    };
+    let settings = Settings {
+        public_hostname_suffix: config.public_hostname_suffix.clone(),
+        annotation_domain: config.annotation_domain.clone(),
+        kubeconfig_requires_super_admin: config.kubeconfig_requires_super_admin,
+    };
+    let services = Services::new(ports, catalog, settings);
+    let state = api::AppState {
+        services: services.clone(),
+        readiness: Arc::new(StoreReadiness(store.clone())),
+        metrics: Arc::new(api::metrics::Metrics::default()),
+        sources,
+    };
+    system::spawn_idempotency_purge(store.clone());
+
+    let server = HttpServer::new(move || App::new().wrap(from_fn(api::middleware::observe)).configure(api::configure(state.clone())))
+        .shutdown_timeout(10)
+        .bind(&config.bind_addr)
+        .with_context(|| format!("BIND_ADDR: cannot listen on {}", config.bind_addr))?;
+    let addr = server.addrs().first().copied().context("BIND_ADDR: no address bound")?;
+    let server = server.run();
+    Ok(Running { addr, server, services, demo_tokens, generated_secrets_key })
+}

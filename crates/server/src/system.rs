@@ -1,0 +1,47 @@
+//! The clock, the id source and the background chores of a server process.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use domain::ports::clock::{Clock, IdSource};
+use domain::ports::storage::IdempotencyStore;
+use store_postgres::PgStore;
+use uuid::Uuid;
+
+/// The wall clock, to the microsecond: what PostgreSQL keeps, so an object answered at
+/// create time reads back the same later.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        use chrono::SubsecRound;
+        Utc::now().trunc_subsecs(6)
+    }
+}
+
+/// Random (v4) UUIDs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RandomIds;
+
+impl IdSource for RandomIds {
+    fn new_id(&self) -> Uuid {
+        Uuid::new_v4()
+    }
+}
+
+/// Deletes Idempotency-Keys older than their 24 h retention, hourly.
+pub fn spawn_idempotency_purge(store: PgStore) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(3600));
+        loop {
+            tick.tick().await;
+            let cutoff = Utc::now() - chrono::Duration::hours(domain::model::idempotency::RETENTION_HOURS);
+            match store.purge_created_before(cutoff).await {
+                Ok(n) if n > 0 => tracing::info!(deleted = n, "expired idempotency keys purged"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "idempotency key purge failed"),
+            }
+        }
+    });
+}
