@@ -1,1 +1,217 @@
-//! placeholder
+//! The black-box harness: a fresh database, the stub account platform over real HTTP and the
+//! full server on a free port, driven only through HTTP (zero2prod's `spawn_app`).
+
+use std::time::Duration;
+
+pub use account_platform::dev::{
+    ACME_ID, GLOBEX_ID, INITECH_ID, TOKEN_ACME_ASSISTANT, TOKEN_ACME_MEMBER, TOKEN_ACME_PROJECT_ADMIN,
+    TOKEN_ACME_SUPER_ADMIN, TOKEN_INITECH_SUPER_ADMIN, TOKEN_TWO_ORGS,
+};
+use platform_stub::{StubHandle, StubPlatform};
+use reqwest::{Client, Method, RequestBuilder, Response};
+use serde_json::Value;
+use server::config::{Config, Source};
+use store_postgres::TestDatabase;
+
+/// A fixed test key: base64 of 32 bytes.
+pub const TEST_SECRETS_KEY: &str = "dGVzdC1vbmx5LXNlY3JldHMta2V5LTMyLWJ5dGVzISE=";
+
+/// The clusters collection.
+pub const CLUSTERS: &str = "/v1/public/clusters";
+/// The auth servers collection.
+pub const AUTH_SERVERS: &str = "/v1/public/gateway/auth-servers";
+
+/// A minimal valid create body: one pool of two small nodes.
+pub fn cluster_body(org: &str, name: &str) -> Value {
+    serde_json::json!({"organization": org, "name": name,
+        "node_pools": [{"name": "default", "size": "kube.c5.large", "count": 2}]})
+}
+
+pub struct TestApp {
+    pub url: String,
+    pub platform: StubHandle,
+    pub db: TestDatabase,
+    pub client: Client,
+}
+
+/// An answer, read whole.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// Asserts the problem+json contract: the content type, `status` equal to the HTTP status,
+    /// a `code`, and returns the code.
+    pub fn problem_code(&self) -> String {
+        assert_eq!(self.header("content-type").as_deref(), Some("application/problem+json"), "{self:?} {}", self.text());
+        let j = self.json();
+        assert_eq!(j["status"], self.status, "{}", self.text());
+        j["code"].as_str().unwrap_or_default().to_owned()
+    }
+}
+
+impl TestApp {
+    /// A server with provisioning steps of 0 ms and these extra settings.
+    pub async fn spawn_with(settings: &[(&str, &str)]) -> TestApp {
+        let db = TestDatabase::create();
+        let platform = StubPlatform::start_demo();
+        let platform_url = platform.url();
+        let mut pairs: Vec<(&str, &str)> = vec![
+            ("DATABASE_URL", db.url.as_str()),
+            ("ACCOUNT_PLATFORM_URL", platform_url.as_str()),
+            ("ACCOUNT_PLATFORM_SERVICE_TOKEN", platform.service_token()),
+            ("SECRETS_KEY", TEST_SECRETS_KEY),
+            ("BIND_ADDR", "127.0.0.1:0"),
+            ("PROVISIONER_STEP_MS", "0"),
+            ("DATABASE_POOL_SIZE", "4"),
+        ];
+        for (k, v) in settings {
+            pairs.retain(|(name, _)| name != k);
+            pairs.push((k, v));
+        }
+        let config = Config::load(&Source::from_pairs(&pairs), false).unwrap_or_else(|e| panic!("test settings: {e}"));
+        let running = server::start(config).await.unwrap_or_else(|e| panic!("server start: {e:#}"));
+        let url = format!("http://{}", running.addr);
+        tokio::spawn(running.server);
+        let client = Client::builder().timeout(Duration::from_secs(90)).build().unwrap_or_else(|e| panic!("{e}"));
+        TestApp { url, platform, db, client }
+    }
+
+    pub async fn spawn() -> TestApp {
+        Self::spawn_with(&[]).await
+    }
+
+    pub fn request(&self, method: Method, path: &str, token: Option<&str>) -> RequestBuilder {
+        let mut r = self.client.request(method, format!("{}{path}", self.url));
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        r
+    }
+
+    pub async fn send(&self, r: RequestBuilder) -> Answer {
+        let res: Response = r.send().await.unwrap_or_else(|e| panic!("request failed: {e}"));
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        let body = res.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
+        Answer { status, headers, body }
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> Answer {
+        self.send(self.request(Method::GET, path, Some(token))).await
+    }
+
+    pub async fn delete(&self, path: &str, token: &str) -> Answer {
+        self.send(self.request(Method::DELETE, path, Some(token))).await
+    }
+
+    pub async fn post(&self, path: &str, token: &str, body: &Value) -> Answer {
+        self.send(self.request(Method::POST, path, Some(token)).json(body)).await
+    }
+
+    pub async fn patch(&self, path: &str, token: &str, body: &Value) -> Answer {
+        self.send(self.request(Method::PATCH, path, Some(token)).json(body)).await
+    }
+
+    /// Creates a cluster in acme as its super_admin and returns its JSON.
+    pub async fn create_cluster(&self, name: &str) -> Value {
+        let body = serde_json::json!({"organization": "acme", "name": name,
+            "node_pools": [{"name": "default", "size": "kube.c5.large", "count": 2}]});
+        let a = self.post("/v1/public/clusters", TOKEN_ACME_SUPER_ADMIN, &body).await;
+        assert_eq!(a.status, 201, "{}", a.text());
+        a.json()
+    }
+
+    /// Polls a cluster until `pred` holds (or panics after `limit`).
+    pub async fn wait_for(&self, path: &str, limit: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let a = self.get(path, TOKEN_ACME_SUPER_ADMIN).await;
+            let j = a.json();
+            if pred(&j) {
+                return j;
+            }
+            if std::time::Instant::now() > deadline {
+                panic!("{path} never reached the expected state; last: {}", a.text());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Creates a cluster as `token` in `org` and returns its JSON (panics unless 201).
+    pub async fn create_cluster_as(&self, token: &str, org: &str, name: &str) -> Value {
+        let a = self.post(CLUSTERS, token, &cluster_body(org, name)).await;
+        assert_eq!(a.status, 201, "{}", a.text());
+        a.json()
+    }
+
+    /// Sends any method, path, headers (raw bytes allowed) and body.
+    pub async fn raw(&self, method: Method, path: &str, token: Option<&str>, headers: &[(&str, &[u8])], body: Option<Vec<u8>>) -> Answer {
+        let mut r = self.request(method, path, token);
+        for (name, value) in headers {
+            let v = reqwest::header::HeaderValue::from_bytes(value).unwrap_or_else(|e| panic!("header {name}: {e}"));
+            r = r.header(*name, v);
+        }
+        if let Some(b) = body {
+            r = r.body(b);
+        }
+        self.send(r).await
+    }
+
+    /// A POST with extra headers (an Idempotency-Key, say) and a JSON body.
+    pub async fn post_with(&self, path: &str, token: &str, headers: &[(&str, &str)], body: &Value) -> Answer {
+        let mut r = self.request(Method::POST, path, Some(token)).json(body);
+        for (k, v) in headers {
+            r = r.header(*k, *v);
+        }
+        self.send(r).await
+    }
+
+    /// Row counts of the tables a failed request must not touch.
+    pub fn counts(&self) -> [i64; 4] {
+        ["clusters", "node_pools", "idempotency_keys", "auth_servers"].map(|t| self.count_rows(t))
+    }
+
+    /// Runs a query answering one text column `v` on this test's database.
+    pub fn texts(&self, sql: &str) -> Vec<String> {
+        use diesel::{Connection, QueryableByName, RunQueryDsl, sql_types::Text};
+        #[derive(QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = Text)]
+            v: String,
+        }
+        let mut conn = diesel::PgConnection::establish(&self.db.url).unwrap_or_else(|e| panic!("connect: {e}"));
+        let rows: Vec<Row> = diesel::sql_query(sql).load(&mut conn).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        rows.into_iter().map(|r| r.v).collect()
+    }
+
+    /// Rows in a table of this test's database (to show nothing was written).
+    pub fn count_rows(&self, table: &str) -> i64 {
+        use diesel::{Connection, QueryableByName, RunQueryDsl, sql_types::BigInt};
+        #[derive(QueryableByName)]
+        struct Count {
+            #[diesel(sql_type = BigInt)]
+            n: i64,
+        }
+        let mut conn = diesel::PgConnection::establish(&self.db.url).unwrap_or_else(|e| panic!("connect: {e}"));
+        let rows: Vec<Count> = diesel::sql_query(format!("SELECT count(*) AS n FROM {table}"))
+            .load(&mut conn)
+            .unwrap_or_else(|e| panic!("count {table}: {e}"));
+        rows.first().map(|c| c.n).unwrap_or(-1)
+    }
+}

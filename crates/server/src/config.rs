@@ -82,6 +82,8 @@ pub struct Config {
     pub kubeconfig_requires_super_admin: bool,
     pub database_pool_size: u32,
     pub reconciler_workers: usize,
+    /// The simulated cloud's settings (provisioning speed, capacity, address pools, faults).
+    pub sim: provisioner_sim::SimConfig,
 }
 
 impl Config {
@@ -120,6 +122,8 @@ impl Config {
             kubeconfig_requires_super_admin: boolean(src, "KUBECONFIG_REQUIRES_SUPER_ADMIN")?,
             database_pool_size: parse(src, "DATABASE_POOL_SIZE", 16u32, "a positive whole number")?.max(1),
             reconciler_workers: parse(src, "RECONCILER_WORKERS", 2usize, "a whole number (0 switches provisioning off)")?,
+            sim: provisioner_sim::SimConfig::from_settings(|name| src.raw(name))
+                .map_err(|e| ConfigError::Invalid { name: "provisioner", message: e.to_string() })?,
         })
     }
 }

@@ -77,7 +77,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         SecretsKey::Given(k) => (secrets::Vault::from_base64_key(k).context("SECRETS_KEY")?, false),
         SecretsKey::Generated => (secrets::Vault::from_base64_key(&secrets::Vault::generate_key()).context("SECRETS_KEY")?, true),
     };
-    let sim = provisioner_sim::SimConfig::from_env().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let sim = config.sim.clone();
 
     let db_url = config.database_url.clone();
     let pool_size = config.database_pool_size;

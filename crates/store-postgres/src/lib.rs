@@ -1,1 +1,245 @@
-//! placeholder
+//! The storage ports of the domain on PostgreSQL: diesel on an r2d2 pool, the migrations
+//! embedded and run at start, the durable operations queue, the idempotency keys, and the
+//! LISTEN/NOTIFY change feed that wakes state long-polls across server processes.
+//!
+//! Diesel is synchronous: every call goes through [`PgStore::run_blocking`], which waits
+//! (asynchronously) for one of `pool_size` permits and then runs the closure on tokio's blocking
+//! pool, so no async worker ever blocks on the database and no more threads wait than there are
+//! connections.
+
+mod auth_servers;
+mod clusters;
+mod error;
+mod feed;
+mod idempotency;
+mod operations;
+mod rows;
+mod schema;
+#[cfg(feature = "test-support")]
+mod test_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use diesel::pg::PgConnection;
+use diesel::r2d2::{ConnectionManager, Pool};
+use diesel::{Connection, RunQueryDsl};
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+use domain::ports::storage::StoreError;
+use tokio::sync::Semaphore;
+
+pub use error::StoreSetupError;
+pub use feed::{APPLICATION_NAME as CHANGE_FEED_APPLICATION_NAME, PgChangeFeed};
+#[cfg(feature = "test-support")]
+pub use test_support::TestDatabase;
+
+/// The migrations of `/migrations`, compiled into the binary.
+pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
+
+/// The NOTIFY channel of cluster changes; payload `<cluster uuid>:<revision>`.
+pub const CLUSTER_CHANNEL: &str = "cluster_changes";
+/// The NOTIFY channel of auth-server changes; payload `<auth server uuid>`.
+pub const AUTH_SERVER_CHANNEL: &str = "auth_server_changes";
+
+type PgPool = Pool<ConnectionManager<PgConnection>>;
+
+/// Runs every pending migration on the database at `url`.
+pub fn run_migrations(url: &str) -> Result<(), StoreSetupError> {
+    let mut conn = PgConnection::establish(&with_connect_timeout(url, Duration::from_secs(10)))
+        .map_err(|e| StoreSetupError::Connect(e.to_string()))?;
+    // Serialises concurrent starts of several server processes on one database.
+    diesel::sql_query("SELECT pg_advisory_lock(4242001)")
+        .execute(&mut conn)
+        .map_err(|e| StoreSetupError::Migrations(e.to_string()))?;
+    let result = conn
+        .run_pending_migrations(MIGRATIONS)
+        .map(|done| done.len());
+    let _ = diesel::sql_query("SELECT pg_advisory_unlock(4242001)").execute(&mut conn);
+    match result {
+        Ok(n) => {
+            if n > 0 {
+                tracing::info!(applied = n, "database migrations applied");
+            }
+            Ok(())
+        }
+        Err(e) => Err(StoreSetupError::Migrations(e.to_string())),
+    }
+}
+
+/// Adds libpq's `connect_timeout` (whole seconds, at least 1) unless the URL sets one: without
+/// it a connection attempt to an unreachable host hangs for as long as TCP does.
+pub(crate) fn with_connect_timeout(url: &str, timeout: Duration) -> String {
+    with_param(
+        url,
+        "connect_timeout",
+        &timeout.as_secs().max(1).to_string(),
+    )
+}
+
+/// Adds a libpq parameter the connection string does not set yet, to a URL
+/// (`postgres://…?k=v`) or to a key/value string (`host=… k=v`).
+pub(crate) fn with_param(url: &str, key: &str, value: &str) -> String {
+    if url.contains(&format!("{key}=")) {
+        return url.to_owned();
+    }
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return format!("{url} {key}={value}");
+    }
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{key}={value}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_parameters_are_added_once_in_the_strings_own_syntax() {
+        let t = Duration::from_millis(2500);
+        assert_eq!(
+            with_connect_timeout("postgres://h/db", t),
+            "postgres://h/db?connect_timeout=2"
+        );
+        assert_eq!(
+            with_connect_timeout("postgres://h/db?a=b", t),
+            "postgres://h/db?a=b&connect_timeout=2"
+        );
+        assert_eq!(
+            with_connect_timeout("postgres://h/db?connect_timeout=9", t),
+            "postgres://h/db?connect_timeout=9"
+        );
+        assert_eq!(
+            with_connect_timeout("host=h dbname=db", t),
+            "host=h dbname=db connect_timeout=2"
+        );
+    }
+}
+
+/// Logs the pool's connection failures through tracing (r2d2 would print them through `log`).
+#[derive(Debug)]
+struct PoolErrorLog;
+
+impl diesel::r2d2::HandleError<diesel::r2d2::Error> for PoolErrorLog {
+    fn handle_error(&self, error: diesel::r2d2::Error) {
+        tracing::warn!(%error, "database connection failed");
+    }
+}
+
+/// The PostgreSQL store: implements `ClusterRepository`, `IdempotencyStore`, `OperationQueue`
+/// and `AuthServerRepository`. Cheap to clone.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: PgPool,
+    permits: Arc<Semaphore>,
+    wait: Duration,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.pool.state();
+        f.debug_struct("PgStore")
+            .field("connections", &state.connections)
+            .field("idle", &state.idle_connections)
+            .finish()
+    }
+}
+
+impl PgStore {
+    /// Runs the pending migrations, then opens a pool of at most `pool_size` connections.
+    /// `connect_timeout` bounds both opening a connection and waiting for a free one.
+    /// Blocks: call it at start, before serving.
+    pub fn connect(
+        database_url: &str,
+        pool_size: u32,
+        connect_timeout: Duration,
+    ) -> Result<PgStore, StoreSetupError> {
+        run_migrations(database_url)?;
+        let pool_size = pool_size.max(1);
+        let manager = ConnectionManager::<PgConnection>::new(with_connect_timeout(
+            database_url,
+            connect_timeout,
+        ));
+        let pool = Pool::builder()
+            .max_size(pool_size)
+            .min_idle(Some(1))
+            .connection_timeout(connect_timeout)
+            // A connection that died while idle (database restarted) is found and replaced on
+            // checkout instead of failing the request that drew it.
+            .test_on_check_out(true)
+            .idle_timeout(Some(Duration::from_secs(300)))
+            .error_handler(Box::new(PoolErrorLog))
+            .build(manager)
+            .map_err(|e| StoreSetupError::Connect(e.to_string()))?;
+        Ok(PgStore {
+            pool,
+            permits: Arc::new(Semaphore::new(pool_size as usize)),
+            wait: connect_timeout,
+        })
+    }
+
+    /// For `/readyz`: the database answers and every migration of this build is applied.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.run_blocking(|conn| {
+            diesel::sql_query("SELECT 1")
+                .execute(conn)
+                .map_err(error::map)?;
+            match conn.has_pending_migration(MIGRATIONS) {
+                Ok(false) => Ok(()),
+                Ok(true) => Err(StoreError::Unavailable(
+                    "database migrations are pending".into(),
+                )),
+                Err(e) => Err(StoreError::Unavailable(format!(
+                    "cannot read the migrations: {e}"
+                ))),
+            }
+        })
+        .await
+    }
+
+    /// `(connections, idle connections)` of the pool, for metrics.
+    pub fn pool_state(&self) -> (u32, u32) {
+        let s = self.pool.state();
+        (s.connections, s.idle_connections)
+    }
+
+    /// Runs `f` with a pooled connection on tokio's blocking pool, carrying the caller's
+    /// tracing span; re-raises a panic of `f` in the caller. Waiting for a connection happens
+    /// on the async side (a semaphore as large as the pool), so waiters hold no thread.
+    pub(crate) async fn run_blocking<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&mut PgConnection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let permit =
+            match tokio::time::timeout(self.wait, self.permits.clone().acquire_owned()).await {
+                Ok(Ok(permit)) => permit,
+                Ok(Err(_)) => {
+                    return Err(StoreError::Internal(
+                        "the store's semaphore was closed".into(),
+                    ));
+                }
+                Err(_) => {
+                    return Err(StoreError::Unavailable(
+                        "no database connection free in time".into(),
+                    ));
+                }
+            };
+        let pool = self.pool.clone();
+        let span = tracing::Span::current();
+        let task = tokio::task::spawn_blocking(move || {
+            let _entered = span.enter();
+            let _permit = permit;
+            let mut conn = pool
+                .get()
+                .map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))?;
+            f(&mut conn)
+        });
+        match task.await {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(StoreError::Internal(format!(
+                "database task cancelled: {e}"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,526 @@
+//! `ClusterRepository`: clusters and everything under them. A write is one transaction that
+//! raises the cluster's revision (compare-and-set on the revision read), applies every change,
+//! schedules the reconcile, completes the idempotency key and sends the NOTIFY, or does nothing.
+
+use std::collections::{HashMap, HashSet};
+use std::net::Ipv4Addr;
+
+use async_trait::async_trait;
+use diesel::dsl::sql;
+use diesel::pg::PgConnection;
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text};
+use domain::model::cluster::{Cluster, ClusterPhase, Exposure};
+use domain::model::elastic_ip::{ElasticIp, ElasticIpStatus};
+use domain::model::firewall::FirewallRule;
+use domain::model::kubeconfig::SealedCredentials;
+use domain::model::node::Node;
+use domain::model::secret::SealedSecret;
+use domain::ports::storage::{
+    Change, ClusterRepository, ClusterWrite, Page, PageRequest, StoreError,
+};
+use uuid::Uuid;
+
+use crate::error::{TxError, corrupt, map};
+use crate::idempotency::complete_in;
+use crate::rows::{
+    ClusterRow, ClusterUpdate, ElasticIpRow, FirewallRuleRow, NodeRow, PoolRow, parse_address,
+};
+use crate::schema::{
+    cluster_credentials, clusters, elastic_ips, firewall_rules, node_pools, nodes, operations,
+};
+use crate::{CLUSTER_CHANNEL, PgStore};
+
+/// Reads that take more than one statement see one snapshot: a page's clusters and pools, or a
+/// cluster and its pools, are never torn by a concurrent write.
+fn snapshot<T>(
+    conn: &mut PgConnection,
+    f: impl FnOnce(&mut PgConnection) -> Result<T, TxError>,
+) -> Result<T, StoreError> {
+    conn.build_transaction()
+        .repeatable_read()
+        .read_only()
+        .run(f)
+        .map_err(StoreError::from)
+}
+
+fn pools_of(conn: &mut PgConnection, id: Uuid) -> Result<Vec<PoolRow>, TxError> {
+    Ok(node_pools::table
+        .filter(node_pools::cluster_id.eq(id))
+        .order((node_pools::created_at.asc(), node_pools::name.asc()))
+        .select(PoolRow::as_select())
+        .load(conn)?)
+}
+
+fn into_cluster(row: ClusterRow, pools: Vec<PoolRow>) -> Result<Cluster, StoreError> {
+    let pools = pools
+        .into_iter()
+        .map(PoolRow::into_domain)
+        .collect::<Result<_, _>>()?;
+    row.into_domain(pools)
+}
+
+fn not_found(what: &str, id: impl std::fmt::Display) -> TxError {
+    TxError::Store(StoreError::Internal(format!("{what} {id} not found")))
+}
+
+/// Fails when an update or delete that the domain decided on matched no row.
+fn one_row(n: usize, what: &str, id: impl std::fmt::Display) -> Result<(), TxError> {
+    if n == 1 {
+        Ok(())
+    } else {
+        Err(not_found(what, id))
+    }
+}
+
+/// Asks for a reconcile: a new operation, or a raised generation on the cluster's one. A
+/// running operation stays running; its worker's `finish` sees the new generation and leaves
+/// it pending, so the new work is never lost.
+fn schedule_reconcile(conn: &mut PgConnection, cluster_id: Uuid) -> Result<(), TxError> {
+    diesel::sql_query(
+        "INSERT INTO operations (cluster_id, id, state, generation, run_after, attempts, created_at, updated_at) \
+         VALUES ($1, $2, 'pending', 1, now(), 0, now(), now()) \
+         ON CONFLICT (cluster_id) DO UPDATE SET \
+           generation = operations.generation + 1, \
+           state = CASE WHEN operations.state = 'running' THEN 'running' ELSE 'pending' END, \
+           run_after = now(), \
+           attempts = CASE WHEN operations.state = 'done' THEN 0 ELSE operations.attempts END, \
+           last_error = CASE WHEN operations.state = 'done' THEN NULL ELSE operations.last_error END, \
+           updated_at = now()",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(cluster_id)
+    .bind::<diesel::sql_types::Uuid, _>(Uuid::new_v4())
+    .execute(conn)?;
+    Ok(())
+}
+
+fn raise_revision(
+    conn: &mut PgConnection,
+    id: Uuid,
+    expected: Option<i64>,
+) -> Result<i64, TxError> {
+    let target = clusters::table.filter(clusters::id.eq(id));
+    let raised: Option<i64> = match expected {
+        Some(expected) => diesel::update(target.filter(clusters::revision.eq(expected)))
+            .set(clusters::revision.eq(clusters::revision + 1))
+            .returning(clusters::revision)
+            .get_result(conn)
+            .optional()?,
+        None => diesel::update(target)
+            .set(clusters::revision.eq(clusters::revision + 1))
+            .returning(clusters::revision)
+            .get_result(conn)
+            .optional()?,
+    };
+    match (raised, expected) {
+        (Some(r), _) => Ok(r),
+        (None, Some(_)) => Err(StoreError::RevisionMismatch.into()),
+        (None, None) => Err(not_found("cluster", id)),
+    }
+}
+
+fn apply(conn: &mut PgConnection, w: &ClusterWrite, change: &Change) -> Result<(), TxError> {
+    let cid = w.cluster_id;
+    match change {
+        Change::InsertCluster(c) => {
+            if c.id != cid {
+                return Err(
+                    StoreError::Internal("InsertCluster for another cluster id".into()).into(),
+                );
+            }
+            diesel::insert_into(clusters::table)
+                .values(ClusterRow::from_domain(c, 1))
+                .execute(conn)?;
+            let pools = c
+                .node_pools
+                .iter()
+                .map(|p| PoolRow::from_domain(cid, p))
+                .collect::<Result<Vec<_>, _>>()?;
+            diesel::insert_into(node_pools::table)
+                .values(&pools)
+                .execute(conn)?;
+        }
+        Change::UpdateCluster(c) => {
+            if c.id != cid {
+                return Err(
+                    StoreError::Internal("UpdateCluster for another cluster id".into()).into(),
+                );
+            }
+            let n = diesel::update(clusters::table.find(cid))
+                .set(ClusterUpdate::from(ClusterRow::from_domain(c, 1)))
+                .execute(conn)?;
+            one_row(n, "cluster", cid)?;
+        }
+        Change::RemoveCluster => {
+            // Nodes first (they reference pools), then every other child; an Elastic IP row
+            // gone frees its address for the pool.
+            diesel::delete(nodes::table.filter(nodes::cluster_id.eq(cid))).execute(conn)?;
+            diesel::delete(node_pools::table.filter(node_pools::cluster_id.eq(cid)))
+                .execute(conn)?;
+            diesel::delete(elastic_ips::table.filter(elastic_ips::cluster_id.eq(cid)))
+                .execute(conn)?;
+            diesel::delete(firewall_rules::table.filter(firewall_rules::cluster_id.eq(cid)))
+                .execute(conn)?;
+            diesel::delete(
+                cluster_credentials::table.filter(cluster_credentials::cluster_id.eq(cid)),
+            )
+            .execute(conn)?;
+            diesel::delete(operations::table.filter(operations::cluster_id.eq(cid)))
+                .execute(conn)?;
+            let n = diesel::update(clusters::table.find(cid))
+                .set((clusters::deleted_at.eq(w.at), clusters::updated_at.eq(w.at)))
+                .execute(conn)?;
+            one_row(n, "cluster", cid)?;
+        }
+        Change::InsertPool(p) => {
+            diesel::insert_into(node_pools::table)
+                .values(PoolRow::from_domain(cid, p)?)
+                .execute(conn)?;
+        }
+        Change::UpdatePool(p) => {
+            let n = diesel::update(node_pools::table.find((cid, p.name.as_str())))
+                .set(PoolRow::from_domain(cid, p)?)
+                .execute(conn)?;
+            one_row(n, "node pool", &p.name)?;
+        }
+        Change::DeletePool(name) => {
+            // The pool's nodes go with it (ON DELETE CASCADE).
+            let n = diesel::delete(node_pools::table.find((cid, name.as_str()))).execute(conn)?;
+            one_row(n, "node pool", name)?;
+        }
+        Change::InsertNode(node) => {
+            diesel::insert_into(nodes::table)
+                .values(NodeRow::from_domain(cid, node))
+                .execute(conn)?;
+        }
+        Change::UpdateNode(node) => {
+            let n = diesel::update(nodes::table.find((cid, node.name.as_str())))
+                .set(NodeRow::from_domain(cid, node))
+                .execute(conn)?;
+            one_row(n, "node", &node.name)?;
+        }
+        Change::DeleteNode(name) => {
+            let n = diesel::delete(nodes::table.find((cid, name.as_str()))).execute(conn)?;
+            one_row(n, "node", name)?;
+        }
+        Change::InsertElasticIp(e) => {
+            diesel::insert_into(elastic_ips::table)
+                .values(ElasticIpRow::from_domain(cid, e))
+                .execute(conn)?;
+        }
+        Change::UpdateElasticIp(e) => {
+            let n = diesel::update(
+                elastic_ips::table
+                    .filter(elastic_ips::id.eq(e.id))
+                    .filter(elastic_ips::cluster_id.eq(cid)),
+            )
+            .set(ElasticIpRow::from_domain(cid, e))
+            .execute(conn)?;
+            one_row(n, "Elastic IP", e.id)?;
+        }
+        Change::DeleteElasticIp(id) => {
+            let n = diesel::delete(
+                elastic_ips::table
+                    .filter(elastic_ips::id.eq(id))
+                    .filter(elastic_ips::cluster_id.eq(cid)),
+            )
+            .execute(conn)?;
+            one_row(n, "Elastic IP", id)?;
+        }
+        Change::InsertFirewallRule(r) => {
+            diesel::insert_into(firewall_rules::table)
+                .values(FirewallRuleRow::from_domain(cid, r))
+                .execute(conn)?;
+        }
+        Change::UpdateFirewallRule(r) => {
+            let n = diesel::update(
+                firewall_rules::table
+                    .filter(firewall_rules::id.eq(r.id))
+                    .filter(firewall_rules::cluster_id.eq(cid)),
+            )
+            .set(FirewallRuleRow::from_domain(cid, r))
+            .execute(conn)?;
+            one_row(n, "firewall rule", r.id)?;
+        }
+        Change::DeleteFirewallRule(id) => {
+            let n = diesel::delete(
+                firewall_rules::table
+                    .filter(firewall_rules::id.eq(id))
+                    .filter(firewall_rules::cluster_id.eq(cid)),
+            )
+            .execute(conn)?;
+            one_row(n, "firewall rule", id)?;
+        }
+        Change::SetCredentials(c) => {
+            diesel::insert_into(cluster_credentials::table)
+                .values((
+                    cluster_credentials::cluster_id.eq(cid),
+                    cluster_credentials::ca_certificate_pem.eq(&c.ca_certificate_pem),
+                    cluster_credentials::sealed_token.eq(&c.token.0),
+                ))
+                .on_conflict(cluster_credentials::cluster_id)
+                .do_update()
+                .set((
+                    cluster_credentials::ca_certificate_pem.eq(&c.ca_certificate_pem),
+                    cluster_credentials::sealed_token.eq(&c.token.0),
+                ))
+                .execute(conn)?;
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn notify(conn: &mut PgConnection, channel: &str, payload: &str) -> Result<(), TxError> {
+    diesel::sql_query("SELECT pg_notify($1, $2)")
+        .bind::<Text, _>(channel)
+        .bind::<Text, _>(payload)
+        .execute(conn)?;
+    Ok(())
+}
+
+fn commit_in(conn: &mut PgConnection, w: &ClusterWrite) -> Result<i64, TxError> {
+    let inserts = w
+        .changes
+        .iter()
+        .any(|c| matches!(c, Change::InsertCluster(_)));
+    let revision = if inserts && w.expected_revision.is_none() {
+        1
+    } else {
+        raise_revision(conn, w.cluster_id, w.expected_revision)?
+    };
+    for change in &w.changes {
+        apply(conn, w, change)?;
+    }
+    let removed = w.changes.iter().any(|c| matches!(c, Change::RemoveCluster));
+    if w.reconcile && !removed {
+        schedule_reconcile(conn, w.cluster_id)?;
+    }
+    if let Some(completion) = &w.idempotency {
+        complete_in(conn, completion)?;
+    }
+    notify(
+        conn,
+        CLUSTER_CHANNEL,
+        &format!("{}:{revision}", w.cluster_id),
+    )?;
+    Ok(revision)
+}
+
+#[async_trait]
+impl ClusterRepository for PgStore {
+    async fn cluster(&self, id: Uuid) -> Result<Option<Cluster>, StoreError> {
+        self.run_blocking(move |conn| {
+            let found = snapshot(conn, |conn| {
+                let Some(row) = clusters::table
+                    .find(id)
+                    .select(ClusterRow::as_select())
+                    .first(conn)
+                    .optional()?
+                else {
+                    return Ok(None);
+                };
+                Ok(Some((row, pools_of(conn, id)?)))
+            })?;
+            found
+                .map(|(row, pools)| into_cluster(row, pools))
+                .transpose()
+        })
+        .await
+    }
+
+    async fn list_clusters(
+        &self,
+        organization_id: Uuid,
+        zone: Option<String>,
+        page: PageRequest,
+    ) -> Result<Page<Cluster>, StoreError> {
+        let limit = i64::from(page.size);
+        let offset = i64::try_from(page.offset())
+            .map_err(|_| StoreError::Internal("page offset overflow".into()))?;
+        self.run_blocking(move |conn| {
+            let (rows, total, pools) = snapshot(conn, |conn| {
+                let filtered = || {
+                    let mut q = clusters::table
+                        .filter(clusters::organization_id.eq(organization_id))
+                        .filter(clusters::deleted_at.is_null())
+                        .into_boxed();
+                    if let Some(z) = &zone {
+                        q = q.filter(clusters::zone.eq(z.clone()));
+                    }
+                    q
+                };
+                // The total rides along on every row as a scalar subquery
+                // (computed once, from the list index alone), so a page costs two statements:
+                // this one and the pools of all its clusters. A window `count(*) OVER ()`
+                // would read every row of the organization in full instead.
+                let total_sql =
+                    sql::<BigInt>("(SELECT count(*) FROM clusters t WHERE t.organization_id = ")
+                        .bind::<diesel::sql_types::Uuid, _>(organization_id)
+                        .sql(" AND t.deleted_at IS NULL AND (")
+                        .bind::<diesel::sql_types::Nullable<Text>, _>(zone.clone())
+                        .sql("::text IS NULL OR t.zone = ")
+                        .bind::<diesel::sql_types::Nullable<Text>, _>(zone.clone())
+                        .sql("))");
+                let rows: Vec<(ClusterRow, i64)> = filtered()
+                    .order((clusters::created_at.asc(), clusters::id.asc()))
+                    .limit(limit)
+                    .offset(offset)
+                    .select((ClusterRow::as_select(), total_sql))
+                    .load(conn)?;
+                let Some(&(_, total)) = rows.first() else {
+                    // Past the last page (or none at all): count instead of loading pools.
+                    let total: i64 = if offset == 0 {
+                        0
+                    } else {
+                        filtered().count().get_result(conn)?
+                    };
+                    return Ok((Vec::new(), total, Vec::new()));
+                };
+                let ids: Vec<Uuid> = rows.iter().map(|(r, _)| r.id).collect();
+                let pools: Vec<PoolRow> = node_pools::table
+                    .filter(node_pools::cluster_id.eq_any(ids))
+                    .order((
+                        node_pools::cluster_id,
+                        node_pools::created_at.asc(),
+                        node_pools::name.asc(),
+                    ))
+                    .select(PoolRow::as_select())
+                    .load(conn)?;
+                Ok((rows.into_iter().map(|(r, _)| r).collect(), total, pools))
+            })?;
+            let mut by_cluster: HashMap<Uuid, Vec<PoolRow>> = HashMap::new();
+            for p in pools {
+                by_cluster.entry(p.cluster_id).or_default().push(p);
+            }
+            let items = rows
+                .into_iter()
+                .map(|r| {
+                    let pools = by_cluster.remove(&r.id).unwrap_or_default();
+                    into_cluster(r, pools)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let total = u64::try_from(total).map_err(|_| corrupt("count", &total.to_string()))?;
+            Ok(Page { items, total })
+        })
+        .await
+    }
+
+    /// `None` for an unknown cluster and for a tombstone (gone for every read).
+    async fn revision(&self, id: Uuid) -> Result<Option<(i64, ClusterPhase)>, StoreError> {
+        self.run_blocking(move |conn| {
+            let row: Option<(i64, String)> = clusters::table
+                .find(id)
+                .filter(clusters::deleted_at.is_null())
+                .select((clusters::revision, clusters::phase))
+                .first(conn)
+                .optional()
+                .map_err(map)?;
+            row.map(|(r, phase)| match ClusterPhase::parse(&phase) {
+                Some(p) => Ok((r, p)),
+                None => Err(corrupt("phase", &phase)),
+            })
+            .transpose()
+        })
+        .await
+    }
+
+    async fn nodes(&self, cluster_id: Uuid, pool: Option<String>) -> Result<Vec<Node>, StoreError> {
+        self.run_blocking(move |conn| {
+            let mut q = nodes::table
+                .filter(nodes::cluster_id.eq(cluster_id))
+                .into_boxed();
+            if let Some(pool) = pool {
+                q = q.filter(nodes::pool.eq(pool));
+            }
+            let rows: Vec<NodeRow> = q
+                .order(nodes::name.asc())
+                .select(NodeRow::as_select())
+                .load(conn)
+                .map_err(map)?;
+            rows.into_iter().map(NodeRow::into_domain).collect()
+        })
+        .await
+    }
+
+    async fn elastic_ips(&self, cluster_id: Uuid) -> Result<Vec<ElasticIp>, StoreError> {
+        self.run_blocking(move |conn| {
+            let rows: Vec<ElasticIpRow> = elastic_ips::table
+                .filter(elastic_ips::cluster_id.eq(cluster_id))
+                .order((elastic_ips::created_at.asc(), elastic_ips::id.asc()))
+                .select(ElasticIpRow::as_select())
+                .load(conn)
+                .map_err(map)?;
+            rows.into_iter().map(ElasticIpRow::into_domain).collect()
+        })
+        .await
+    }
+
+    async fn firewall_rules(&self, cluster_id: Uuid) -> Result<Vec<FirewallRule>, StoreError> {
+        self.run_blocking(move |conn| {
+            let rows: Vec<FirewallRuleRow> = firewall_rules::table
+                .filter(firewall_rules::cluster_id.eq(cluster_id))
+                .order((firewall_rules::created_at.asc(), firewall_rules::id.asc()))
+                .select(FirewallRuleRow::as_select())
+                .load(conn)
+                .map_err(map)?;
+            rows.into_iter().map(FirewallRuleRow::into_domain).collect()
+        })
+        .await
+    }
+
+    async fn addresses_in_use(&self, exposure: Exposure) -> Result<HashSet<Ipv4Addr>, StoreError> {
+        self.run_blocking(move |conn| {
+            let rows: Vec<String> = elastic_ips::table
+                .filter(elastic_ips::exposure.eq(exposure.as_str()))
+                .filter(elastic_ips::status.ne(ElasticIpStatus::Deleted.as_str()))
+                .select(elastic_ips::address)
+                .load(conn)
+                .map_err(map)?;
+            rows.iter().map(|a| parse_address(a)).collect()
+        })
+        .await
+    }
+
+    async fn zone_node_demand(&self, zone: String) -> Result<u64, StoreError> {
+        self.run_blocking(move |conn| {
+            let sum: Option<i64> = node_pools::table
+                .inner_join(clusters::table)
+                .filter(clusters::zone.eq(zone))
+                .filter(clusters::deleted_at.is_null())
+                .filter(node_pools::status.ne("Deleting"))
+                .select(diesel::dsl::sum(node_pools::count))
+                .first(conn)
+                .map_err(map)?;
+            let sum = sum.unwrap_or(0);
+            u64::try_from(sum).map_err(|_| corrupt("node demand", &sum.to_string()))
+        })
+        .await
+    }
+
+    async fn credentials(&self, cluster_id: Uuid) -> Result<Option<SealedCredentials>, StoreError> {
+        self.run_blocking(move |conn| {
+            let row: Option<(String, String)> = cluster_credentials::table
+                .find(cluster_id)
+                .select((
+                    cluster_credentials::ca_certificate_pem,
+                    cluster_credentials::sealed_token,
+                ))
+                .first(conn)
+                .optional()
+                .map_err(map)?;
+            Ok(row.map(|(ca, token)| SealedCredentials {
+                ca_certificate_pem: ca,
+                token: SealedSecret(token),
+            }))
+        })
+        .await
+    }
+
+    async fn commit(&self, write: ClusterWrite) -> Result<i64, StoreError> {
+        self.run_blocking(move |conn| {
+            conn.transaction(|conn| commit_in(conn, &write))
+                .map_err(StoreError::from)
+        })
+        .await
+    }
+}

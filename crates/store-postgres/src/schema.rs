@@ -1,0 +1,201 @@
+//! Diesel's view of the tables the migrations in `/migrations` create (kept by hand, checked by
+//! the tests that run every query against the migrated schema).
+
+diesel::table! {
+    clusters (id) {
+        id -> Uuid,
+        organization_id -> Uuid,
+        organization_slug -> Text,
+        name -> Text,
+        description -> Nullable<Text>,
+        tags -> Array<Text>,
+        zone -> Text,
+        version -> Text,
+        control_plane_option_id -> Text,
+        exposure -> Text,
+        network_mode -> Text,
+        phase -> Text,
+        failure_reason -> Nullable<Text>,
+        public_hostname -> Nullable<Text>,
+        api_endpoint -> Nullable<Text>,
+        hub_registration_status -> Text,
+        hub_registration_reason -> Nullable<Text>,
+        default_environment_status -> Text,
+        default_environment_reason -> Nullable<Text>,
+        exposure_change_to -> Nullable<Text>,
+        revision -> Int8,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+        deleted_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    node_pools (cluster_id, name) {
+        cluster_id -> Uuid,
+        name -> Text,
+        size -> Text,
+        count -> Int4,
+        auto_scale -> Bool,
+        min_nodes -> Int4,
+        max_nodes -> Nullable<Int4>,
+        labels -> Jsonb,
+        tags -> Jsonb,
+        root_volume_size_gib -> Int4,
+        status -> Text,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    nodes (cluster_id, name) {
+        cluster_id -> Uuid,
+        name -> Text,
+        pool -> Text,
+        status -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    elastic_ips (id) {
+        id -> Uuid,
+        cluster_id -> Uuid,
+        name -> Nullable<Text>,
+        exposure -> Text,
+        status -> Text,
+        address -> Text,
+        failure_reason -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    firewall_rules (id) {
+        id -> Uuid,
+        cluster_id -> Uuid,
+        name -> Nullable<Text>,
+        description -> Nullable<Text>,
+        direction -> Text,
+        protocol -> Text,
+        source_cidrs -> Array<Text>,
+        port_from -> Nullable<Int4>,
+        port_to -> Nullable<Int4>,
+        status -> Text,
+        failure_reason -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    cluster_credentials (cluster_id) {
+        cluster_id -> Uuid,
+        ca_certificate_pem -> Text,
+        sealed_token -> Text,
+    }
+}
+
+diesel::table! {
+    idempotency_keys (organization_id, key) {
+        organization_id -> Uuid,
+        key -> Text,
+        method -> Text,
+        path -> Text,
+        body_sha256 -> Text,
+        state -> Text,
+        lease_id -> Nullable<Uuid>,
+        lease_expires_at -> Nullable<Timestamptz>,
+        response_status -> Nullable<Int4>,
+        response_headers -> Nullable<Jsonb>,
+        response_body -> Nullable<Bytea>,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    operations (cluster_id) {
+        cluster_id -> Uuid,
+        id -> Uuid,
+        state -> Text,
+        generation -> Int8,
+        run_after -> Timestamptz,
+        lease_id -> Nullable<Uuid>,
+        lease_expires_at -> Nullable<Timestamptz>,
+        leased_by -> Nullable<Text>,
+        attempts -> Int4,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    auth_servers (id) {
+        id -> Uuid,
+        organization_id -> Uuid,
+        organization_slug -> Text,
+        name -> Text,
+        environment -> Text,
+        #[sql_name = "type"]
+        kind -> Text,
+        realm -> Nullable<Text>,
+        issuer_url -> Nullable<Text>,
+        redirect_path -> Nullable<Text>,
+        client_id -> Nullable<Text>,
+        client_secret_sealed -> Nullable<Text>,
+        authorized_domain -> Nullable<Text>,
+        username_claim -> Nullable<Text>,
+        email_claim -> Nullable<Text>,
+        role_claim -> Nullable<Text>,
+        group_claim -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    auth_server_credentials (id) {
+        id -> Uuid,
+        auth_server_id -> Uuid,
+        username -> Nullable<Text>,
+        password_hash -> Nullable<Text>,
+        token_digest -> Nullable<Text>,
+        hint -> Nullable<Text>,
+        position -> Int4,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    audit_events (id) {
+        id -> Uuid,
+        organization_id -> Uuid,
+        auth_server_id -> Uuid,
+        actor -> Text,
+        action -> Text,
+        details -> Jsonb,
+        at -> Timestamptz,
+    }
+}
+
+diesel::joinable!(node_pools -> clusters (cluster_id));
+diesel::joinable!(elastic_ips -> clusters (cluster_id));
+diesel::joinable!(firewall_rules -> clusters (cluster_id));
+diesel::joinable!(auth_server_credentials -> auth_servers (auth_server_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    clusters,
+    node_pools,
+    nodes,
+    elastic_ips,
+    firewall_rules,
+    cluster_credentials,
+    idempotency_keys,
+    operations,
+    auth_servers,
+    auth_server_credentials,
+    audit_events,
+);

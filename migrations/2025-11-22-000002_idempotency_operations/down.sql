@@ -1,0 +1,2 @@
+DROP TABLE operations;
+DROP TABLE idempotency_keys;

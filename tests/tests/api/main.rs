@@ -1,0 +1,5 @@
+//! Black-box tests of the whole service over HTTP: real PostgreSQL, the stub account
+//! platform over real HTTP, the full server. One binary, modules by subject.
+#![allow(clippy::unwrap_used)]
+
+mod auth;
