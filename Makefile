@@ -1,0 +1,41 @@
+# The developer commands. Each target does its own set-up (libpq-dev, PostgreSQL) and prints one
+# line per step; the work is in scripts/*.sh. `make help` lists the targets and settings.
+
+SHELL := bash
+.DEFAULT_GOAL := help
+
+# Package selection for the Rust tests: `make test CARGO_TEST_ARGS='-p domain'`.
+CARGO_TEST_ARGS ?= --workspace
+# The steps `make test` runs, in order; each is a function step_NAME in scripts/test.sh.
+# Later issues add here: openapi (validate the OpenAPI document) and schemathesis (a bounded run
+# against `server --dev`).
+TEST_STEPS ?= rust
+
+export CARGO_TEST_ARGS TEST_STEPS
+
+.PHONY: help run test db clean-local
+
+help: ## this list
+	@echo 'Targets:'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 20
+	@echo
+	@echo 'Settings (environment or make VAR=value):'
+	@echo '  DATABASE_URL        make run: the database to use as is (default: kubesvc_dev, created when missing)'
+	@echo '  BIND_ADDR           make run: the address the server listens on (default 127.0.0.1:8080)'
+	@echo '  SECRETS_KEY         make run: the key (default: kept in .local/secrets.key, made once)'
+	@echo '  TEST_DATABASE_URL   make test: an admin URL to a postgres database, used as is'
+	@echo '  KUBESVC_LOCAL_PG=1  use the project-local PostgreSQL even when 127.0.0.1:5432 answers'
+	@echo '  CARGO_TEST_ARGS     make test: package selection (default --workspace)'
+	@echo '  TEST_STEPS          make test: the steps to run (default: $(TEST_STEPS))'
+
+run: ## the server in development mode (PostgreSQL, database kubesvc_dev, SECRETS_KEY set up first)
+	@bash scripts/run.sh
+
+test: ## every test (libpq-dev and PostgreSQL set up first)
+	@bash scripts/test.sh
+
+db: ## the PostgreSQL make test uses, kept up until Ctrl-C (prints TEST_DATABASE_URL)
+	@bash scripts/postgres.sh serve
+
+clean-local: ## stop and remove the project-local PostgreSQL (.local/pg), nothing else
+	@bash scripts/postgres.sh clean
