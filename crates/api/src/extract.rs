@@ -10,8 +10,8 @@ use actix_web::http::header;
 use actix_web::web::{Bytes, Data};
 use actix_web::{FromRequest, HttpMessage, HttpRequest};
 use domain::DomainError;
-use domain::model::identity::Caller;
 use domain::model::idempotency::RequestFingerprint;
+use domain::model::identity::Caller;
 use domain::names::IdempotencyKey;
 use domain::service::{IdempotencyRequest, Render, Services};
 use domain::validation::{Violations, redact_serde_message};
@@ -33,7 +33,12 @@ impl RequestId {
     /// into logs or headers.
     pub fn from_header(value: Option<&str>) -> RequestId {
         match value {
-            Some(v) if !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)) => {
+            Some(v)
+                if !v.is_empty()
+                    && v.len() <= 128
+                    && v.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)) =>
+            {
                 RequestId(v.to_owned())
             }
             _ => RequestId(uuid::Uuid::new_v4().to_string()),
@@ -42,11 +47,16 @@ impl RequestId {
 }
 
 pub fn request_id(req: &HttpRequest) -> String {
-    req.extensions().get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default()
+    req.extensions()
+        .get::<RequestId>()
+        .map(|r| r.0.clone())
+        .unwrap_or_default()
 }
 
 fn header_str<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
-    req.headers().get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"))
+    req.headers()
+        .get(name)
+        .map(|v| v.to_str().unwrap_or("\u{fffd}"))
 }
 
 /// The context of an authenticated request: the use cases, the caller and the request id.
@@ -73,12 +83,24 @@ impl FromRequest for Ctx {
         Box::pin(async move {
             let request_id = request_id(&req);
             let Some(state) = req.app_data::<Data<AppState>>().cloned() else {
-                return Err(ApiError::new(DomainError::Internal("application state missing".into()), request_id));
+                return Err(ApiError::new(
+                    DomainError::Internal("application state missing".into()),
+                    request_id,
+                ));
             };
             let auth = header_str(&req, header::AUTHORIZATION.as_str());
-            let caller = state.services.authenticate(auth).await.map_err(|e| ApiError::new(e, request_id.clone()))?;
+            let caller = state
+                .services
+                .authenticate(auth)
+                .await
+                .map_err(|e| ApiError::new(e, request_id.clone()))?;
             let org_header = header_str(&req, "X-Platform-Organization").map(str::to_owned);
-            Ok(Ctx { services: state.services.clone(), caller, request_id, org_header })
+            Ok(Ctx {
+                services: state.services.clone(),
+                caller,
+                request_id,
+                org_header,
+            })
         })
     }
 }
@@ -106,7 +128,12 @@ impl FromRequest for Idempotency {
 
 impl Idempotency {
     /// The request as the idempotency store sees it: key, method, path and canonical body.
-    pub fn request<'a, T>(&self, req: &HttpRequest, body: Option<&Value>, render: &'a dyn Render<T>) -> Option<IdempotencyRequest<'a, T>> {
+    pub fn request<'a, T>(
+        &self,
+        req: &HttpRequest,
+        body: Option<&Value>,
+        render: &'a dyn Render<T>,
+    ) -> Option<IdempotencyRequest<'a, T>> {
         self.0.clone().map(|key| IdempotencyRequest {
             key,
             fingerprint: RequestFingerprint::new(req.method().as_str(), req.path(), body),
@@ -140,7 +167,10 @@ impl FromRequest for Query {
                 Ok(Query(map))
             }
             Err(_) => Err(ApiError::new(
-                DomainError::InvalidQuery { parameter: "query", message: "the query string could not be decoded".into() },
+                DomainError::InvalidQuery {
+                    parameter: "query",
+                    message: "the query string could not be decoded".into(),
+                },
                 request_id(req),
             )),
         })
@@ -156,18 +186,38 @@ pub struct Body<T> {
 }
 
 fn is_json(content_type: &str) -> bool {
-    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<(T, Value), DomainError> {
-    let bytes = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}".as_slice() } else { bytes };
-    let json: Value = serde_json::from_slice(bytes)
-        .map_err(|e| DomainError::validation("", format!("the body is not valid JSON: {}", redact_serde_message(&e.to_string()))))?;
+    let bytes = if bytes.iter().all(u8::is_ascii_whitespace) {
+        b"{}".as_slice()
+    } else {
+        bytes
+    };
+    let json: Value = serde_json::from_slice(bytes).map_err(|e| {
+        DomainError::validation(
+            "",
+            format!(
+                "the body is not valid JSON: {}",
+                redact_serde_message(&e.to_string())
+            ),
+        )
+    })?;
     let value = serde_path_to_error::deserialize::<_, T>(&json).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." { String::new() } else { path };
-        DomainError::Validation(Violations::one(field, redact_serde_message(&e.inner().to_string())))
+        DomainError::Validation(Violations::one(
+            field,
+            redact_serde_message(&e.inner().to_string()),
+        ))
     })?;
     Ok((value, json))
 }
@@ -178,7 +228,10 @@ impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let rid = request_id(req);
-        let content_type = req.headers().get(header::CONTENT_TYPE).map(|v| v.to_str().unwrap_or("?").to_owned());
+        let content_type = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .map(|v| v.to_str().unwrap_or("?").to_owned());
         let declared_len = req
             .headers()
             .get(header::CONTENT_LENGTH)
@@ -193,12 +246,17 @@ impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
                 }
             }
             if declared_len.is_some_and(|n| n > MAX_BODY_BYTES) {
-                return Err(fail(DomainError::PayloadTooLarge { limit: MAX_BODY_BYTES }));
+                return Err(fail(DomainError::PayloadTooLarge {
+                    limit: MAX_BODY_BYTES,
+                }));
             }
             let bytes = bytes.await.map_err(|e| {
-
-                if e.as_response_error().status_code() == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE {
-                    fail(DomainError::PayloadTooLarge { limit: MAX_BODY_BYTES })
+                if e.as_response_error().status_code()
+                    == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE
+                {
+                    fail(DomainError::PayloadTooLarge {
+                        limit: MAX_BODY_BYTES,
+                    })
                 } else {
                     fail(DomainError::validation("", "the body could not be read"))
                 }
@@ -224,9 +282,14 @@ mod tests {
 
     #[test]
     fn wrong_types_name_their_path() {
-        let e = parse_body::<domain::input::cluster::CreateClusterRequest>(br#"{"node_pools":[{"count":"3"}]}"#).err();
+        let e = parse_body::<domain::input::cluster::CreateClusterRequest>(
+            br#"{"node_pools":[{"count":"3"}]}"#,
+        )
+        .err();
         match e {
-            Some(DomainError::Validation(v)) => assert_eq!(v.errors()[0].field, "node_pools[0].count"),
+            Some(DomainError::Validation(v)) => {
+                assert_eq!(v.errors()[0].field, "node_pools[0].count")
+            }
             other => panic!("{other:?}"),
         }
     }
@@ -234,7 +297,10 @@ mod tests {
     #[test]
     fn deep_nesting_is_refused_not_a_crash() {
         let deep = "[".repeat(10_000) + &"]".repeat(10_000);
-        assert!(matches!(parse_body::<Value>(deep.as_bytes()), Err(DomainError::Validation(_))));
+        assert!(matches!(
+            parse_body::<Value>(deep.as_bytes()),
+            Err(DomainError::Validation(_))
+        ));
     }
 
     #[test]

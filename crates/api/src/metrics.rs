@@ -7,7 +7,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// Histogram bucket bounds, in seconds.
-const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
+const BUCKETS: [f64; 12] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
+];
 
 #[derive(Default)]
 struct Series {
@@ -25,8 +27,12 @@ pub struct Metrics {
 impl Metrics {
     pub fn record(&self, method: &str, route: &str, status: u16, latency: Duration) {
         let secs = latency.as_secs_f64();
-        let Ok(mut map) = self.requests.lock() else { return };
-        let s = map.entry((method.to_owned(), route.to_owned(), status)).or_default();
+        let Ok(mut map) = self.requests.lock() else {
+            return;
+        };
+        let s = map
+            .entry((method.to_owned(), route.to_owned(), status))
+            .or_default();
         s.count += 1;
         s.sum += secs;
         for (i, bound) in BUCKETS.iter().enumerate() {
@@ -38,13 +44,21 @@ impl Metrics {
 
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let Ok(map) = self.requests.lock() else { return out };
+        let Ok(map) = self.requests.lock() else {
+            return out;
+        };
         out.push_str("# HELP http_requests_total Requests by method, route template and status.\n");
         out.push_str("# TYPE http_requests_total counter\n");
         for ((m, r, st), s) in map.iter() {
-            let _ = writeln!(out, "http_requests_total{{method=\"{m}\",route=\"{r}\",status=\"{st}\"}} {}", s.count);
+            let _ = writeln!(
+                out,
+                "http_requests_total{{method=\"{m}\",route=\"{r}\",status=\"{st}\"}} {}",
+                s.count
+            );
         }
-        out.push_str("# HELP http_request_duration_seconds Request latency by method and route template.\n");
+        out.push_str(
+            "# HELP http_request_duration_seconds Request latency by method and route template.\n",
+        );
         out.push_str("# TYPE http_request_duration_seconds histogram\n");
         let mut by_route: BTreeMap<(&str, &str), Series> = BTreeMap::new();
         for ((m, r, _), s) in map.iter() {
@@ -57,11 +71,27 @@ impl Metrics {
         }
         for ((m, r), s) in by_route {
             for (i, bound) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(out, "http_request_duration_seconds_bucket{{method=\"{m}\",route=\"{r}\",le=\"{bound}\"}} {}", s.buckets[i]);
+                let _ = writeln!(
+                    out,
+                    "http_request_duration_seconds_bucket{{method=\"{m}\",route=\"{r}\",le=\"{bound}\"}} {}",
+                    s.buckets[i]
+                );
             }
-            let _ = writeln!(out, "http_request_duration_seconds_bucket{{method=\"{m}\",route=\"{r}\",le=\"+Inf\"}} {}", s.count);
-            let _ = writeln!(out, "http_request_duration_seconds_sum{{method=\"{m}\",route=\"{r}\"}} {}", s.sum);
-            let _ = writeln!(out, "http_request_duration_seconds_count{{method=\"{m}\",route=\"{r}\"}} {}", s.count);
+            let _ = writeln!(
+                out,
+                "http_request_duration_seconds_bucket{{method=\"{m}\",route=\"{r}\",le=\"+Inf\"}} {}",
+                s.count
+            );
+            let _ = writeln!(
+                out,
+                "http_request_duration_seconds_sum{{method=\"{m}\",route=\"{r}\"}} {}",
+                s.sum
+            );
+            let _ = writeln!(
+                out,
+                "http_request_duration_seconds_count{{method=\"{m}\",route=\"{r}\"}} {}",
+                s.count
+            );
         }
         out
     }
@@ -74,8 +104,18 @@ mod tests {
     #[test]
     fn counts_by_route_template_and_status_with_a_histogram() {
         let m = Metrics::default();
-        m.record("GET", "/v1/public/clusters/{id}", 200, Duration::from_millis(3));
-        m.record("GET", "/v1/public/clusters/{id}", 404, Duration::from_millis(30));
+        m.record(
+            "GET",
+            "/v1/public/clusters/{id}",
+            200,
+            Duration::from_millis(3),
+        );
+        m.record(
+            "GET",
+            "/v1/public/clusters/{id}",
+            404,
+            Duration::from_millis(30),
+        );
         let text = m.render();
         assert!(text.contains("http_requests_total{method=\"GET\",route=\"/v1/public/clusters/{id}\",status=\"200\"} 1"));
         assert!(text.contains("http_request_duration_seconds_bucket{method=\"GET\",route=\"/v1/public/clusters/{id}\",le=\"0.005\"} 1"));

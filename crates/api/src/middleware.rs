@@ -14,18 +14,29 @@ use actix_web::{Error, HttpMessage};
 use crate::extract::RequestId;
 use crate::state::AppState;
 
-pub async fn observe(req: ServiceRequest, next: Next<impl MessageBody>) -> Result<ServiceResponse<impl MessageBody>, Error> {
+pub async fn observe(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
     let started = Instant::now();
-    let id = RequestId::from_header(req.headers().get("X-Request-Id").and_then(|v| v.to_str().ok()));
+    let id = RequestId::from_header(
+        req.headers()
+            .get("X-Request-Id")
+            .and_then(|v| v.to_str().ok()),
+    );
     req.extensions_mut().insert(id.clone());
     let method = req.method().to_string();
     let state = req.app_data::<Data<AppState>>().cloned();
     let mut res = next.call(req).await?;
-    let route = res.request().match_pattern().unwrap_or_else(|| "unmatched".to_owned());
+    let route = res
+        .request()
+        .match_pattern()
+        .unwrap_or_else(|| "unmatched".to_owned());
     let status = res.status().as_u16();
     let latency = started.elapsed();
     if let Ok(v) = HeaderValue::from_str(&id.0) {
-        res.headers_mut().insert(HeaderName::from_static("x-request-id"), v);
+        res.headers_mut()
+            .insert(HeaderName::from_static("x-request-id"), v);
     }
     if let Some(state) = state {
         state.metrics.record(&method, &route, status, latency);

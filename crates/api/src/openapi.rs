@@ -13,30 +13,57 @@ use crate::routes::{self, Access, OrgSource, ROUTES, RouteSpec};
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "Managed Kubernetes cluster service", version = "1.0.0",
-         description = "Clusters, node pools, nodes, Elastic IPs, firewall rules, kubeconfigs and the gateway's auth servers. Errors are RFC 9457 problem details with a stable `code`."),
+    info(
+        title = "Managed Kubernetes cluster service",
+        version = "1.0.0",
+        description = "Clusters, node pools, nodes, Elastic IPs, firewall rules, kubeconfigs and the gateway's auth servers. Errors are RFC 9457 problem details with a stable `code`."
+    ),
     paths(
-        routes::system::healthz, routes::system::readyz, routes::system::metrics, routes::system::openapi,
+        routes::system::healthz,
+        routes::system::readyz,
+        routes::system::metrics,
+        routes::system::openapi,
         routes::catalog::get_catalog,
-        routes::clusters::list_clusters, routes::clusters::create_cluster, routes::clusters::get_cluster,
-        routes::clusters::patch_cluster, routes::clusters::change_exposure, routes::clusters::delete_cluster,
-        routes::clusters::cluster_state, routes::clusters::kubeconfig,
-        routes::node_pools::list_node_pools, routes::node_pools::create_node_pool, routes::node_pools::patch_node_pool,
-        routes::node_pools::delete_node_pool, routes::node_pools::list_nodes, routes::node_pools::list_pool_nodes,
+        routes::clusters::list_clusters,
+        routes::clusters::create_cluster,
+        routes::clusters::get_cluster,
+        routes::clusters::patch_cluster,
+        routes::clusters::change_exposure,
+        routes::clusters::delete_cluster,
+        routes::clusters::cluster_state,
+        routes::clusters::kubeconfig,
+        routes::node_pools::list_node_pools,
+        routes::node_pools::create_node_pool,
+        routes::node_pools::patch_node_pool,
+        routes::node_pools::delete_node_pool,
+        routes::node_pools::list_nodes,
+        routes::node_pools::list_pool_nodes,
         routes::node_pools::delete_node,
-        routes::networking::list_elastic_ips, routes::networking::get_elastic_ip, routes::networking::create_elastic_ip,
-        routes::networking::release_elastic_ip, routes::networking::list_firewall_rules, routes::networking::get_firewall_rule,
-        routes::networking::create_firewall_rule, routes::networking::delete_firewall_rule,
-        routes::auth_servers::list_auth_servers, routes::auth_servers::create_auth_server, routes::auth_servers::get_auth_server,
-        routes::auth_servers::patch_auth_server, routes::auth_servers::delete_auth_server, routes::auth_servers::add_credential,
+        routes::networking::list_elastic_ips,
+        routes::networking::get_elastic_ip,
+        routes::networking::create_elastic_ip,
+        routes::networking::release_elastic_ip,
+        routes::networking::list_firewall_rules,
+        routes::networking::get_firewall_rule,
+        routes::networking::create_firewall_rule,
+        routes::networking::delete_firewall_rule,
+        routes::auth_servers::list_auth_servers,
+        routes::auth_servers::create_auth_server,
+        routes::auth_servers::get_auth_server,
+        routes::auth_servers::patch_auth_server,
+        routes::auth_servers::delete_auth_server,
+        routes::auth_servers::add_credential,
         routes::auth_servers::remove_credential,
     ),
     components(schemas(
-        crate::problem::Problem, domain::validation::FieldError,
-        domain::input::auth_server::OidcConfigRequest, domain::input::auth_server::BasicConfigRequest,
-        domain::input::auth_server::TokenConfigRequest, domain::input::auth_server::BasicCredentialRequest,
+        crate::problem::Problem,
+        domain::validation::FieldError,
+        domain::input::auth_server::OidcConfigRequest,
+        domain::input::auth_server::BasicConfigRequest,
+        domain::input::auth_server::TokenConfigRequest,
+        domain::input::auth_server::BasicCredentialRequest,
         domain::input::auth_server::TokenCredentialRequest,
-    )),
+    ))
 )]
 struct ApiDoc;
 
@@ -56,8 +83,10 @@ pub fn error_statuses(r: &RouteSpec) -> Vec<u16> {
         OrgSource::Body => s.push(404),
         OrgSource::None => {}
     }
-    let has_query = matches!(r.path, "/v1/catalog" | "/v1/public/clusters" | "/v1/public/gateway/auth-servers")
-        || r.path.ends_with("/state")
+    let has_query = matches!(
+        r.path,
+        "/v1/catalog" | "/v1/public/clusters" | "/v1/public/gateway/auth-servers"
+    ) || r.path.ends_with("/state")
         || r.path.ends_with("/kubeconfig");
     if has_query || r.idempotent || r.path.ends_with("/exposure") {
         s.push(400);
@@ -79,7 +108,10 @@ pub fn error_statuses(r: &RouteSpec) -> Vec<u16> {
     s
 }
 
-fn operation_mut<'a>(doc: &'a mut utoipa::openapi::OpenApi, r: &RouteSpec) -> Option<&'a mut Operation> {
+fn operation_mut<'a>(
+    doc: &'a mut utoipa::openapi::OpenApi,
+    r: &RouteSpec,
+) -> Option<&'a mut Operation> {
     let item = doc.paths.paths.get_mut(r.path)?;
     match r.method {
         "GET" => item.get.as_mut(),
@@ -92,7 +124,10 @@ fn operation_mut<'a>(doc: &'a mut utoipa::openapi::OpenApi, r: &RouteSpec) -> Op
 }
 
 fn reason(status: u16) -> &'static str {
-    actix_web::http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("Error")
+    actix_web::http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("Error")
 }
 
 /// Builds the document once.
@@ -101,20 +136,38 @@ pub fn document() -> utoipa::openapi::OpenApi {
     let components = doc.components.get_or_insert_with(Default::default);
     components.add_security_scheme(
         "bearer",
-        SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some("An account-platform access token")).build()),
+        SecurityScheme::Http(
+            HttpBuilder::new()
+                .scheme(HttpAuthScheme::Bearer)
+                .description(Some("An account-platform access token"))
+                .build(),
+        ),
     );
     for r in ROUTES {
         let statuses = error_statuses(r);
-        let Some(op) = operation_mut(&mut doc, r) else { continue };
+        let Some(op) = operation_mut(&mut doc, r) else {
+            continue;
+        };
         for status in statuses {
             let response = ResponseBuilder::new()
                 .description(reason(status))
-                .content("application/problem+json", ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build())
+                .content(
+                    "application/problem+json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("Problem")))
+                        .build(),
+                )
                 .build();
-            op.responses.responses.entry(status.to_string()).or_insert(RefOr::T(response));
+            op.responses
+                .responses
+                .entry(status.to_string())
+                .or_insert(RefOr::T(response));
         }
         if r.access != Access::Public {
-            op.security = Some(vec![SecurityRequirement::new("bearer", Vec::<String>::new())]);
+            op.security = Some(vec![SecurityRequirement::new(
+                "bearer",
+                Vec::<String>::new(),
+            )]);
         }
         let params = op.parameters.get_or_insert_with(Vec::new);
         let header = |name: &str, description: &str| {
@@ -127,10 +180,16 @@ pub fn document() -> utoipa::openapi::OpenApi {
                 .build()
         };
         if r.org == OrgSource::Collection {
-            params.push(header("X-Platform-Organization", "Organization slug or id, when the query does not name one"));
+            params.push(header(
+                "X-Platform-Organization",
+                "Organization slug or id, when the query does not name one",
+            ));
         }
         if r.idempotent {
-            let mut p = header("Idempotency-Key", "Makes retries safe: the same key with the same request replays the first answer");
+            let mut p = header(
+                "Idempotency-Key",
+                "Makes retries safe: the same key with the same request replays the first answer",
+            );
             p.schema = Some(RefOr::T(
                 ObjectBuilder::new()
                     .schema_type(Type::String)
@@ -148,7 +207,8 @@ pub fn document() -> utoipa::openapi::OpenApi {
 /// The document as JSON, rendered once.
 pub fn document_json() -> String {
     static JSON: OnceLock<String> = OnceLock::new();
-    JSON.get_or_init(|| document().to_json().unwrap_or_else(|_| "{}".into())).clone()
+    JSON.get_or_init(|| document().to_json().unwrap_or_else(|_| "{}".into()))
+        .clone()
 }
 
 #[cfg(test)]
@@ -167,7 +227,10 @@ mod tests {
                 }
             }
         }
-        let mut table: Vec<String> = ROUTES.iter().map(|r| format!("{} {}", r.method, r.path)).collect();
+        let mut table: Vec<String> = ROUTES
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect();
         documented.sort();
         table.sort();
         assert_eq!(documented, table);
@@ -179,12 +242,28 @@ mod tests {
         for r in ROUTES {
             let op = &doc["paths"][r.path][r.method.to_lowercase()];
             for status in error_statuses(r) {
-                let content = &op["responses"][status.to_string()]["content"]["application/problem+json"];
-                assert!(content.is_object(), "{} {} lacks {status}", r.method, r.path);
+                let content =
+                    &op["responses"][status.to_string()]["content"]["application/problem+json"];
+                assert!(
+                    content.is_object(),
+                    "{} {} lacks {status}",
+                    r.method,
+                    r.path
+                );
             }
             if r.idempotent {
-                let names: Vec<_> = op["parameters"].as_array().into_iter().flatten().map(|p| p["name"].clone()).collect();
-                assert!(names.contains(&serde_json::json!("Idempotency-Key")), "{} {}", r.method, r.path);
+                let names: Vec<_> = op["parameters"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|p| p["name"].clone())
+                    .collect();
+                assert!(
+                    names.contains(&serde_json::json!("Idempotency-Key")),
+                    "{} {}",
+                    r.method,
+                    r.path
+                );
             }
         }
     }

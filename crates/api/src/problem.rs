@@ -59,7 +59,10 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(error: DomainError, request_id: impl Into<String>) -> Self {
-        ApiError { error, request_id: request_id.into() }
+        ApiError {
+            error,
+            request_id: request_id.into(),
+        }
     }
 }
 
@@ -80,7 +83,9 @@ pub fn problem_response(e: &DomainError, request_id: &str) -> HttpResponse {
     if let DomainError::Internal(cause) = e {
         tracing::error!(request_id, cause = %cause, "internal error");
     }
-    let mut builder = HttpResponse::build(StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR));
+    let mut builder = HttpResponse::build(
+        StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+    );
     builder.insert_header((header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON)));
     if matches!(e, DomainError::Unauthorized(_)) {
         builder.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));

@@ -22,7 +22,11 @@ pub struct JsonRender<T> {
 
 impl<T> JsonRender<T> {
     pub fn new(status: StatusCode, request_id: &str) -> Self {
-        JsonRender { status, location: None, request_id: request_id.to_owned() }
+        JsonRender {
+            status,
+            location: None,
+            request_id: request_id.to_owned(),
+        }
     }
 
     pub fn with_location(mut self, f: impl Fn(&T) -> String + Send + Sync + 'static) -> Self {
@@ -37,7 +41,11 @@ impl<T: Serialize> Render<T> for JsonRender<T> {
         if let Some(f) = &self.location {
             headers.push((header::LOCATION.to_string(), f(value)));
         }
-        StoredResponse { status: self.status.as_u16(), headers, body: serde_json::to_vec(value).unwrap_or_default() }
+        StoredResponse {
+            status: self.status.as_u16(),
+            headers,
+            body: serde_json::to_vec(value).unwrap_or_default(),
+        }
     }
 
     fn err(&self, error: &DomainError) -> StoredResponse {
@@ -46,7 +54,11 @@ impl<T: Serialize> Render<T> for JsonRender<T> {
         if let Some(s) = error.retry_after_seconds() {
             headers.push((header::RETRY_AFTER.to_string(), s.to_string()));
         }
-        StoredResponse { status: problem.status, headers, body: problem.body() }
+        StoredResponse {
+            status: problem.status,
+            headers,
+            body: problem.body(),
+        }
     }
 }
 
@@ -57,13 +69,19 @@ pub struct EmptyRender {
 
 impl EmptyRender {
     pub fn new(request_id: &str) -> Self {
-        EmptyRender { request_id: request_id.to_owned() }
+        EmptyRender {
+            request_id: request_id.to_owned(),
+        }
     }
 }
 
 impl<T> Render<T> for EmptyRender {
     fn ok(&self, _: &T) -> StoredResponse {
-        StoredResponse { status: 204, headers: vec![], body: vec![] }
+        StoredResponse {
+            status: 204,
+            headers: vec![],
+            body: vec![],
+        }
     }
 
     fn err(&self, error: &DomainError) -> StoredResponse {
@@ -73,9 +91,13 @@ impl<T> Render<T> for EmptyRender {
 
 /// A stored or fresh answer as an HTTP response.
 pub fn stored(response: &StoredResponse, replay: bool) -> HttpResponse {
-    let mut b = HttpResponse::build(StatusCode::from_u16(response.status).unwrap_or(StatusCode::OK));
+    let mut b =
+        HttpResponse::build(StatusCode::from_u16(response.status).unwrap_or(StatusCode::OK));
     for (name, value) in &response.headers {
-        if let (Ok(n), Ok(v)) = (HeaderName::try_from(name.as_str()), HeaderValue::try_from(value.as_str())) {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::try_from(name.as_str()),
+            HeaderValue::try_from(value.as_str()),
+        ) {
             b.insert_header((n, v));
         }
     }
@@ -95,5 +117,7 @@ pub fn answer<T>(render: &dyn Render<T>, a: Answer<T>) -> HttpResponse {
 
 /// A plain JSON answer.
 pub fn json<T: Serialize>(status: StatusCode, value: &T) -> HttpResponse {
-    HttpResponse::build(status).content_type(JSON).body(serde_json::to_vec(value).unwrap_or_default())
+    HttpResponse::build(status)
+        .content_type(JSON)
+        .body(serde_json::to_vec(value).unwrap_or_default())
 }

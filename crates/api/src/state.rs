@@ -14,8 +14,9 @@ pub trait Readiness: Send + Sync {
 }
 
 /// Extra lines for `/metrics` from the adapters (account platform, pool, queue).
+#[async_trait]
 pub trait MetricsSource: Send + Sync {
-    fn render(&self, out: &mut String);
+    async fn render(&self, out: &mut String);
 }
 
 #[derive(Clone)]

@@ -13,7 +13,12 @@ impl Source {
     }
 
     pub fn from_pairs(pairs: &[(&str, &str)]) -> Self {
-        Source(pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect())
+        Source(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
     }
 
     /// A set, non-empty value.
@@ -35,10 +40,18 @@ pub enum ConfigError {
     Invalid { name: &'static str, message: String },
 }
 
-fn parse<T: std::str::FromStr>(src: &Source, name: &'static str, default: T, what: &str) -> Result<T, ConfigError> {
+fn parse<T: std::str::FromStr>(
+    src: &Source,
+    name: &'static str,
+    default: T,
+    what: &str,
+) -> Result<T, ConfigError> {
     match src.get(name) {
         None => Ok(default),
-        Some(v) => v.trim().parse().map_err(|_| ConfigError::Invalid { name, message: format!("must be {what}") }),
+        Some(v) => v.trim().parse().map_err(|_| ConfigError::Invalid {
+            name,
+            message: format!("must be {what}"),
+        }),
     }
 }
 
@@ -47,14 +60,20 @@ fn boolean(src: &Source, name: &'static str) -> Result<bool, ConfigError> {
         None => Ok(false),
         Some(v) if ["1", "true", "yes", "on"].contains(&v.as_str()) => Ok(true),
         Some(v) if ["0", "false", "no", "off"].contains(&v.as_str()) => Ok(false),
-        Some(_) => Err(ConfigError::Invalid { name, message: "must be true or false".into() }),
+        Some(_) => Err(ConfigError::Invalid {
+            name,
+            message: "must be true or false".into(),
+        }),
     }
 }
 
 /// Where identities come from.
 #[derive(Debug, Clone)]
 pub enum Identity {
-    Platform { url: String, service_token: String },
+    Platform {
+        url: String,
+        service_token: String,
+    },
     /// The embedded development platform (only with `--dev`).
     Development,
 }
@@ -82,6 +101,8 @@ pub struct Config {
     pub kubeconfig_requires_super_admin: bool,
     pub database_pool_size: u32,
     pub reconciler_workers: usize,
+    /// How often an idle provisioning worker looks at the queue.
+    pub reconciler_poll: Duration,
     /// The simulated cloud's settings (provisioning speed, capacity, address pools, faults).
     pub sim: provisioner_sim::SimConfig,
 }
@@ -95,7 +116,10 @@ impl Config {
             (None, false) => return Err(ConfigError::Missing("DATABASE_URL")),
         };
         let identity = match (src.get("ACCOUNT_PLATFORM_URL"), dev) {
-            (Some(url), _) => Identity::Platform { url, service_token: required("ACCOUNT_PLATFORM_SERVICE_TOKEN")? },
+            (Some(url), _) => Identity::Platform {
+                url,
+                service_token: required("ACCOUNT_PLATFORM_SERVICE_TOKEN")?,
+            },
             (None, true) => Identity::Development,
             (None, false) => return Err(ConfigError::Missing("ACCOUNT_PLATFORM_URL")),
         };
@@ -110,20 +134,60 @@ impl Config {
         Ok(Config {
             dev,
             database_url,
-            bind_addr: src.get("BIND_ADDR").unwrap_or_else(|| "127.0.0.1:8080".into()),
+            bind_addr: src
+                .get("BIND_ADDR")
+                .unwrap_or_else(|| "127.0.0.1:8080".into()),
             identity,
             secrets_key,
             catalog_file: src.get("CATALOG_FILE"),
-            public_hostname_suffix: src.get("PUBLIC_HOSTNAME_SUFFIX").unwrap_or_else(|| ".k8s.example.com".into()),
-            annotation_domain: src.get("ANNOTATION_DOMAIN").unwrap_or_else(|| "k8s.example.com".into()),
-            token_cache_ttl: Duration::from_secs(parse(src, "TOKEN_CACHE_TTL_S", 10u64, "a whole number of seconds")?),
-            org_cache_ttl: Duration::from_secs(parse(src, "ORG_CACHE_TTL_S", 60u64, "a whole number of seconds")?),
-            platform_timeout: Duration::from_millis(parse(src, "ACCOUNT_PLATFORM_TIMEOUT_MS", 5000u64, "a whole number of milliseconds")?),
+            public_hostname_suffix: src
+                .get("PUBLIC_HOSTNAME_SUFFIX")
+                .unwrap_or_else(|| ".k8s.example.com".into()),
+            annotation_domain: src
+                .get("ANNOTATION_DOMAIN")
+                .unwrap_or_else(|| "k8s.example.com".into()),
+            token_cache_ttl: Duration::from_secs(parse(
+                src,
+                "TOKEN_CACHE_TTL_S",
+                10u64,
+                "a whole number of seconds",
+            )?),
+            org_cache_ttl: Duration::from_secs(parse(
+                src,
+                "ORG_CACHE_TTL_S",
+                60u64,
+                "a whole number of seconds",
+            )?),
+            platform_timeout: Duration::from_millis(parse(
+                src,
+                "ACCOUNT_PLATFORM_TIMEOUT_MS",
+                5000u64,
+                "a whole number of milliseconds",
+            )?),
             kubeconfig_requires_super_admin: boolean(src, "KUBECONFIG_REQUIRES_SUPER_ADMIN")?,
-            database_pool_size: parse(src, "DATABASE_POOL_SIZE", 16u32, "a positive whole number")?.max(1),
-            reconciler_workers: parse(src, "RECONCILER_WORKERS", 2usize, "a whole number (0 switches provisioning off)")?,
-            sim: provisioner_sim::SimConfig::from_settings(|name| src.raw(name))
-                .map_err(|e| ConfigError::Invalid { name: "provisioner", message: e.to_string() })?,
+            database_pool_size: parse(src, "DATABASE_POOL_SIZE", 16u32, "a positive whole number")?
+                .max(1),
+            reconciler_workers: parse(
+                src,
+                "RECONCILER_WORKERS",
+                2usize,
+                "a whole number (0 switches provisioning off)",
+            )?,
+            reconciler_poll: Duration::from_millis(
+                parse(
+                    src,
+                    "RECONCILER_POLL_MS",
+                    200u64,
+                    "a whole number of milliseconds",
+                )?
+                .max(10),
+            ),
+            sim: provisioner_sim::SimConfig::from_settings(|name| src.raw(name)).map_err(|e| {
+                ConfigError::Invalid {
+                    name: "provisioner",
+                    message: e.to_string(),
+                }
+            })?,
         })
     }
 }
@@ -136,16 +200,30 @@ mod tests {
     fn outside_dev_mode_a_missing_setting_is_named() {
         let e = Config::load(&Source::from_pairs(&[]), false).err();
         assert_eq!(e, Some(ConfigError::Missing("DATABASE_URL")));
-        let e = Config::load(&Source::from_pairs(&[("DATABASE_URL", "postgres://x")]), false).err();
-        assert_eq!(e, Some(ConfigError::Missing("ACCOUNT_PLATFORM_URL")));
         let e = Config::load(
-            &Source::from_pairs(&[("DATABASE_URL", "postgres://x"), ("ACCOUNT_PLATFORM_URL", "http://p")]),
+            &Source::from_pairs(&[("DATABASE_URL", "postgres://x")]),
             false,
         )
         .err();
-        assert_eq!(e, Some(ConfigError::Missing("ACCOUNT_PLATFORM_SERVICE_TOKEN")));
+        assert_eq!(e, Some(ConfigError::Missing("ACCOUNT_PLATFORM_URL")));
         let e = Config::load(
-            &Source::from_pairs(&[("DATABASE_URL", "postgres://x"), ("ACCOUNT_PLATFORM_URL", "http://p"), ("ACCOUNT_PLATFORM_SERVICE_TOKEN", "t")]),
+            &Source::from_pairs(&[
+                ("DATABASE_URL", "postgres://x"),
+                ("ACCOUNT_PLATFORM_URL", "http://p"),
+            ]),
+            false,
+        )
+        .err();
+        assert_eq!(
+            e,
+            Some(ConfigError::Missing("ACCOUNT_PLATFORM_SERVICE_TOKEN"))
+        );
+        let e = Config::load(
+            &Source::from_pairs(&[
+                ("DATABASE_URL", "postgres://x"),
+                ("ACCOUNT_PLATFORM_URL", "http://p"),
+                ("ACCOUNT_PLATFORM_SERVICE_TOKEN", "t"),
+            ]),
             false,
         )
         .err();
@@ -156,14 +234,30 @@ mod tests {
     fn dev_mode_falls_back_to_the_development_platform_only_when_no_platform_is_set() {
         let c = Config::load(&Source::from_pairs(&[]), true).ok();
         assert!(matches!(c.map(|c| c.identity), Some(Identity::Development)));
-        let c = Config::load(&Source::from_pairs(&[("ACCOUNT_PLATFORM_URL", "http://p"), ("ACCOUNT_PLATFORM_SERVICE_TOKEN", "t")]), true).ok();
-        assert!(matches!(c.map(|c| c.identity), Some(Identity::Platform { .. })));
+        let c = Config::load(
+            &Source::from_pairs(&[
+                ("ACCOUNT_PLATFORM_URL", "http://p"),
+                ("ACCOUNT_PLATFORM_SERVICE_TOKEN", "t"),
+            ]),
+            true,
+        )
+        .ok();
+        assert!(matches!(
+            c.map(|c| c.identity),
+            Some(Identity::Platform { .. })
+        ));
     }
 
     #[test]
     fn bad_numbers_name_their_setting() {
         let e = Config::load(&Source::from_pairs(&[("TOKEN_CACHE_TTL_S", "ten")]), true).err();
-        assert!(matches!(e, Some(ConfigError::Invalid { name: "TOKEN_CACHE_TTL_S", .. })));
+        assert!(matches!(
+            e,
+            Some(ConfigError::Invalid {
+                name: "TOKEN_CACHE_TTL_S",
+                ..
+            })
+        ));
         let c = Config::load(&Source::from_pairs(&[("TOKEN_CACHE_TTL_S", "0")]), true).ok();
         assert_eq!(c.map(|c| c.token_cache_ttl), Some(Duration::ZERO));
     }

@@ -28,6 +28,8 @@ pub struct Running {
     /// Demo tokens to print (development mode with the embedded platform only).
     pub demo_tokens: Vec<(String, String)>,
     pub generated_secrets_key: bool,
+    /// The provisioning workers; stop them with [`reconciler::ReconcilerHandle::shutdown`].
+    pub reconciler: reconciler::ReconcilerHandle,
 }
 
 struct StoreReadiness(PgStore);
@@ -41,24 +43,64 @@ impl api::Readiness for StoreReadiness {
 
 struct PoolMetrics(PgStore);
 
+#[async_trait]
 impl api::MetricsSource for PoolMetrics {
-    fn render(&self, out: &mut String) {
+    async fn render(&self, out: &mut String) {
         let (connections, idle) = self.0.pool_state();
         out.push_str("# HELP db_pool_connections Database connections open, and idle.\n# TYPE db_pool_connections gauge\n");
         out.push_str(&format!("db_pool_connections{{state=\"open\"}} {connections}\ndb_pool_connections{{state=\"idle\"}} {idle}\n"));
     }
 }
 
+struct QueueMetrics(reconciler::MetricsReader);
+
+#[async_trait]
+impl api::MetricsSource for QueueMetrics {
+    async fn render(&self, out: &mut String) {
+        let m = self.0.read().await;
+        out.push_str("# HELP provisioning_queue_depth Operations not yet done, across every process.\n# TYPE provisioning_queue_depth gauge\n");
+        if let Some(depth) = m.queue_depth {
+            out.push_str(&format!("provisioning_queue_depth {depth}\n"));
+        }
+        out.push_str("# HELP provisioning_workers_busy Workers of this process holding a lease.\n# TYPE provisioning_workers_busy gauge\n");
+        out.push_str(&format!("provisioning_workers_busy {}\n", m.busy_workers));
+        out.push_str("# HELP provisioning_steps_total Reconcile steps done by this process.\n# TYPE provisioning_steps_total counter\n");
+        out.push_str(&format!("provisioning_steps_total {}\n", m.steps));
+        out.push_str("# HELP provisioning_operations_total Operations by outcome in this process.\n# TYPE provisioning_operations_total counter\n");
+        for (outcome, n) in [
+            ("claimed", m.operations_claimed),
+            ("finished", m.operations_finished),
+            ("retried", m.operations_retried),
+            ("failed", m.operations_failed),
+            ("requeued", m.operations_requeued),
+        ] {
+            out.push_str(&format!(
+                "provisioning_operations_total{{outcome=\"{outcome}\"}} {n}\n"
+            ));
+        }
+    }
+}
+
 struct PlatformMetrics(Arc<account_platform::PlatformMetrics>);
 
+#[async_trait]
 impl api::MetricsSource for PlatformMetrics {
-    fn render(&self, out: &mut String) {
+    async fn render(&self, out: &mut String) {
         let s = self.0.snapshot();
         out.push_str("# HELP account_platform_calls_total Calls to the account platform.\n# TYPE account_platform_calls_total counter\n");
-        out.push_str(&format!("account_platform_calls_total{{endpoint=\"me\"}} {}\n", s.me_calls));
-        out.push_str(&format!("account_platform_calls_total{{endpoint=\"organizations\"}} {}\n", s.org_calls));
+        out.push_str(&format!(
+            "account_platform_calls_total{{endpoint=\"me\"}} {}\n",
+            s.me_calls
+        ));
+        out.push_str(&format!(
+            "account_platform_calls_total{{endpoint=\"organizations\"}} {}\n",
+            s.org_calls
+        ));
         out.push_str("# HELP account_platform_cache_hits_total Answers served from the caches.\n# TYPE account_platform_cache_hits_total counter\n");
-        out.push_str(&format!("account_platform_cache_hits_total {}\n", self.0.cache_hits()));
+        out.push_str(&format!(
+            "account_platform_cache_hits_total {}\n",
+            self.0.cache_hits()
+        ));
         out.push_str("# HELP account_platform_failures_total Calls that failed.\n# TYPE account_platform_failures_total counter\n");
         out.push_str(&format!("account_platform_failures_total {}\n", s.failures));
     }
@@ -69,22 +111,32 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let catalog = match &config.catalog_file {
         None => Catalog::builtin(),
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("CATALOG_FILE: cannot read {path}"))?;
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("CATALOG_FILE: cannot read {path}"))?;
             Catalog::from_json(&text).with_context(|| format!("CATALOG_FILE: {path}"))?
         }
     };
     let (vault, generated_secrets_key) = match &config.secrets_key {
-        SecretsKey::Given(k) => (secrets::Vault::from_base64_key(k).context("SECRETS_KEY")?, false),
-        SecretsKey::Generated => (secrets::Vault::from_base64_key(&secrets::Vault::generate_key()).context("SECRETS_KEY")?, true),
+        SecretsKey::Given(k) => (
+            secrets::Vault::from_base64_key(k).context("SECRETS_KEY")?,
+            false,
+        ),
+        SecretsKey::Generated => (
+            secrets::Vault::from_base64_key(&secrets::Vault::generate_key())
+                .context("SECRETS_KEY")?,
+            true,
+        ),
     };
     let sim = config.sim.clone();
 
     let db_url = config.database_url.clone();
     let pool_size = config.database_pool_size;
-    let store = tokio::task::spawn_blocking(move || PgStore::connect(&db_url, pool_size, std::time::Duration::from_secs(5)))
-        .await
-        .context("database set-up")?
-        .context("DATABASE_URL: cannot connect or migrate")?;
+    let store = tokio::task::spawn_blocking(move || {
+        PgStore::connect(&db_url, pool_size, std::time::Duration::from_secs(5))
+    })
+    .await
+    .context("database set-up")?
+    .context("DATABASE_URL: cannot connect or migrate")?;
     let feed = PgChangeFeed::start(&config.database_url);
 
     let mut sources: Vec<Arc<dyn api::MetricsSource>> = vec![Arc::new(PoolMetrics(store.clone()))];
@@ -92,17 +144,23 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let identity: Arc<dyn IdentityProvider> = match &config.identity {
         Identity::Platform { url, service_token } => {
             let platform = account_platform::HttpAccountPlatform::new(
-                account_platform::PlatformConfig::new(url.clone(), Secret::new(service_token.clone()))
-                    .with_timeout(config.platform_timeout)
-                    .with_token_cache_ttl(config.token_cache_ttl)
-                    .with_org_cache_ttl(config.org_cache_ttl),
+                account_platform::PlatformConfig::new(
+                    url.clone(),
+                    Secret::new(service_token.clone()),
+                )
+                .with_timeout(config.platform_timeout)
+                .with_token_cache_ttl(config.token_cache_ttl)
+                .with_org_cache_ttl(config.org_cache_ttl),
             )
             .context("ACCOUNT_PLATFORM_URL")?;
             sources.push(Arc::new(PlatformMetrics(platform.metrics())));
             Arc::new(platform)
         }
         Identity::Development => {
-            demo_tokens = account_platform::dev::demo_tokens().into_iter().map(|t| (t.description, t.token)).collect();
+            demo_tokens = account_platform::dev::demo_tokens()
+                .into_iter()
+                .map(|t| (t.description, t.token))
+                .collect();
             Arc::new(account_platform::dev::DevAccountPlatform::demo())
         }
     };
@@ -124,7 +182,19 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         annotation_domain: config.annotation_domain.clone(),
         kubeconfig_requires_super_admin: config.kubeconfig_requires_super_admin,
     };
-    let services = Services::new(ports, catalog, settings);
+    let services = Services::new(ports.clone(), catalog, settings);
+    let reconciler = reconciler::Reconciler::start(
+        ports,
+        store_arc.clone(),
+        reconciler::ReconcilerConfig {
+            workers: config.reconciler_workers,
+            poll_interval: config.reconciler_poll,
+            name: format!("{}-{}", hostname(), std::process::id()),
+            ..Default::default()
+        },
+        reconciler::CancellationToken::new(),
+    );
+    sources.push(Arc::new(QueueMetrics(reconciler.metrics_reader())));
     let state = api::AppState {
         services: services.clone(),
         readiness: Arc::new(StoreReadiness(store.clone())),
@@ -133,11 +203,35 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     };
     system::spawn_idempotency_purge(store.clone());
 
-    let server = HttpServer::new(move || App::new().wrap(from_fn(api::middleware::observe)).configure(api::configure(state.clone())))
-        .shutdown_timeout(10)
-        .bind(&config.bind_addr)
-        .with_context(|| format!("BIND_ADDR: cannot listen on {}", config.bind_addr))?;
-    let addr = server.addrs().first().copied().context("BIND_ADDR: no address bound")?;
+    let server = HttpServer::new(move || {
+        App::new()
+            .wrap(from_fn(api::middleware::observe))
+            .configure(api::configure(state.clone()))
+    })
+    .shutdown_timeout(10)
+    .bind(&config.bind_addr)
+    .with_context(|| format!("BIND_ADDR: cannot listen on {}", config.bind_addr))?;
+    let addr = server
+        .addrs()
+        .first()
+        .copied()
+        .context("BIND_ADDR: no address bound")?;
     let server = server.run();
-    Ok(Running { addr, server, services, demo_tokens, generated_secrets_key })
+    Ok(Running {
+        addr,
+        server,
+        services,
+        demo_tokens,
+        generated_secrets_key,
+        reconciler,
+    })
+}
+
+/// This machine's name, for naming workers (who holds a lease is visible in the queue).
+fn hostname() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "server".into())
 }

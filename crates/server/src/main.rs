@@ -9,14 +9,22 @@ fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v == "json");
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    if json { builder.json().init() } else { builder.compact().init() }
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init()
+    } else {
+        builder.compact().init()
+    }
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("usage: server [--dev]\n  settings come from the environment; see README.md and docs/configuration.md");
+        println!(
+            "usage: server [--dev]\n  settings come from the environment; see README.md and docs/configuration.md"
+        );
         return ExitCode::SUCCESS;
     }
     if let Some(bad) = args.iter().find(|a| *a != "--dev") {
@@ -32,7 +40,10 @@ fn main() -> ExitCode {
         }
     };
     init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("server: cannot start the runtime: {e}");
@@ -51,11 +62,14 @@ fn main() -> ExitCode {
                 println!("  {who}: {token}");
             }
         }
-        // actix-web stops gracefully on SIGTERM and Ctrl-C.
+        // actix-web stops gracefully on SIGTERM and Ctrl-C; then the workers finish their step.
         running.server.await?;
+        running.reconciler.shutdown().await;
         println!("server: stopped");
         anyhow::Ok(())
     });
+    // Blocking database calls still running are abandoned rather than waited for.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(3));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

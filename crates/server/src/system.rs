@@ -36,7 +36,8 @@ pub fn spawn_idempotency_purge(store: PgStore) {
         let mut tick = tokio::time::interval(Duration::from_secs(3600));
         loop {
             tick.tick().await;
-            let cutoff = Utc::now() - chrono::Duration::hours(domain::model::idempotency::RETENTION_HOURS);
+            let cutoff =
+                Utc::now() - chrono::Duration::hours(domain::model::idempotency::RETENTION_HOURS);
             match store.purge_created_before(cutoff).await {
                 Ok(n) if n > 0 => tracing::info!(deleted = n, "expired idempotency keys purged"),
                 Ok(_) => {}

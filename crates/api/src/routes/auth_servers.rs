@@ -19,7 +19,12 @@ use crate::views::AuthServerList;
 pub async fn list_auth_servers(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError> {
     let items = ctx
         .services
-        .list_auth_servers(&ctx.caller, q.get("organization"), ctx.org_header.as_deref(), q.get("environment"))
+        .list_auth_servers(
+            &ctx.caller,
+            q.get("organization"),
+            ctx.org_header.as_deref(),
+            q.get("environment"),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &AuthServerList { items }))
@@ -29,12 +34,21 @@ pub async fn list_auth_servers(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiEr
 #[utoipa::path(post, path = "/v1/public/gateway/auth-servers", tag = "gateway auth servers", request_body = CreateAuthServerRequest,
     responses((status = 201, description = "Created", body = AuthServerView,
                headers(("Location" = String, description = "The auth server's URL")))))]
-pub async fn create_auth_server(ctx: Ctx, idem: Idempotency, req: HttpRequest, body: Body<CreateAuthServerRequest>) -> Result<HttpResponse, ApiError> {
+pub async fn create_auth_server(
+    ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
+    body: Body<CreateAuthServerRequest>,
+) -> Result<HttpResponse, ApiError> {
     let render = JsonRender::new(StatusCode::CREATED, &ctx.request_id)
         .with_location(|s: &AuthServerView| format!("/v1/public/gateway/auth-servers/{}", s.id));
     let a = ctx
         .services
-        .create_auth_server(&ctx.caller, body.value, idem.request(&req, Some(&body.json), &render))
+        .create_auth_server(
+            &ctx.caller,
+            body.value,
+            idem.request(&req, Some(&body.json), &render),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
@@ -45,7 +59,11 @@ pub async fn create_auth_server(ctx: Ctx, idem: Idempotency, req: HttpRequest, b
     params(("id" = String, Path, description = "Auth server id")),
     responses((status = 200, description = "The auth server", body = AuthServerView)))]
 pub async fn get_auth_server(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
-    let v = ctx.services.get_auth_server(&ctx.caller, &id).await.map_err(|e| ctx.error(e))?;
+    let v = ctx
+        .services
+        .get_auth_server(&ctx.caller, &id)
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &v))
 }
 
@@ -53,8 +71,16 @@ pub async fn get_auth_server(ctx: Ctx, id: Path<String>) -> Result<HttpResponse,
 #[utoipa::path(patch, path = "/v1/public/gateway/auth-servers/{id}", tag = "gateway auth servers", request_body = AuthServerPatch,
     params(("id" = String, Path, description = "Auth server id")),
     responses((status = 200, description = "The changed auth server", body = AuthServerView)))]
-pub async fn patch_auth_server(ctx: Ctx, id: Path<String>, body: Body<AuthServerPatch>) -> Result<HttpResponse, ApiError> {
-    let v = ctx.services.patch_auth_server(&ctx.caller, &id, body.value).await.map_err(|e| ctx.error(e))?;
+pub async fn patch_auth_server(
+    ctx: Ctx,
+    id: Path<String>,
+    body: Body<AuthServerPatch>,
+) -> Result<HttpResponse, ApiError> {
+    let v = ctx
+        .services
+        .patch_auth_server(&ctx.caller, &id, body.value)
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &v))
 }
 
@@ -62,9 +88,18 @@ pub async fn patch_auth_server(ctx: Ctx, id: Path<String>, body: Body<AuthServer
 #[utoipa::path(delete, path = "/v1/public/gateway/auth-servers/{id}", tag = "gateway auth servers",
     params(("id" = String, Path, description = "Auth server id")),
     responses((status = 204, description = "Deleted")))]
-pub async fn delete_auth_server(ctx: Ctx, idem: Idempotency, req: HttpRequest, id: Path<String>) -> Result<HttpResponse, ApiError> {
+pub async fn delete_auth_server(
+    ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
+    id: Path<String>,
+) -> Result<HttpResponse, ApiError> {
     let render = EmptyRender::new(&ctx.request_id);
-    let a = ctx.services.delete_auth_server(&ctx.caller, &id, idem.request(&req, None, &render)).await.map_err(|e| ctx.error(e))?;
+    let a = ctx
+        .services
+        .delete_auth_server(&ctx.caller, &id, idem.request(&req, None, &render))
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
 }
 
@@ -72,11 +107,22 @@ pub async fn delete_auth_server(ctx: Ctx, idem: Idempotency, req: HttpRequest, i
 #[utoipa::path(post, path = "/v1/public/gateway/auth-servers/{id}/credentials", tag = "gateway auth servers", request_body = CredentialRequest,
     params(("id" = String, Path, description = "Auth server id")),
     responses((status = 201, description = "The new entry", body = CredentialView)))]
-pub async fn add_credential(ctx: Ctx, idem: Idempotency, req: HttpRequest, id: Path<String>, body: Body<CredentialRequest>) -> Result<HttpResponse, ApiError> {
+pub async fn add_credential(
+    ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
+    id: Path<String>,
+    body: Body<CredentialRequest>,
+) -> Result<HttpResponse, ApiError> {
     let render = JsonRender::new(StatusCode::CREATED, &ctx.request_id);
     let a = ctx
         .services
-        .add_credential(&ctx.caller, &id, body.value, idem.request(&req, Some(&body.json), &render))
+        .add_credential(
+            &ctx.caller,
+            &id,
+            body.value,
+            idem.request(&req, Some(&body.json), &render),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
@@ -86,9 +132,18 @@ pub async fn add_credential(ctx: Ctx, idem: Idempotency, req: HttpRequest, id: P
 #[utoipa::path(delete, path = "/v1/public/gateway/auth-servers/{id}/credentials/{credential_id}", tag = "gateway auth servers",
     params(("id" = String, Path, description = "Auth server id"), ("credential_id" = String, Path, description = "Credential id")),
     responses((status = 204, description = "Removed")))]
-pub async fn remove_credential(ctx: Ctx, idem: Idempotency, req: HttpRequest, path: Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+pub async fn remove_credential(
+    ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
+    path: Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
     let (id, cred) = path.into_inner();
     let render = EmptyRender::new(&ctx.request_id);
-    let a = ctx.services.remove_credential(&ctx.caller, &id, &cred, idem.request(&req, None, &render)).await.map_err(|e| ctx.error(e))?;
+    let a = ctx
+        .services
+        .remove_credential(&ctx.caller, &id, &cred, idem.request(&req, None, &render))
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
 }

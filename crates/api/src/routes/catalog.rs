@@ -16,7 +16,12 @@ use crate::render::json;
 pub async fn get_catalog(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError> {
     let view = ctx
         .services
-        .catalog(&ctx.caller, q.get("organization"), ctx.org_header.as_deref(), q.get("zone"))
+        .catalog(
+            &ctx.caller,
+            q.get("organization"),
+            ctx.org_header.as_deref(),
+            q.get("zone"),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &view))

@@ -27,21 +27,45 @@ fn location(c: &Cluster) -> String {
 pub async fn list_clusters(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError> {
     let page = ctx
         .services
-        .list_clusters(&ctx.caller, q.get("organization"), ctx.org_header.as_deref(), q.get("zone"), q.get("page"), q.get("size"))
+        .list_clusters(
+            &ctx.caller,
+            q.get("organization"),
+            ctx.org_header.as_deref(),
+            q.get("zone"),
+            q.get("page"),
+            q.get("size"),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &ClusterList { items: page.items, page: page.page, size: page.size, total: page.total }))
+    Ok(json(
+        StatusCode::OK,
+        &ClusterList {
+            items: page.items,
+            page: page.page,
+            size: page.size,
+            total: page.total,
+        },
+    ))
 }
 
 /// Creates a cluster in the organization named in the body.
 #[utoipa::path(post, path = "/v1/public/clusters", tag = "clusters", request_body = CreateClusterRequest,
     responses((status = 201, description = "Created; provisioning starts", body = Cluster,
                headers(("Location" = String, description = "The cluster's URL")))))]
-pub async fn create_cluster(ctx: Ctx, idem: Idempotency, req: HttpRequest, body: Body<CreateClusterRequest>) -> Result<HttpResponse, ApiError> {
+pub async fn create_cluster(
+    ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
+    body: Body<CreateClusterRequest>,
+) -> Result<HttpResponse, ApiError> {
     let render = JsonRender::new(StatusCode::CREATED, &ctx.request_id).with_location(location);
     let a = ctx
         .services
-        .create_cluster(&ctx.caller, body.value, idem.request(&req, Some(&body.json), &render))
+        .create_cluster(
+            &ctx.caller,
+            body.value,
+            idem.request(&req, Some(&body.json), &render),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
@@ -52,7 +76,11 @@ pub async fn create_cluster(ctx: Ctx, idem: Idempotency, req: HttpRequest, body:
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The cluster", body = Cluster)))]
 pub async fn get_cluster(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
-    let c = ctx.services.get_cluster(&ctx.caller, &id).await.map_err(|e| ctx.error(e))?;
+    let c = ctx
+        .services
+        .get_cluster(&ctx.caller, &id)
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &c))
 }
 
@@ -60,8 +88,16 @@ pub async fn get_cluster(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, Api
 #[utoipa::path(patch, path = "/v1/public/clusters/{id}", tag = "clusters", request_body = ClusterPatch,
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The changed cluster", body = Cluster)))]
-pub async fn patch_cluster(ctx: Ctx, id: Path<String>, body: Body<ClusterPatch>) -> Result<HttpResponse, ApiError> {
-    let c = ctx.services.patch_cluster(&ctx.caller, &id, body.value).await.map_err(|e| ctx.error(e))?;
+pub async fn patch_cluster(
+    ctx: Ctx,
+    id: Path<String>,
+    body: Body<ClusterPatch>,
+) -> Result<HttpResponse, ApiError> {
+    let c = ctx
+        .services
+        .patch_cluster(&ctx.caller, &id, body.value)
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &c))
 }
 
@@ -70,9 +106,21 @@ pub async fn patch_cluster(ctx: Ctx, id: Path<String>, body: Body<ClusterPatch>)
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 202, description = "The change started; `exposure_change` shows its target", body = Cluster),
               (status = 200, description = "Already at that exposure: nothing started", body = Cluster)))]
-pub async fn change_exposure(ctx: Ctx, id: Path<String>, body: Body<ExposurePatch>) -> Result<HttpResponse, ApiError> {
-    let o = ctx.services.change_exposure(&ctx.caller, &id, body.value).await.map_err(|e| ctx.error(e))?;
-    let status = if o.started { StatusCode::ACCEPTED } else { StatusCode::OK };
+pub async fn change_exposure(
+    ctx: Ctx,
+    id: Path<String>,
+    body: Body<ExposurePatch>,
+) -> Result<HttpResponse, ApiError> {
+    let o = ctx
+        .services
+        .change_exposure(&ctx.caller, &id, body.value)
+        .await
+        .map_err(|e| ctx.error(e))?;
+    let status = if o.started {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
     Ok(json(status, &o.cluster))
 }
 
@@ -80,9 +128,18 @@ pub async fn change_exposure(ctx: Ctx, id: Path<String>, body: Body<ExposurePatc
 #[utoipa::path(delete, path = "/v1/public/clusters/{id}", tag = "clusters",
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 202, description = "Deletion accepted", body = Cluster)))]
-pub async fn delete_cluster(ctx: Ctx, idem: Idempotency, req: HttpRequest, id: Path<String>) -> Result<HttpResponse, ApiError> {
+pub async fn delete_cluster(
+    ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
+    id: Path<String>,
+) -> Result<HttpResponse, ApiError> {
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
-    let a = ctx.services.delete_cluster(&ctx.caller, &id, idem.request(&req, None, &render)).await.map_err(|e| ctx.error(e))?;
+    let a = ctx
+        .services
+        .delete_cluster(&ctx.caller, &id, idem.request(&req, None, &render))
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
 }
 
@@ -99,7 +156,15 @@ pub async fn cluster_state(ctx: Ctx, id: Path<String>, q: Query) -> Result<HttpR
         .cluster_state(&ctx.caller, &id, q.get("since"), q.get("timeout_seconds"))
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &ClusterState { cluster_id: s.cluster_id, version: s.version, phase: s.phase, changed: s.changed }))
+    Ok(json(
+        StatusCode::OK,
+        &ClusterState {
+            cluster_id: s.cluster_id,
+            version: s.version,
+            phase: s.phase,
+            changed: s.changed,
+        },
+    ))
 }
 
 /// The cluster's kubeconfig (200), or 202 with a retry hint until the control plane is up.
@@ -112,13 +177,32 @@ pub async fn cluster_state(ctx: Ctx, id: Path<String>, q: Query) -> Result<HttpR
                headers(("Retry-After" = u32, description = "Seconds to wait")))))]
 pub async fn kubeconfig(ctx: Ctx, id: Path<String>, q: Query) -> Result<HttpResponse, ApiError> {
     let format = kubeconfig_format(q.get("format")).map_err(|e| ctx.error(e))?;
-    match ctx.services.kubeconfig(&ctx.caller, &id).await.map_err(|e| ctx.error(e))? {
-        KubeconfigAnswer::NotReady { phase, retry_after_seconds } => Ok(HttpResponse::Accepted()
+    match ctx
+        .services
+        .kubeconfig(&ctx.caller, &id)
+        .await
+        .map_err(|e| ctx.error(e))?
+    {
+        KubeconfigAnswer::NotReady {
+            phase,
+            retry_after_seconds,
+        } => Ok(HttpResponse::Accepted()
             .insert_header(("Retry-After", retry_after_seconds.to_string()))
-            .json(KubeconfigPending { phase, retry_after_seconds })),
+            .json(KubeconfigPending {
+                phase,
+                retry_after_seconds,
+            })),
         KubeconfigAnswer::Ready { cluster_id, yaml } => Ok(match format {
-            KubeconfigFormat::Plain => HttpResponse::Ok().content_type("application/yaml").body(yaml),
-            KubeconfigFormat::Json => json(StatusCode::OK, &KubeconfigJson { cluster_id, kubeconfig: yaml }),
+            KubeconfigFormat::Plain => HttpResponse::Ok()
+                .content_type("application/yaml")
+                .body(yaml),
+            KubeconfigFormat::Json => json(
+                StatusCode::OK,
+                &KubeconfigJson {
+                    cluster_id,
+                    kubeconfig: yaml,
+                },
+            ),
         }),
     }
 }

@@ -55,7 +55,16 @@ pub struct RouteSpec {
 }
 
 const fn r(method: &'static str, path: &'static str, access: Access, org: OrgSource) -> RouteSpec {
-    RouteSpec { method, path, access, org, idempotent: false, body: false, capacity: false, assistant_restricted: false }
+    RouteSpec {
+        method,
+        path,
+        access,
+        org,
+        idempotent: false,
+        body: false,
+        capacity: false,
+        assistant_restricted: false,
+    }
 }
 
 const fn idem(mut s: RouteSpec) -> RouteSpec {
@@ -94,37 +103,141 @@ pub const ROUTES: &[RouteSpec] = &[
     capacity(body(idem(r("POST", C, SuperAdmin, Body)))),
     r("GET", "/v1/public/clusters/{id}", Member, Object),
     body(r("PATCH", "/v1/public/clusters/{id}", SuperAdmin, Object)),
-    body(r("PATCH", "/v1/public/clusters/{id}/exposure", SuperAdmin, Object)),
+    body(r(
+        "PATCH",
+        "/v1/public/clusters/{id}/exposure",
+        SuperAdmin,
+        Object,
+    )),
     idem(r("DELETE", "/v1/public/clusters/{id}", SuperAdmin, Object)),
     r("GET", "/v1/public/clusters/{id}/state", Member, Object),
     r("GET", "/v1/public/clusters/{id}/kubeconfig", Member, Object),
     r("GET", "/v1/public/clusters/{id}/node-pools", Member, Object),
-    capacity(body(idem(r("POST", "/v1/public/clusters/{id}/node-pools", SuperAdmin, Object)))),
-    capacity(body(idem(r("PATCH", "/v1/public/clusters/{id}/node-pools/{pool}", SuperAdmin, Object)))),
-    idem(r("DELETE", "/v1/public/clusters/{id}/node-pools/{pool}", SuperAdmin, Object)),
+    capacity(body(idem(r(
+        "POST",
+        "/v1/public/clusters/{id}/node-pools",
+        SuperAdmin,
+        Object,
+    )))),
+    capacity(body(idem(r(
+        "PATCH",
+        "/v1/public/clusters/{id}/node-pools/{pool}",
+        SuperAdmin,
+        Object,
+    )))),
+    idem(r(
+        "DELETE",
+        "/v1/public/clusters/{id}/node-pools/{pool}",
+        SuperAdmin,
+        Object,
+    )),
     r("GET", "/v1/public/clusters/{id}/nodes", Member, Object),
-    r("GET", "/v1/public/clusters/{id}/node-pools/{pool}/nodes", Member, Object),
-    idem(r("DELETE", "/v1/public/clusters/{id}/nodes/{node}", SuperAdmin, Object)),
-    r("GET", "/v1/public/clusters/{id}/elastic-ips", Member, Object),
-    r("GET", "/v1/public/clusters/{id}/elastic-ips/{eip}", Member, Object),
-    no_assistant(capacity(body(idem(r("POST", "/v1/public/clusters/{id}/elastic-ips", SuperAdmin, Object))))),
-    no_assistant(idem(r("DELETE", "/v1/public/clusters/{id}/elastic-ips/{eip}", SuperAdmin, Object))),
-    r("GET", "/v1/public/clusters/{id}/firewall-rules", Member, Object),
-    r("GET", "/v1/public/clusters/{id}/firewall-rules/{rule}", Member, Object),
-    no_assistant(body(idem(r("POST", "/v1/public/clusters/{id}/firewall-rules", SuperAdmin, Object)))),
-    no_assistant(idem(r("DELETE", "/v1/public/clusters/{id}/firewall-rules/{rule}", SuperAdmin, Object))),
+    r(
+        "GET",
+        "/v1/public/clusters/{id}/node-pools/{pool}/nodes",
+        Member,
+        Object,
+    ),
+    idem(r(
+        "DELETE",
+        "/v1/public/clusters/{id}/nodes/{node}",
+        SuperAdmin,
+        Object,
+    )),
+    r(
+        "GET",
+        "/v1/public/clusters/{id}/elastic-ips",
+        Member,
+        Object,
+    ),
+    r(
+        "GET",
+        "/v1/public/clusters/{id}/elastic-ips/{eip}",
+        Member,
+        Object,
+    ),
+    no_assistant(capacity(body(idem(r(
+        "POST",
+        "/v1/public/clusters/{id}/elastic-ips",
+        SuperAdmin,
+        Object,
+    ))))),
+    no_assistant(idem(r(
+        "DELETE",
+        "/v1/public/clusters/{id}/elastic-ips/{eip}",
+        SuperAdmin,
+        Object,
+    ))),
+    r(
+        "GET",
+        "/v1/public/clusters/{id}/firewall-rules",
+        Member,
+        Object,
+    ),
+    r(
+        "GET",
+        "/v1/public/clusters/{id}/firewall-rules/{rule}",
+        Member,
+        Object,
+    ),
+    no_assistant(body(idem(r(
+        "POST",
+        "/v1/public/clusters/{id}/firewall-rules",
+        SuperAdmin,
+        Object,
+    )))),
+    no_assistant(idem(r(
+        "DELETE",
+        "/v1/public/clusters/{id}/firewall-rules/{rule}",
+        SuperAdmin,
+        Object,
+    ))),
     r("GET", "/v1/public/gateway/auth-servers", Member, Collection),
-    body(idem(r("POST", "/v1/public/gateway/auth-servers", SuperAdmin, Body))),
-    r("GET", "/v1/public/gateway/auth-servers/{id}", Member, Object),
-    body(r("PATCH", "/v1/public/gateway/auth-servers/{id}", SuperAdmin, Object)),
-    idem(r("DELETE", "/v1/public/gateway/auth-servers/{id}", SuperAdmin, Object)),
-    body(idem(r("POST", "/v1/public/gateway/auth-servers/{id}/credentials", SuperAdmin, Object))),
-    idem(r("DELETE", "/v1/public/gateway/auth-servers/{id}/credentials/{credential_id}", SuperAdmin, Object)),
+    body(idem(r(
+        "POST",
+        "/v1/public/gateway/auth-servers",
+        SuperAdmin,
+        Body,
+    ))),
+    r(
+        "GET",
+        "/v1/public/gateway/auth-servers/{id}",
+        Member,
+        Object,
+    ),
+    body(r(
+        "PATCH",
+        "/v1/public/gateway/auth-servers/{id}",
+        SuperAdmin,
+        Object,
+    )),
+    idem(r(
+        "DELETE",
+        "/v1/public/gateway/auth-servers/{id}",
+        SuperAdmin,
+        Object,
+    )),
+    body(idem(r(
+        "POST",
+        "/v1/public/gateway/auth-servers/{id}/credentials",
+        SuperAdmin,
+        Object,
+    ))),
+    idem(r(
+        "DELETE",
+        "/v1/public/gateway/auth-servers/{id}/credentials/{credential_id}",
+        SuperAdmin,
+        Object,
+    )),
 ];
 
 /// The methods a path answers, for `Allow`.
 pub fn allowed_methods(path: &str) -> Vec<&'static str> {
-    ROUTES.iter().filter(|r| r.path == path).map(|r| r.method).collect()
+    ROUTES
+        .iter()
+        .filter(|r| r.path == path)
+        .map(|r| r.method)
+        .collect()
 }
 
 /// 405 with `Allow` and a problem body, for a method a path does not answer.
@@ -152,7 +265,9 @@ pub async fn not_found(req: HttpRequest) -> HttpResponse {
         "type": "about:blank", "title": "Not Found", "status": 404, "code": "not_found",
         "detail": "no such route", "request_id": request_id(&req),
     });
-    HttpResponse::NotFound().content_type(crate::problem::PROBLEM_JSON).body(body.to_string())
+    HttpResponse::NotFound()
+        .content_type(crate::problem::PROBLEM_JSON)
+        .body(body.to_string())
 }
 
 macro_rules! resource {

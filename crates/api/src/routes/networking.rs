@@ -18,7 +18,11 @@ use crate::views::{ElasticIpList, FirewallRuleList};
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The Elastic IPs", body = ElasticIpList)))]
 pub async fn list_elastic_ips(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
-    let items = ctx.services.list_elastic_ips(&ctx.caller, &id).await.map_err(|e| ctx.error(e))?;
+    let items = ctx
+        .services
+        .list_elastic_ips(&ctx.caller, &id)
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &ElasticIpList { items }))
 }
 
@@ -26,9 +30,16 @@ pub async fn list_elastic_ips(ctx: Ctx, id: Path<String>) -> Result<HttpResponse
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/elastic-ips/{eip}", tag = "elastic ips",
     params(("id" = String, Path, description = "Cluster id"), ("eip" = String, Path, description = "Elastic IP id")),
     responses((status = 200, description = "The Elastic IP", body = ElasticIpView)))]
-pub async fn get_elastic_ip(ctx: Ctx, path: Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+pub async fn get_elastic_ip(
+    ctx: Ctx,
+    path: Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
     let (id, eip) = path.into_inner();
-    let v = ctx.services.get_elastic_ip(&ctx.caller, &id, &eip).await.map_err(|e| ctx.error(e))?;
+    let v = ctx
+        .services
+        .get_elastic_ip(&ctx.caller, &id, &eip)
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &v))
 }
 
@@ -36,11 +47,22 @@ pub async fn get_elastic_ip(ctx: Ctx, path: Path<(String, String)>) -> Result<Ht
 #[utoipa::path(post, path = "/v1/public/clusters/{id}/elastic-ips", tag = "elastic ips", request_body = CreateElasticIpRequest,
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 202, description = "Accepted", body = ElasticIpView)))]
-pub async fn create_elastic_ip(ctx: Ctx, idem: Idempotency, req: HttpRequest, id: Path<String>, body: Body<CreateElasticIpRequest>) -> Result<HttpResponse, ApiError> {
+pub async fn create_elastic_ip(
+    ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
+    id: Path<String>,
+    body: Body<CreateElasticIpRequest>,
+) -> Result<HttpResponse, ApiError> {
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
     let a = ctx
         .services
-        .create_elastic_ip(&ctx.caller, &id, body.value, idem.request(&req, Some(&body.json), &render))
+        .create_elastic_ip(
+            &ctx.caller,
+            &id,
+            body.value,
+            idem.request(&req, Some(&body.json), &render),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
@@ -50,10 +72,19 @@ pub async fn create_elastic_ip(ctx: Ctx, idem: Idempotency, req: HttpRequest, id
 #[utoipa::path(delete, path = "/v1/public/clusters/{id}/elastic-ips/{eip}", tag = "elastic ips",
     params(("id" = String, Path, description = "Cluster id"), ("eip" = String, Path, description = "Elastic IP id")),
     responses((status = 202, description = "Accepted", body = ElasticIpView)))]
-pub async fn release_elastic_ip(ctx: Ctx, idem: Idempotency, req: HttpRequest, path: Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+pub async fn release_elastic_ip(
+    ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
+    path: Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
     let (id, eip) = path.into_inner();
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
-    let a = ctx.services.release_elastic_ip(&ctx.caller, &id, &eip, idem.request(&req, None, &render)).await.map_err(|e| ctx.error(e))?;
+    let a = ctx
+        .services
+        .release_elastic_ip(&ctx.caller, &id, &eip, idem.request(&req, None, &render))
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
 }
 
@@ -62,7 +93,11 @@ pub async fn release_elastic_ip(ctx: Ctx, idem: Idempotency, req: HttpRequest, p
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The rules", body = FirewallRuleList)))]
 pub async fn list_firewall_rules(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
-    let items = ctx.services.list_firewall_rules(&ctx.caller, &id).await.map_err(|e| ctx.error(e))?;
+    let items = ctx
+        .services
+        .list_firewall_rules(&ctx.caller, &id)
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &FirewallRuleList { items }))
 }
 
@@ -70,9 +105,16 @@ pub async fn list_firewall_rules(ctx: Ctx, id: Path<String>) -> Result<HttpRespo
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/firewall-rules/{rule}", tag = "firewall rules",
     params(("id" = String, Path, description = "Cluster id"), ("rule" = String, Path, description = "Rule id")),
     responses((status = 200, description = "The rule", body = FirewallRule)))]
-pub async fn get_firewall_rule(ctx: Ctx, path: Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+pub async fn get_firewall_rule(
+    ctx: Ctx,
+    path: Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
     let (id, rule) = path.into_inner();
-    let r = ctx.services.get_firewall_rule(&ctx.caller, &id, &rule).await.map_err(|e| ctx.error(e))?;
+    let r = ctx
+        .services
+        .get_firewall_rule(&ctx.caller, &id, &rule)
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &r))
 }
 
@@ -80,11 +122,22 @@ pub async fn get_firewall_rule(ctx: Ctx, path: Path<(String, String)>) -> Result
 #[utoipa::path(post, path = "/v1/public/clusters/{id}/firewall-rules", tag = "firewall rules", request_body = CreateFirewallRuleRequest,
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 202, description = "Accepted", body = FirewallRule)))]
-pub async fn create_firewall_rule(ctx: Ctx, idem: Idempotency, req: HttpRequest, id: Path<String>, body: Body<CreateFirewallRuleRequest>) -> Result<HttpResponse, ApiError> {
+pub async fn create_firewall_rule(
+    ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
+    id: Path<String>,
+    body: Body<CreateFirewallRuleRequest>,
+) -> Result<HttpResponse, ApiError> {
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
     let a = ctx
         .services
-        .create_firewall_rule(&ctx.caller, &id, body.value, idem.request(&req, Some(&body.json), &render))
+        .create_firewall_rule(
+            &ctx.caller,
+            &id,
+            body.value,
+            idem.request(&req, Some(&body.json), &render),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
@@ -94,9 +147,18 @@ pub async fn create_firewall_rule(ctx: Ctx, idem: Idempotency, req: HttpRequest,
 #[utoipa::path(delete, path = "/v1/public/clusters/{id}/firewall-rules/{rule}", tag = "firewall rules",
     params(("id" = String, Path, description = "Cluster id"), ("rule" = String, Path, description = "Rule id")),
     responses((status = 202, description = "Accepted", body = FirewallRule)))]
-pub async fn delete_firewall_rule(ctx: Ctx, idem: Idempotency, req: HttpRequest, path: Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+pub async fn delete_firewall_rule(
+    ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
+    path: Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
     let (id, rule) = path.into_inner();
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
-    let a = ctx.services.delete_firewall_rule(&ctx.caller, &id, &rule, idem.request(&req, None, &render)).await.map_err(|e| ctx.error(e))?;
+    let a = ctx
+        .services
+        .delete_firewall_rule(&ctx.caller, &id, &rule, idem.request(&req, None, &render))
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
 }

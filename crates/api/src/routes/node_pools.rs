@@ -17,7 +17,11 @@ use crate::views::{NodeList, NodePoolList};
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The pools", body = NodePoolList)))]
 pub async fn list_node_pools(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
-    let items = ctx.services.list_node_pools(&ctx.caller, &id).await.map_err(|e| ctx.error(e))?;
+    let items = ctx
+        .services
+        .list_node_pools(&ctx.caller, &id)
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &NodePoolList { items }))
 }
 
@@ -25,11 +29,22 @@ pub async fn list_node_pools(ctx: Ctx, id: Path<String>) -> Result<HttpResponse,
 #[utoipa::path(post, path = "/v1/public/clusters/{id}/node-pools", tag = "node pools", request_body = NodePoolRequest,
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 202, description = "Accepted", body = NodePool)))]
-pub async fn create_node_pool(ctx: Ctx, idem: Idempotency, req: HttpRequest, id: Path<String>, body: Body<NodePoolRequest>) -> Result<HttpResponse, ApiError> {
+pub async fn create_node_pool(
+    ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
+    id: Path<String>,
+    body: Body<NodePoolRequest>,
+) -> Result<HttpResponse, ApiError> {
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
     let a = ctx
         .services
-        .create_node_pool(&ctx.caller, &id, body.value, idem.request(&req, Some(&body.json), &render))
+        .create_node_pool(
+            &ctx.caller,
+            &id,
+            body.value,
+            idem.request(&req, Some(&body.json), &render),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
@@ -39,12 +54,24 @@ pub async fn create_node_pool(ctx: Ctx, idem: Idempotency, req: HttpRequest, id:
 #[utoipa::path(patch, path = "/v1/public/clusters/{id}/node-pools/{pool}", tag = "node pools", request_body = NodePoolPatch,
     params(("id" = String, Path, description = "Cluster id"), ("pool" = String, Path, description = "Pool name")),
     responses((status = 202, description = "Accepted", body = NodePool)))]
-pub async fn patch_node_pool(ctx: Ctx, idem: Idempotency, req: HttpRequest, path: Path<(String, String)>, body: Body<NodePoolPatch>) -> Result<HttpResponse, ApiError> {
+pub async fn patch_node_pool(
+    ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
+    path: Path<(String, String)>,
+    body: Body<NodePoolPatch>,
+) -> Result<HttpResponse, ApiError> {
     let (id, pool) = path.into_inner();
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
     let a = ctx
         .services
-        .patch_node_pool(&ctx.caller, &id, &pool, body.value, idem.request(&req, Some(&body.json), &render))
+        .patch_node_pool(
+            &ctx.caller,
+            &id,
+            &pool,
+            body.value,
+            idem.request(&req, Some(&body.json), &render),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
@@ -54,10 +81,19 @@ pub async fn patch_node_pool(ctx: Ctx, idem: Idempotency, req: HttpRequest, path
 #[utoipa::path(delete, path = "/v1/public/clusters/{id}/node-pools/{pool}", tag = "node pools",
     params(("id" = String, Path, description = "Cluster id"), ("pool" = String, Path, description = "Pool name")),
     responses((status = 202, description = "Accepted", body = NodePool)))]
-pub async fn delete_node_pool(ctx: Ctx, idem: Idempotency, req: HttpRequest, path: Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+pub async fn delete_node_pool(
+    ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
+    path: Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
     let (id, pool) = path.into_inner();
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
-    let a = ctx.services.delete_node_pool(&ctx.caller, &id, &pool, idem.request(&req, None, &render)).await.map_err(|e| ctx.error(e))?;
+    let a = ctx
+        .services
+        .delete_node_pool(&ctx.caller, &id, &pool, idem.request(&req, None, &render))
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
 }
 
@@ -66,7 +102,11 @@ pub async fn delete_node_pool(ctx: Ctx, idem: Idempotency, req: HttpRequest, pat
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The nodes", body = NodeList)))]
 pub async fn list_nodes(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
-    let items = ctx.services.list_nodes(&ctx.caller, &id, None).await.map_err(|e| ctx.error(e))?;
+    let items = ctx
+        .services
+        .list_nodes(&ctx.caller, &id, None)
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &NodeList { items }))
 }
 
@@ -74,9 +114,16 @@ pub async fn list_nodes(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiE
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/node-pools/{pool}/nodes", tag = "nodes",
     params(("id" = String, Path, description = "Cluster id"), ("pool" = String, Path, description = "Pool name")),
     responses((status = 200, description = "The pool's nodes", body = NodeList)))]
-pub async fn list_pool_nodes(ctx: Ctx, path: Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+pub async fn list_pool_nodes(
+    ctx: Ctx,
+    path: Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
     let (id, pool) = path.into_inner();
-    let items = ctx.services.list_nodes(&ctx.caller, &id, Some(&pool)).await.map_err(|e| ctx.error(e))?;
+    let items = ctx
+        .services
+        .list_nodes(&ctx.caller, &id, Some(&pool))
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &NodeList { items }))
 }
 
@@ -84,9 +131,18 @@ pub async fn list_pool_nodes(ctx: Ctx, path: Path<(String, String)>) -> Result<H
 #[utoipa::path(delete, path = "/v1/public/clusters/{id}/nodes/{node}", tag = "nodes",
     params(("id" = String, Path, description = "Cluster id"), ("node" = String, Path, description = "Node name")),
     responses((status = 202, description = "Accepted", body = Node)))]
-pub async fn delete_node(ctx: Ctx, idem: Idempotency, req: HttpRequest, path: Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+pub async fn delete_node(
+    ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
+    path: Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
     let (id, node) = path.into_inner();
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
-    let a = ctx.services.delete_node(&ctx.caller, &id, &node, idem.request(&req, None, &render)).await.map_err(|e| ctx.error(e))?;
+    let a = ctx
+        .services
+        .delete_node(&ctx.caller, &id, &node, idem.request(&req, None, &render))
+        .await
+        .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
 }

@@ -35,14 +35,18 @@ pub async fn readyz(state: Data<AppState>, req: HttpRequest) -> HttpResponse {
 pub async fn metrics(state: Data<AppState>) -> HttpResponse {
     let mut out = state.metrics.render();
     for source in &state.sources {
-        source.render(&mut out);
+        source.render(&mut out).await;
     }
-    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(out)
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(out)
 }
 
 /// This document.
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "system",
     responses((status = 200, description = "The OpenAPI 3.1 document", body = Object)))]
 pub async fn openapi() -> HttpResponse {
-    HttpResponse::Ok().content_type("application/json").body(crate::openapi::document_json())
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(crate::openapi::document_json())
 }
