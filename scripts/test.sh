@@ -21,6 +21,11 @@ TEST_STEPS=${TEST_STEPS:-rust}
 step_rust() {
     local args
     read -r -a args <<<"$CARGO_TEST_ARGS"
+    # The crash-and-restart tests run the real `server` binary as a child process.
+    say "cargo build -p server --bin server (the binary the process tests start)"
+    run_child cargo build -p server --bin server || return $?
+    KUBESVC_SERVER_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/server"
+    export KUBESVC_SERVER_BIN
     if cargo nextest --version >/dev/null 2>&1; then
         say "cargo nextest run ${args[*]} --no-fail-fast"
         local status=0

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 pub use account_platform::dev::{
-    ACME_ID, GLOBEX_ID, INITECH_ID, TOKEN_ACME_ASSISTANT, TOKEN_ACME_MEMBER, TOKEN_ACME_PROJECT_ADMIN,
-    TOKEN_ACME_SUPER_ADMIN, TOKEN_INITECH_SUPER_ADMIN, TOKEN_TWO_ORGS,
+    ACME_ID, GLOBEX_ID, INITECH_ID, TOKEN_ACME_ASSISTANT, TOKEN_ACME_MEMBER,
+    TOKEN_ACME_PROJECT_ADMIN, TOKEN_ACME_SUPER_ADMIN, TOKEN_INITECH_SUPER_ADMIN, TOKEN_TWO_ORGS,
 };
 use platform_stub::{StubHandle, StubPlatform};
 use reqwest::{Client, Method, RequestBuilder, Response};
@@ -34,6 +34,12 @@ pub struct TestApp {
     pub client: Client,
 }
 
+/// A second server sharing a [`TestApp`]'s database.
+pub struct SecondServer {
+    pub url: String,
+    pub client: Client,
+}
+
 /// An answer, read whole.
 #[derive(Debug)]
 pub struct Answer {
@@ -48,7 +54,10 @@ impl Answer {
     }
 
     pub fn header(&self, name: &str) -> Option<String> {
-        self.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
     }
 
     pub fn text(&self) -> String {
@@ -58,7 +67,12 @@ impl Answer {
     /// Asserts the problem+json contract: the content type, `status` equal to the HTTP status,
     /// a `code`, and returns the code.
     pub fn problem_code(&self) -> String {
-        assert_eq!(self.header("content-type").as_deref(), Some("application/problem+json"), "{self:?} {}", self.text());
+        assert_eq!(
+            self.header("content-type").as_deref(),
+            Some("application/problem+json"),
+            "{self:?} {}",
+            self.text()
+        );
         let j = self.json();
         assert_eq!(j["status"], self.status, "{}", self.text());
         j["code"].as_str().unwrap_or_default().to_owned()
@@ -84,16 +98,60 @@ impl TestApp {
             pairs.retain(|(name, _)| name != k);
             pairs.push((k, v));
         }
+        let config = Config::load(&Source::from_pairs(&pairs), false)
+            .unwrap_or_else(|e| panic!("test settings: {e}"));
+        let running = server::start(config)
+            .await
+            .unwrap_or_else(|e| panic!("server start: {e:#}"));
+        let url = format!("http://{}", running.addr);
+        tokio::spawn(running.server);
+        let client = Client::builder()
+            .timeout(Duration::from_secs(90))
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        TestApp {
+            url,
+            platform,
+            db,
+            client,
+        }
+    }
+
+    /// Another server on the same database and platform (a second process in effect: its own
+    /// pool, its own LISTEN connection, its own workers).
+    pub async fn second_server(&self, settings: &[(&str, &str)]) -> SecondServer {
+        let platform_url = self.platform.url();
+        let mut pairs: Vec<(&str, &str)> = vec![
+            ("DATABASE_URL", self.db.url.as_str()),
+            ("ACCOUNT_PLATFORM_URL", platform_url.as_str()),
+            ("ACCOUNT_PLATFORM_SERVICE_TOKEN", self.platform.service_token()),
+            ("SECRETS_KEY", TEST_SECRETS_KEY),
+            ("BIND_ADDR", "127.0.0.1:0"),
+            ("PROVISIONER_STEP_MS", "0"),
+            ("DATABASE_POOL_SIZE", "4"),
+        ];
+        for (k, v) in settings {
+            pairs.retain(|(name, _)| name != k);
+            pairs.push((k, v));
+        }
         let config = Config::load(&Source::from_pairs(&pairs), false).unwrap_or_else(|e| panic!("test settings: {e}"));
         let running = server::start(config).await.unwrap_or_else(|e| panic!("server start: {e:#}"));
         let url = format!("http://{}", running.addr);
         tokio::spawn(running.server);
-        let client = Client::builder().timeout(Duration::from_secs(90)).build().unwrap_or_else(|e| panic!("{e}"));
-        TestApp { url, platform, db, client }
+        SecondServer { url, client: self.client.clone() }
     }
 
     pub async fn spawn() -> TestApp {
         Self::spawn_with(&[]).await
+    }
+
+    /// A server with provisioning switched off (`RECONCILER_WORKERS=0`): clusters stay
+    /// `Pending` and deletions stay `Deleting`, so tests of what the API decides by itself
+    /// see a phase that does not move under them.
+    pub async fn spawn_api_only(settings: &[(&str, &str)]) -> TestApp {
+        let mut all = vec![("RECONCILER_WORKERS", "0")];
+        all.extend_from_slice(settings);
+        Self::spawn_with(&all).await
     }
 
     pub fn request(&self, method: Method, path: &str, token: Option<&str>) -> RequestBuilder {
@@ -105,40 +163,58 @@ impl TestApp {
     }
 
     pub async fn send(&self, r: RequestBuilder) -> Answer {
-        let res: Response = r.send().await.unwrap_or_else(|e| panic!("request failed: {e}"));
+        let res: Response = r
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("request failed: {e}"));
         let status = res.status().as_u16();
         let headers = res.headers().clone();
         let body = res.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
-        Answer { status, headers, body }
+        Answer {
+            status,
+            headers,
+            body,
+        }
     }
 
     pub async fn get(&self, path: &str, token: &str) -> Answer {
-        self.send(self.request(Method::GET, path, Some(token))).await
+        self.send(self.request(Method::GET, path, Some(token)))
+            .await
     }
 
     pub async fn delete(&self, path: &str, token: &str) -> Answer {
-        self.send(self.request(Method::DELETE, path, Some(token))).await
+        self.send(self.request(Method::DELETE, path, Some(token)))
+            .await
     }
 
     pub async fn post(&self, path: &str, token: &str, body: &Value) -> Answer {
-        self.send(self.request(Method::POST, path, Some(token)).json(body)).await
+        self.send(self.request(Method::POST, path, Some(token)).json(body))
+            .await
     }
 
     pub async fn patch(&self, path: &str, token: &str, body: &Value) -> Answer {
-        self.send(self.request(Method::PATCH, path, Some(token)).json(body)).await
+        self.send(self.request(Method::PATCH, path, Some(token)).json(body))
+            .await
     }
 
     /// Creates a cluster in acme as its super_admin and returns its JSON.
     pub async fn create_cluster(&self, name: &str) -> Value {
         let body = serde_json::json!({"organization": "acme", "name": name,
             "node_pools": [{"name": "default", "size": "kube.c5.large", "count": 2}]});
-        let a = self.post("/v1/public/clusters", TOKEN_ACME_SUPER_ADMIN, &body).await;
+        let a = self
+            .post("/v1/public/clusters", TOKEN_ACME_SUPER_ADMIN, &body)
+            .await;
         assert_eq!(a.status, 201, "{}", a.text());
         a.json()
     }
 
     /// Polls a cluster until `pred` holds (or panics after `limit`).
-    pub async fn wait_for(&self, path: &str, limit: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+    pub async fn wait_for(
+        &self,
+        path: &str,
+        limit: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
         let deadline = std::time::Instant::now() + limit;
         loop {
             let a = self.get(path, TOKEN_ACME_SUPER_ADMIN).await;
@@ -147,7 +223,10 @@ impl TestApp {
                 return j;
             }
             if std::time::Instant::now() > deadline {
-                panic!("{path} never reached the expected state; last: {}", a.text());
+                panic!(
+                    "{path} never reached the expected state; last: {}",
+                    a.text()
+                );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -161,10 +240,18 @@ impl TestApp {
     }
 
     /// Sends any method, path, headers (raw bytes allowed) and body.
-    pub async fn raw(&self, method: Method, path: &str, token: Option<&str>, headers: &[(&str, &[u8])], body: Option<Vec<u8>>) -> Answer {
+    pub async fn raw(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &[u8])],
+        body: Option<Vec<u8>>,
+    ) -> Answer {
         let mut r = self.request(method, path, token);
         for (name, value) in headers {
-            let v = reqwest::header::HeaderValue::from_bytes(value).unwrap_or_else(|e| panic!("header {name}: {e}"));
+            let v = reqwest::header::HeaderValue::from_bytes(value)
+                .unwrap_or_else(|e| panic!("header {name}: {e}"));
             r = r.header(*name, v);
         }
         if let Some(b) = body {
@@ -174,7 +261,13 @@ impl TestApp {
     }
 
     /// A POST with extra headers (an Idempotency-Key, say) and a JSON body.
-    pub async fn post_with(&self, path: &str, token: &str, headers: &[(&str, &str)], body: &Value) -> Answer {
+    pub async fn post_with(
+        &self,
+        path: &str,
+        token: &str,
+        headers: &[(&str, &str)],
+        body: &Value,
+    ) -> Answer {
         let mut r = self.request(Method::POST, path, Some(token)).json(body);
         for (k, v) in headers {
             r = r.header(*k, *v);
@@ -195,8 +288,11 @@ impl TestApp {
             #[diesel(sql_type = Text)]
             v: String,
         }
-        let mut conn = diesel::PgConnection::establish(&self.db.url).unwrap_or_else(|e| panic!("connect: {e}"));
-        let rows: Vec<Row> = diesel::sql_query(sql).load(&mut conn).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let mut conn = diesel::PgConnection::establish(&self.db.url)
+            .unwrap_or_else(|e| panic!("connect: {e}"));
+        let rows: Vec<Row> = diesel::sql_query(sql)
+            .load(&mut conn)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
         rows.into_iter().map(|r| r.v).collect()
     }
 
@@ -208,7 +304,8 @@ impl TestApp {
             #[diesel(sql_type = BigInt)]
             n: i64,
         }
-        let mut conn = diesel::PgConnection::establish(&self.db.url).unwrap_or_else(|e| panic!("connect: {e}"));
+        let mut conn = diesel::PgConnection::establish(&self.db.url)
+            .unwrap_or_else(|e| panic!("connect: {e}"));
         let rows: Vec<Count> = diesel::sql_query(format!("SELECT count(*) AS n FROM {table}"))
             .load(&mut conn)
             .unwrap_or_else(|e| panic!("count {table}: {e}"));
