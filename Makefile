@@ -7,13 +7,13 @@ SHELL := bash
 # Package selection for the Rust tests: `make test CARGO_TEST_ARGS='-p domain'`.
 CARGO_TEST_ARGS ?= --workspace
 # The steps `make test` runs, in order; each is a function step_NAME in scripts/test.sh.
-# Later issues add here: openapi (validate the OpenAPI document) and schemathesis (a bounded run
-# against `server --dev`).
-TEST_STEPS ?= rust
+# rust: the Rust tests; openapi: validate /v1/openapi.json; schemathesis: a bounded schema-fuzzing
+# run against `server --dev` (schemathesis.toml). `make fuzz` runs the long one.
+TEST_STEPS ?= rust openapi schemathesis
 
 export CARGO_TEST_ARGS TEST_STEPS
 
-.PHONY: help run test db clean-local
+.PHONY: help run test fuzz db clean-local
 
 help: ## this list
 	@echo 'Targets:'
@@ -33,6 +33,9 @@ run: ## the server in development mode (PostgreSQL, database kubesvc_dev, SECRET
 
 test: ## every test (libpq-dev and PostgreSQL set up first)
 	@bash scripts/test.sh
+
+fuzz: ## a long schemathesis run (1000 examples per operation) against server --dev
+	@FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-1000} TEST_STEPS='openapi schemathesis' bash scripts/test.sh
 
 db: ## the PostgreSQL make test uses, kept up until Ctrl-C (prints TEST_DATABASE_URL)
 	@bash scripts/postgres.sh serve

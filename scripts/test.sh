@@ -47,9 +47,90 @@ step_rust() {
     fi
 }
 
-# ---- Later steps go here (added by later issues, then named in TEST_STEPS in the Makefile):
-# ----   step_openapi       validate the server's OpenAPI document;
-# ----   step_schemathesis  a bounded schemathesis run against `server --dev`.
+# ---- The contract steps run against one `server --dev` on a database of their own
+# ---- (kubesvc_fuzz_<random>, created here and dropped when the steps end).
+
+VENV="${KUBESVC_CACHE:-$HOME/.cache/kubesvc}/venv"
+FUZZ_PID=""
+FUZZ_DB=""
+FUZZ_URL=""
+FUZZ_EXAMPLES=${FUZZ_EXAMPLES:-10}
+# The demo super_admin of acme of the embedded development platform.
+FUZZ_TOKEN=dev-only-token-acme-super-admin-7c1f0e9a4b2d4c8e9f3a6b5d
+
+ensure_python_tools() {
+    if [[ -x $VENV/bin/st && -x $VENV/bin/openapi-spec-validator ]] &&
+        "$VENV/bin/pip" freeze 2>/dev/null | grep -qx 'schemathesis==4.32.5'; then
+        return 0
+    fi
+    say "installing schemathesis and openapi-spec-validator into $VENV (pinned in scripts/requirements-fuzz.txt)"
+    if ! python3 -m venv --help >/dev/null 2>&1; then
+        apt_install python3-venv
+    fi
+    python3 -m venv "$VENV" || { apt_install python3-venv && python3 -m venv "$VENV"; }
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$ROOT/scripts/requirements-fuzz.txt"
+}
+
+admin_sql() {
+    have psql || apt_install postgresql-client
+    psql "$TEST_DATABASE_URL" -v ON_ERROR_STOP=1 -qAtc "$1"
+}
+
+stop_fuzz_server() {
+    if [[ -n $FUZZ_PID ]]; then
+        kill -TERM "$FUZZ_PID" 2>/dev/null || true
+        wait "$FUZZ_PID" 2>/dev/null || true
+        FUZZ_PID=""
+    fi
+    if [[ -n $FUZZ_DB ]]; then
+        admin_sql "DROP DATABASE IF EXISTS $FUZZ_DB WITH (FORCE)" || true
+        FUZZ_DB=""
+    fi
+}
+
+start_fuzz_server() {
+    [[ -z $FUZZ_PID ]] || return 0
+    local bin port db_url
+    bin="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/server"
+    [[ -x $bin ]] || run_child cargo build -p server --bin server || return $?
+    FUZZ_DB="kubesvc_fuzz_$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+    admin_sql "CREATE DATABASE $FUZZ_DB"
+    db_url="${TEST_DATABASE_URL%/*}/$FUZZ_DB"
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    FUZZ_URL="http://127.0.0.1:$port"
+    say "starting server --dev on $FUZZ_URL (database $FUZZ_DB, created for this run)"
+    env -u ACCOUNT_PLATFORM_URL DATABASE_URL="$db_url" BIND_ADDR="127.0.0.1:$port" PROVISIONER_STEP_MS=0 \
+        RUST_LOG=warn "$bin" --dev >"$ROOT/.local/fuzz-server.log" 2>&1 &
+    FUZZ_PID=$!
+    local i
+    for i in $(seq 1 100); do
+        curl -fsS "$FUZZ_URL/healthz" >/dev/null 2>&1 && return 0
+        kill -0 "$FUZZ_PID" 2>/dev/null || { cat "$ROOT/.local/fuzz-server.log" >&2; return 1; }
+        sleep 0.2
+    done
+    die "server --dev did not answer /healthz (log: .local/fuzz-server.log)"
+}
+
+# shellcheck disable=SC2317 # steps are called as "step_$step"
+step_openapi() {
+    mkdir -p "$ROOT/.local"
+    ensure_python_tools || return $?
+    start_fuzz_server || return $?
+    say "validating $FUZZ_URL/v1/openapi.json with openapi-spec-validator"
+    curl -fsS "$FUZZ_URL/v1/openapi.json" -o "$ROOT/.local/openapi.json" || return $?
+    "$VENV/bin/openapi-spec-validator" "$ROOT/.local/openapi.json"
+}
+
+# shellcheck disable=SC2317 # steps are called as "step_$step"
+step_schemathesis() {
+    mkdir -p "$ROOT/.local"
+    ensure_python_tools || return $?
+    start_fuzz_server || return $?
+    say "schemathesis: every check of schemathesis.toml, $FUZZ_EXAMPLES examples per operation, seed 1"
+    (cd "$ROOT" && "$VENV/bin/st" run "$FUZZ_URL/v1/openapi.json" --url "$FUZZ_URL" \
+        -H "Authorization: Bearer $FUZZ_TOKEN" -H "X-Platform-Organization: acme" \
+        --max-examples "$FUZZ_EXAMPLES" --seed 1 --no-color)
+}
 
 cd "$ROOT"
 say "make test: steps: $TEST_STEPS"
@@ -68,6 +149,7 @@ fi
 
 status=0
 results=()
+# (the contract steps' server and database are stopped and dropped after the last step)
 for step in $TEST_STEPS; do
     say "step $step"
     step_status=0
@@ -80,5 +162,6 @@ for step in $TEST_STEPS; do
     fi
     [[ $INTERRUPTED -eq 0 ]] || break
 done
+stop_fuzz_server
 say "make test: $(IFS=,; printf '%s' "${results[*]}" | sed 's/,/, /g')"
 exit "$status"

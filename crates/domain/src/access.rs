@@ -46,7 +46,10 @@ pub fn identity_error(e: IdentityError) -> DomainError {
 }
 
 /// Authenticates a request: header → token → caller.
-pub async fn authenticate(identity: &dyn IdentityProvider, header: Option<&str>) -> Result<Caller, DomainError> {
+pub async fn authenticate(
+    identity: &dyn IdentityProvider,
+    header: Option<&str>,
+) -> Result<Caller, DomainError> {
     let token = bearer_token(header).map_err(DomainError::Unauthorized)?;
     identity.caller(&token).await.map_err(identity_error)
 }
@@ -72,13 +75,21 @@ fn check_role(caller: &Caller, organization_id: &Uuid, access: Access) -> Result
 
 /// By-id routes: the object's organization decides (spec §5 behaviour 3); another
 /// organization's object is 403, never 404, so ids cannot be probed for existence beyond that.
-pub fn authorize_object(caller: &Caller, organization_id: &Uuid, access: Access) -> Result<(), DomainError> {
+pub fn authorize_object(
+    caller: &Caller,
+    organization_id: &Uuid,
+    access: Access,
+) -> Result<(), DomainError> {
     check_role(caller, organization_id, access)
 }
 
 /// Writers who are super_admin nowhere get 403 before anything is loaded (spec §5).
 pub fn require_writer_somewhere(caller: &Caller) -> Result<(), DomainError> {
-    if caller.is_super_admin_anywhere() { Ok(()) } else { Err(DomainError::Forbidden(Forbidden::NoWriteRights)) }
+    if caller.is_super_admin_anywhere() {
+        Ok(())
+    } else {
+        Err(DomainError::Forbidden(Forbidden::NoWriteRights))
+    }
 }
 
 /// The assistant may read Elastic IPs but not allocate or release them, nor change firewall
@@ -92,8 +103,16 @@ pub fn require_not_assistant(caller: &Caller) -> Result<(), DomainError> {
 }
 
 /// The first non-empty of query, header, preferred organization (spec §5).
-pub fn collection_org_ref(caller: &Caller, query: Option<&str>, header: Option<&str>) -> Result<OrgRef, DomainError> {
-    let given = [query, header].into_iter().flatten().map(str::trim).find(|v| !v.is_empty());
+pub fn collection_org_ref(
+    caller: &Caller,
+    query: Option<&str>,
+    header: Option<&str>,
+) -> Result<OrgRef, DomainError> {
+    let given = [query, header]
+        .into_iter()
+        .flatten()
+        .map(str::trim)
+        .find(|v| !v.is_empty());
     match given {
         Some(v) => Ok(OrgRef::classify(v)),
         None => caller
@@ -143,7 +162,11 @@ pub async fn resolve_create_org(
         Some(m) if !m.role.can_write() => Err(DomainError::Forbidden(Forbidden::NotSuperAdmin)),
         Some(m) => {
             let by_id = OrgRef::Id(m.organization.id.to_string());
-            match identity.organization(&by_id).await.map_err(identity_error)? {
+            match identity
+                .organization(&by_id)
+                .await
+                .map_err(identity_error)?
+            {
                 Some(org) => Ok(org),
                 None => Err(DomainError::NotFound(Resource::Organization)),
             }
@@ -153,11 +176,18 @@ pub async fn resolve_create_org(
 
 /// CONTRACT §10: prepaid without credit may not add nodes (402).
 pub fn require_credit(org: &Organization) -> Result<(), DomainError> {
-    if org.billing.may_add_nodes() { Ok(()) } else { Err(DomainError::InsufficientCredit) }
+    if org.billing.may_add_nodes() {
+        Ok(())
+    } else {
+        Err(DomainError::InsufficientCredit)
+    }
 }
 
 /// The organization's billing, for by-id changes that add nodes.
-pub async fn organization_by_id(identity: &dyn IdentityProvider, id: &Uuid) -> Result<Organization, DomainError> {
+pub async fn organization_by_id(
+    identity: &dyn IdentityProvider,
+    id: &Uuid,
+) -> Result<Organization, DomainError> {
     identity
         .organization(&OrgRef::Id(id.to_string()))
         .await
@@ -177,22 +207,43 @@ mod tests {
 
     #[test]
     fn bearer_scheme_must_be_bearer_case_insensitive() {
-        assert_eq!(bearer_token(Some("Basic dXNlcjpwYXNz")), Err(AuthFailure::SchemeNotBearer));
-        assert_eq!(bearer_token(Some("Token abc")), Err(AuthFailure::SchemeNotBearer));
-        assert_eq!(bearer_token(Some("Bearertoken")), Err(AuthFailure::SchemeNotBearer));
-        assert_eq!(bearer_token(Some("bearer abc")).map(|s| s.expose().to_owned()), Ok("abc".to_owned()));
-        assert_eq!(bearer_token(Some("BEARER abc")).map(|s| s.expose().to_owned()), Ok("abc".to_owned()));
+        assert_eq!(
+            bearer_token(Some("Basic dXNlcjpwYXNz")),
+            Err(AuthFailure::SchemeNotBearer)
+        );
+        assert_eq!(
+            bearer_token(Some("Token abc")),
+            Err(AuthFailure::SchemeNotBearer)
+        );
+        assert_eq!(
+            bearer_token(Some("Bearertoken")),
+            Err(AuthFailure::SchemeNotBearer)
+        );
+        assert_eq!(
+            bearer_token(Some("bearer abc")).map(|s| s.expose().to_owned()),
+            Ok("abc".to_owned())
+        );
+        assert_eq!(
+            bearer_token(Some("BEARER abc")).map(|s| s.expose().to_owned()),
+            Ok("abc".to_owned())
+        );
     }
 
     #[test]
     fn bearer_nothing_or_only_spaces_is_an_empty_token() {
         assert_eq!(bearer_token(Some("Bearer")), Err(AuthFailure::TokenEmpty));
         assert_eq!(bearer_token(Some("Bearer ")), Err(AuthFailure::TokenEmpty));
-        assert_eq!(bearer_token(Some("Bearer     ")), Err(AuthFailure::TokenEmpty));
+        assert_eq!(
+            bearer_token(Some("Bearer     ")),
+            Err(AuthFailure::TokenEmpty)
+        );
     }
 
     #[test]
     fn bearer_token_with_inner_space_is_invalid() {
-        assert_eq!(bearer_token(Some("Bearer a b")), Err(AuthFailure::InvalidToken));
+        assert_eq!(
+            bearer_token(Some("Bearer a b")),
+            Err(AuthFailure::InvalidToken)
+        );
     }
 }

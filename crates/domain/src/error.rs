@@ -47,17 +47,29 @@ impl Resource {
 /// The 409s, each with its own code (CONTRACT §1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Conflict {
-    NameTaken { resource: Resource, name: String },
+    NameTaken {
+        resource: Resource,
+        name: String,
+    },
     IdempotencyKeyReused,
     IdempotencyKeyInProgress,
     /// An exposure change is already in flight.
     ChangeInFlight,
     LastPool,
     /// The Elastic IP's exposure does not fit the cluster's network mode.
-    ExposureMismatch { network_mode: &'static str, allowed: &'static str },
+    ExposureMismatch {
+        network_mode: &'static str,
+        allowed: &'static str,
+    },
     /// The object's status does not allow the operation.
-    InvalidState { resource: Resource, status: &'static str, operation: &'static str },
-    ClusterNotProvisioned { phase: &'static str },
+    InvalidState {
+        resource: Resource,
+        status: &'static str,
+        operation: &'static str,
+    },
+    ClusterNotProvisioned {
+        phase: &'static str,
+    },
     ClusterDeleting,
     ClusterFailed,
     LastCredential,
@@ -93,12 +105,17 @@ pub enum DomainError {
     #[error("the account platform could not validate the token")]
     AuthBackendUnavailable,
 
-    #[error("no organization given: pass the `organization` query parameter or the X-Platform-Organization header, or set a preferred organization")]
+    #[error(
+        "no organization given: pass the `organization` query parameter or the X-Platform-Organization header, or set a preferred organization"
+    )]
     OrganizationRequired,
     #[error("Idempotency-Key must be 8-255 characters from letters, digits, '_', '-', ':' and '.'")]
     InvalidIdempotencyKey,
     #[error("query parameter `{parameter}`: {message}")]
-    InvalidQuery { parameter: &'static str, message: String },
+    InvalidQuery {
+        parameter: &'static str,
+        message: String,
+    },
     #[error("unknown zone {0:?}")]
     UnknownZone(String),
     #[error("unknown Kubernetes version {0:?} in this zone")]
@@ -147,36 +164,66 @@ fn forbidden_text(f: &Forbidden) -> &'static str {
         Forbidden::NotMember => "you are not a member of this organization",
         Forbidden::NotSuperAdmin => "this action needs the super_admin role in the organization",
         Forbidden::NoWriteRights => "this action needs the super_admin role",
-        Forbidden::AssistantNotAllowed => "the assistant may not allocate or release Elastic IPs or change firewall rules",
+        Forbidden::AssistantNotAllowed => {
+            "the assistant may not allocate or release Elastic IPs or change firewall rules"
+        }
     }
 }
 
 fn conflict_text(c: &Conflict) -> String {
     match c {
-        Conflict::NameTaken { resource, name } => format!("a {} named {name:?} already exists", resource.noun()),
-        Conflict::IdempotencyKeyReused => "this Idempotency-Key was used with a different request".into(),
-        Conflict::IdempotencyKeyInProgress => "a request with this Idempotency-Key is still in progress".into(),
+        Conflict::NameTaken { resource, name } => {
+            format!("a {} named {name:?} already exists", resource.noun())
+        }
+        Conflict::IdempotencyKeyReused => {
+            "this Idempotency-Key was used with a different request".into()
+        }
+        Conflict::IdempotencyKeyInProgress => {
+            "a request with this Idempotency-Key is still in progress".into()
+        }
         Conflict::ChangeInFlight => "another exposure change is in flight".into(),
         Conflict::LastPool => "the last node pool of a cluster cannot be deleted".into(),
-        Conflict::ExposureMismatch { network_mode, allowed } => {
-            format!("a cluster in network mode {network_mode} allows only exposure={allowed} Elastic IPs")
+        Conflict::ExposureMismatch {
+            network_mode,
+            allowed,
+        } => {
+            format!(
+                "a cluster in network mode {network_mode} allows only exposure={allowed} Elastic IPs"
+            )
         }
-        Conflict::InvalidState { resource, status, operation } => {
-            format!("a {} in status {status} cannot be {operation}", resource.noun())
+        Conflict::InvalidState {
+            resource,
+            status,
+            operation,
+        } => {
+            format!(
+                "a {} in status {status} cannot be {operation}",
+                resource.noun()
+            )
         }
-        Conflict::ClusterNotProvisioned { phase } => format!("the cluster must be Provisioned (it is {phase})"),
+        Conflict::ClusterNotProvisioned { phase } => {
+            format!("the cluster must be Provisioned (it is {phase})")
+        }
         Conflict::ClusterDeleting => "the cluster is being deleted".into(),
         Conflict::ClusterFailed => "the cluster failed: it can only be read and deleted".into(),
-        Conflict::LastCredential => "the last credential of an auth server cannot be removed".into(),
-        Conflict::ConcurrentModification => "the object was changed concurrently; retry the request".into(),
+        Conflict::LastCredential => {
+            "the last credential of an auth server cannot be removed".into()
+        }
+        Conflict::ConcurrentModification => {
+            "the object was changed concurrently; retry the request".into()
+        }
     }
 }
 
 fn capacity_text(c: &Capacity) -> String {
     match c {
         Capacity::ZoneNodes => "the zone has no capacity for more nodes".into(),
-        Capacity::AddressPool { exposure } => format!("the {exposure} Elastic IP address pool is exhausted"),
-        Capacity::PublicPoolDisabled => "the public Elastic IP pool is disabled in this zone".into(),
+        Capacity::AddressPool { exposure } => {
+            format!("the {exposure} Elastic IP address pool is exhausted")
+        }
+        Capacity::PublicPoolDisabled => {
+            "the public Elastic IP pool is disabled in this zone".into()
+        }
     }
 }
 
@@ -259,7 +306,9 @@ impl DomainError {
     /// Seconds a client should wait before retrying, where the answer calls for `Retry-After`.
     pub fn retry_after_seconds(&self) -> Option<u64> {
         match self {
-            DomainError::RateLimited { retry_after_seconds } => Some(*retry_after_seconds),
+            DomainError::RateLimited {
+                retry_after_seconds,
+            } => Some(*retry_after_seconds),
             DomainError::CapacityExhausted(_) | DomainError::ServiceUnavailable => Some(5),
             _ => None,
         }
@@ -286,51 +335,182 @@ mod tests {
 
     #[test]
     fn the_four_401_texts_are_the_specs_words() {
-        let texts: Vec<String> = [AuthFailure::HeaderMissing, AuthFailure::SchemeNotBearer, AuthFailure::TokenEmpty, AuthFailure::InvalidToken]
-            .iter()
-            .map(|f| DomainError::Unauthorized(*f).to_string())
-            .collect();
-        assert_eq!(texts, ["Authorization header missing", "scheme must be Bearer", "Bearer token is empty", "invalid bearer token"]);
+        let texts: Vec<String> = [
+            AuthFailure::HeaderMissing,
+            AuthFailure::SchemeNotBearer,
+            AuthFailure::TokenEmpty,
+            AuthFailure::InvalidToken,
+        ]
+        .iter()
+        .map(|f| DomainError::Unauthorized(*f).to_string())
+        .collect();
+        assert_eq!(
+            texts,
+            [
+                "Authorization header missing",
+                "scheme must be Bearer",
+                "Bearer token is empty",
+                "invalid bearer token"
+            ]
+        );
     }
 
     #[test]
     fn every_error_maps_to_the_contracts_status_and_code() {
         let cases: Vec<(DomainError, u16, &str)> = vec![
-            (DomainError::Unauthorized(AuthFailure::InvalidToken), 401, "unauthorized"),
-            (DomainError::AuthBackendUnavailable, 502, "auth_backend_unavailable"),
-            (DomainError::OrganizationRequired, 400, "organization_required"),
-            (DomainError::InvalidIdempotencyKey, 400, "invalid_idempotency_key"),
-            (DomainError::InvalidQuery { parameter: "page", message: "x".into() }, 400, "invalid_query"),
-            (DomainError::UnknownZone("z".into()), 400, "unknown_zone"),
-            (DomainError::UnknownVersion("v".into()), 400, "unknown_version"),
-            (DomainError::UnknownMachineTier { field: "f".into(), value: "v".into() }, 400, "unknown_machine_tier"),
-            (DomainError::PhaseNotProvisioned("Pending"), 400, "phase_not_provisioned"),
-            (DomainError::PublicExposureUnavailable("z".into()), 400, "public_exposure_unavailable"),
-            (DomainError::InsufficientCredit, 402, "insufficient_credit"),
-            (DomainError::Forbidden(Forbidden::NotMember), 403, "forbidden"),
-            (DomainError::Forbidden(Forbidden::NoWriteRights), 403, "forbidden"),
-            (DomainError::Forbidden(Forbidden::AssistantNotAllowed), 403, "assistant_not_allowed"),
-            (DomainError::NotFound(Resource::Cluster), 404, "not_found"),
-            (DomainError::Conflict(Conflict::NameTaken { resource: Resource::Cluster, name: "a".into() }), 409, "name_conflict"),
-            (DomainError::Conflict(Conflict::IdempotencyKeyReused), 409, "idempotency_key_reused"),
-            (DomainError::Conflict(Conflict::IdempotencyKeyInProgress), 409, "idempotency_key_in_progress"),
-            (DomainError::Conflict(Conflict::ChangeInFlight), 409, "change_in_flight"),
-            (DomainError::Conflict(Conflict::LastPool), 409, "last_pool"),
-            (DomainError::Conflict(Conflict::ExposureMismatch { network_mode: "intranet", allowed: "private" }), 409, "exposure_mismatch"),
             (
-                DomainError::Conflict(Conflict::InvalidState { resource: Resource::ElasticIp, status: "Pending", operation: "released" }),
+                DomainError::Unauthorized(AuthFailure::InvalidToken),
+                401,
+                "unauthorized",
+            ),
+            (
+                DomainError::AuthBackendUnavailable,
+                502,
+                "auth_backend_unavailable",
+            ),
+            (
+                DomainError::OrganizationRequired,
+                400,
+                "organization_required",
+            ),
+            (
+                DomainError::InvalidIdempotencyKey,
+                400,
+                "invalid_idempotency_key",
+            ),
+            (
+                DomainError::InvalidQuery {
+                    parameter: "page",
+                    message: "x".into(),
+                },
+                400,
+                "invalid_query",
+            ),
+            (DomainError::UnknownZone("z".into()), 400, "unknown_zone"),
+            (
+                DomainError::UnknownVersion("v".into()),
+                400,
+                "unknown_version",
+            ),
+            (
+                DomainError::UnknownMachineTier {
+                    field: "f".into(),
+                    value: "v".into(),
+                },
+                400,
+                "unknown_machine_tier",
+            ),
+            (
+                DomainError::PhaseNotProvisioned("Pending"),
+                400,
+                "phase_not_provisioned",
+            ),
+            (
+                DomainError::PublicExposureUnavailable("z".into()),
+                400,
+                "public_exposure_unavailable",
+            ),
+            (DomainError::InsufficientCredit, 402, "insufficient_credit"),
+            (
+                DomainError::Forbidden(Forbidden::NotMember),
+                403,
+                "forbidden",
+            ),
+            (
+                DomainError::Forbidden(Forbidden::NoWriteRights),
+                403,
+                "forbidden",
+            ),
+            (
+                DomainError::Forbidden(Forbidden::AssistantNotAllowed),
+                403,
+                "assistant_not_allowed",
+            ),
+            (DomainError::NotFound(Resource::Cluster), 404, "not_found"),
+            (
+                DomainError::Conflict(Conflict::NameTaken {
+                    resource: Resource::Cluster,
+                    name: "a".into(),
+                }),
+                409,
+                "name_conflict",
+            ),
+            (
+                DomainError::Conflict(Conflict::IdempotencyKeyReused),
+                409,
+                "idempotency_key_reused",
+            ),
+            (
+                DomainError::Conflict(Conflict::IdempotencyKeyInProgress),
+                409,
+                "idempotency_key_in_progress",
+            ),
+            (
+                DomainError::Conflict(Conflict::ChangeInFlight),
+                409,
+                "change_in_flight",
+            ),
+            (DomainError::Conflict(Conflict::LastPool), 409, "last_pool"),
+            (
+                DomainError::Conflict(Conflict::ExposureMismatch {
+                    network_mode: "intranet",
+                    allowed: "private",
+                }),
+                409,
+                "exposure_mismatch",
+            ),
+            (
+                DomainError::Conflict(Conflict::InvalidState {
+                    resource: Resource::ElasticIp,
+                    status: "Pending",
+                    operation: "released",
+                }),
                 409,
                 "invalid_state",
             ),
-            (DomainError::Conflict(Conflict::ClusterNotProvisioned { phase: "Pending" }), 409, "cluster_not_provisioned"),
-            (DomainError::Conflict(Conflict::ClusterDeleting), 409, "cluster_deleting"),
-            (DomainError::Conflict(Conflict::ClusterFailed), 409, "cluster_failed"),
-            (DomainError::Conflict(Conflict::LastCredential), 409, "last_credential"),
-            (DomainError::PayloadTooLarge { limit: 1 }, 413, "payload_too_large"),
-            (DomainError::UnsupportedMediaType, 415, "unsupported_media_type"),
+            (
+                DomainError::Conflict(Conflict::ClusterNotProvisioned { phase: "Pending" }),
+                409,
+                "cluster_not_provisioned",
+            ),
+            (
+                DomainError::Conflict(Conflict::ClusterDeleting),
+                409,
+                "cluster_deleting",
+            ),
+            (
+                DomainError::Conflict(Conflict::ClusterFailed),
+                409,
+                "cluster_failed",
+            ),
+            (
+                DomainError::Conflict(Conflict::LastCredential),
+                409,
+                "last_credential",
+            ),
+            (
+                DomainError::PayloadTooLarge { limit: 1 },
+                413,
+                "payload_too_large",
+            ),
+            (
+                DomainError::UnsupportedMediaType,
+                415,
+                "unsupported_media_type",
+            ),
             (DomainError::validation("f", "m"), 422, "validation_failed"),
-            (DomainError::RateLimited { retry_after_seconds: 3 }, 429, "rate_limited"),
-            (DomainError::CapacityExhausted(Capacity::ZoneNodes), 503, "capacity_exhausted"),
+            (
+                DomainError::RateLimited {
+                    retry_after_seconds: 3,
+                },
+                429,
+                "rate_limited",
+            ),
+            (
+                DomainError::CapacityExhausted(Capacity::ZoneNodes),
+                503,
+                "capacity_exhausted",
+            ),
             (DomainError::ServiceUnavailable, 503, "service_unavailable"),
         ];
         for (e, status, code) in cases {
@@ -346,7 +526,15 @@ mod tests {
 
     #[test]
     fn every_503_carries_a_retry_hint() {
-        assert!(DomainError::ServiceUnavailable.retry_after_seconds().is_some());
-        assert!(DomainError::CapacityExhausted(Capacity::PublicPoolDisabled).retry_after_seconds().is_some());
+        assert!(
+            DomainError::ServiceUnavailable
+                .retry_after_seconds()
+                .is_some()
+        );
+        assert!(
+            DomainError::CapacityExhausted(Capacity::PublicPoolDisabled)
+                .retry_after_seconds()
+                .is_some()
+        );
     }
 }

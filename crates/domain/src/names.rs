@@ -15,11 +15,22 @@ pub const NODE_NAME_PATTERN: &str = "^[a-z0-9][-a-z0-9.]{0,252}[a-z0-9]$";
 /// Spec §4: the Idempotency-Key header.
 pub const IDEMPOTENCY_KEY_PATTERN: &str = r"^[A-Za-z0-9_\-:.]{8,255}$";
 
-#[expect(clippy::expect_used, reason = "the patterns are constants checked by the unit tests")]
-static DNS_LABEL_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(DNS_LABEL_PATTERN).expect("valid pattern"));
-#[expect(clippy::expect_used, reason = "the patterns are constants checked by the unit tests")]
-static NODE_NAME_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(NODE_NAME_PATTERN).expect("valid pattern"));
-#[expect(clippy::expect_used, reason = "the patterns are constants checked by the unit tests")]
+#[expect(
+    clippy::expect_used,
+    reason = "the patterns are constants checked by the unit tests"
+)]
+static DNS_LABEL_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(DNS_LABEL_PATTERN).expect("valid pattern"));
+#[expect(
+    clippy::expect_used,
+    reason = "the patterns are constants checked by the unit tests"
+)]
+static NODE_NAME_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(NODE_NAME_PATTERN).expect("valid pattern"));
+#[expect(
+    clippy::expect_used,
+    reason = "the patterns are constants checked by the unit tests"
+)]
 static IDEMPOTENCY_KEY_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(IDEMPOTENCY_KEY_PATTERN).expect("valid pattern"));
 
@@ -138,8 +149,13 @@ impl OrgRef {
     /// Applies the spec's rule: shape decides, not content.
     pub fn classify(value: &str) -> Self {
         let b = value.as_bytes();
-        let looks_like_id = b.len() == 36 && [8, 13, 18, 23].iter().all(|&i| b.get(i) == Some(&b'-'));
-        if looks_like_id { OrgRef::Id(value.to_ascii_lowercase()) } else { OrgRef::Slug(value.to_owned()) }
+        let looks_like_id =
+            b.len() == 36 && [8, 13, 18, 23].iter().all(|&i| b.get(i) == Some(&b'-'));
+        if looks_like_id {
+            OrgRef::Id(value.to_ascii_lowercase())
+        } else {
+            OrgRef::Slug(value.to_owned())
+        }
     }
 
     pub fn as_str(&self) -> &str {
@@ -190,7 +206,10 @@ mod tests {
 
     #[test]
     fn dns_label_rejects_empty_uppercase_edges_dots_and_lookalikes() {
-        for bad in ["", "Prod", "-a", "a-", "a.b", "a_b", "a b", "prоd" /* Cyrillic o */, "ä"] {
+        for bad in [
+            "", "Prod", "-a", "a-", "a.b", "a_b", "a b", "prоd", /* Cyrillic o */
+            "ä",
+        ] {
             assert!(DnsLabel::parse(bad).is_err(), "{bad:?} should be rejected");
         }
     }

@@ -11,8 +11,10 @@ use uuid::Uuid;
 use crate::error::DomainError;
 use crate::model::catalog::Catalog;
 use crate::model::cluster::{Cluster, ClusterPhase, Exposure, NetworkMode, Registration};
-use crate::model::identity::{Billing, Caller, ClientKind, Membership, OrgSummary, Organization, Plan, Role, User};
 use crate::model::idempotency::StoredResponse;
+use crate::model::identity::{
+    Billing, Caller, ClientKind, Membership, OrgSummary, Organization, Plan, Role, User,
+};
 use crate::model::node_pool::{NodePool, PoolStatus};
 use crate::names::DnsLabel;
 use crate::ports::clock::{Clock, IdSource};
@@ -30,7 +32,9 @@ pub const CLUSTER_1: Uuid = Uuid::from_u128(0xc1c1_c1c1_0000_4000_8000_0000_0000
 
 /// A fixed instant, `secs` after 2026-01-01T00:00:00Z.
 pub fn at(secs: i64) -> DateTime<Utc> {
-    Utc.timestamp_opt(1_767_225_600 + secs, 0).single().unwrap_or_default()
+    Utc.timestamp_opt(1_767_225_600 + secs, 0)
+        .single()
+        .unwrap_or_default()
 }
 
 /// A clock that always says `at(0)` unless moved.
@@ -49,7 +53,10 @@ pub struct SequentialIds(AtomicU64);
 
 impl IdSource for SequentialIds {
     fn new_id(&self) -> Uuid {
-        Uuid::from_u128(0x1000_0000_0000_4000_8000_0000_0000_0000 + u128::from(self.0.fetch_add(1, Ordering::SeqCst) + 1))
+        Uuid::from_u128(
+            0x1000_0000_0000_4000_8000_0000_0000_0000
+                + u128::from(self.0.fetch_add(1, Ordering::SeqCst) + 1),
+        )
     }
 }
 
@@ -66,18 +73,31 @@ pub fn slug_of(org: Uuid) -> &'static str {
 /// A caller with these memberships.
 pub fn caller(memberships: &[(Uuid, Role)]) -> Caller {
     Caller {
-        user: User { id: "user-1".into(), email: Some("user@example.com".into()) },
+        user: User {
+            id: "user-1".into(),
+            email: Some("user@example.com".into()),
+        },
         preferred_organization: None,
         memberships: memberships
             .iter()
-            .map(|(id, role)| Membership { organization: OrgSummary { id: *id, slug: slug_of(*id).into() }, role: *role })
+            .map(|(id, role)| Membership {
+                organization: OrgSummary {
+                    id: *id,
+                    slug: slug_of(*id).into(),
+                },
+                role: *role,
+            })
             .collect(),
         client: ClientKind::Api,
     }
 }
 
 pub fn organization(id: Uuid, plan: Plan, credit_cents: i64) -> Organization {
-    Organization { id, slug: slug_of(id).into(), billing: Billing { plan, credit_cents } }
+    Organization {
+        id,
+        slug: slug_of(id).into(),
+        billing: Billing { plan, credit_cents },
+    }
 }
 
 pub fn pool(name: &str, count: u32) -> NodePool {
@@ -131,11 +151,19 @@ pub struct JsonRender(pub u16);
 
 impl<T: Serialize> Render<T> for JsonRender {
     fn ok(&self, value: &T) -> StoredResponse {
-        StoredResponse { status: self.0, headers: vec![], body: serde_json::to_vec(value).unwrap_or_default() }
+        StoredResponse {
+            status: self.0,
+            headers: vec![],
+            body: serde_json::to_vec(value).unwrap_or_default(),
+        }
     }
 
     fn err(&self, error: &DomainError) -> StoredResponse {
-        StoredResponse { status: error.status(), headers: vec![], body: error.code().as_bytes().to_vec() }
+        StoredResponse {
+            status: error.status(),
+            headers: vec![],
+            body: error.code().as_bytes().to_vec(),
+        }
     }
 }
 
@@ -178,15 +206,17 @@ impl Mocks {
 
     /// The cluster repository answers `cluster()` with this cluster.
     pub fn with_cluster(mut self, c: Cluster) -> Self {
-        self.clusters.expect_cluster().returning(move |_| Ok(Some(c.clone())));
+        self.clusters
+            .expect_cluster()
+            .returning(move |_| Ok(Some(c.clone())));
         self
     }
 
     /// The platform knows these organizations.
     pub fn with_organizations(mut self, orgs: Vec<Organization>) -> Self {
-        self.identity.expect_organization().returning(move |r| {
-            Ok(orgs.iter().find(|o| r.matches(&o.id, &o.slug)).cloned())
-        });
+        self.identity
+            .expect_organization()
+            .returning(move |r| Ok(orgs.iter().find(|o| r.matches(&o.id, &o.slug)).cloned()));
         self
     }
 }

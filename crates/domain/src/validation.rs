@@ -33,7 +33,10 @@ impl Violations {
     }
 
     pub fn push(&mut self, field: impl Into<String>, message: impl Into<String>) {
-        self.0.push(FieldError { field: field.into(), message: message.into() });
+        self.0.push(FieldError {
+            field: field.into(),
+            message: message.into(),
+        });
     }
 
     /// Records the problem of a parse result under `field`, returning the value when it parsed.
@@ -69,7 +72,11 @@ impl Violations {
 
     /// `Ok(value)` when nothing was recorded, otherwise every recorded problem.
     pub fn into_result<T>(self, value: T) -> Result<T, Violations> {
-        if self.0.is_empty() { Ok(value) } else { Err(self) }
+        if self.0.is_empty() {
+            Ok(value)
+        } else {
+            Err(self)
+        }
     }
 
     /// Whether a problem was recorded for exactly this field.
@@ -87,7 +94,11 @@ impl Violations {
 }
 
 fn join(prefix: &str, field: &str) -> String {
-    if prefix.is_empty() { field.to_owned() } else { format!("{prefix}.{field}") }
+    if prefix.is_empty() {
+        field.to_owned()
+    } else {
+        format!("{prefix}.{field}")
+    }
 }
 
 fn flatten_validator(prefix: &str, errors: &validator::ValidationErrors, out: &mut Violations) {
@@ -123,7 +134,13 @@ impl fmt::Display for Violations {
         let parts: Vec<String> = self
             .0
             .iter()
-            .map(|e| if e.field.is_empty() { e.message.clone() } else { format!("{}: {}", e.field, e.message) })
+            .map(|e| {
+                if e.field.is_empty() {
+                    e.message.clone()
+                } else {
+                    format!("{}: {}", e.field, e.message)
+                }
+            })
             .collect();
         f.write_str(&parts.join("; "))
     }
@@ -139,7 +156,10 @@ mod tests {
     fn display_joins_every_problem_with_its_path() {
         let mut v = Violations::new();
         v.push("name", "must be a DNS label");
-        v.push("node_pools[3].count", "must be at least 1 unless auto_scale is true");
+        v.push(
+            "node_pools[3].count",
+            "must be at least 1 unless auto_scale is true",
+        );
         assert_eq!(
             v.to_string(),
             "name: must be a DNS label; node_pools[3].count: must be at least 1 unless auto_scale is true"
@@ -160,9 +180,13 @@ mod tests {
 /// secret in the wrong place, and an error text must never repeat it; field names stay.
 pub fn redact_serde_message(message: &str) -> String {
     use std::sync::LazyLock;
-    #[expect(clippy::expect_used, reason = "constant pattern, exercised by the unit test")]
+    #[expect(
+        clippy::expect_used,
+        reason = "constant pattern, exercised by the unit test"
+    )]
     static VALUE: LazyLock<regex::Regex> = LazyLock::new(|| {
-        regex::Regex::new(r#"(invalid (?:type|value): [a-z ]+?) (?:`[^`]*`|"(?:[^"\\]|\\.)*")"#).expect("valid pattern")
+        regex::Regex::new(r#"(invalid (?:type|value): [a-z ]+?) (?:`[^`]*`|"(?:[^"\\]|\\.)*")"#)
+            .expect("valid pattern")
     });
     VALUE.replace_all(message, "$1").into_owned()
 }
@@ -178,7 +202,9 @@ mod redact_tests {
             "invalid type: integer, expected a string"
         );
         assert_eq!(
-            redact_serde_message(r#"invalid type: string "hunter2", expected u32 at line 1 column 9"#),
+            redact_serde_message(
+                r#"invalid type: string "hunter2", expected u32 at line 1 column 9"#
+            ),
             "invalid type: string, expected u32 at line 1 column 9"
         );
         assert_eq!(

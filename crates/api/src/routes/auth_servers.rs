@@ -14,7 +14,8 @@ use crate::views::AuthServerList;
 /// The organization's auth servers, optionally of one environment.
 #[utoipa::path(get, path = "/v1/public/gateway/auth-servers", tag = "gateway auth servers",
     params(("organization" = Option<String>, Query, description = "Organization slug or id; wins over the header"),
-           ("environment" = Option<String>, Query, description = "Only servers of this environment")),
+           ("environment" = Option<String>, Query, description = "Only servers of this environment (a DNS label)",
+            pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63)),
     responses((status = 200, description = "The auth servers", body = AuthServerList)))]
 pub async fn list_auth_servers(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError> {
     let items = ctx

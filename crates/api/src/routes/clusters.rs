@@ -21,7 +21,7 @@ fn location(c: &Cluster) -> String {
 #[utoipa::path(get, path = "/v1/public/clusters", tag = "clusters",
     params(("organization" = Option<String>, Query, description = "Organization slug or id; wins over the header"),
            ("zone" = Option<String>, Query, description = "Only clusters of this zone"),
-           ("page" = Option<u32>, Query, description = "From 1; default 1", minimum = 1),
+           ("page" = Option<u32>, Query, description = "From 1; default 1", minimum = 1, maximum = 2147483647),
            ("size" = Option<u32>, Query, description = "1-100; default 20", minimum = 1, maximum = 100)),
     responses((status = 200, description = "A page of clusters", body = ClusterList)))]
 pub async fn list_clusters(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError> {
@@ -170,7 +170,7 @@ pub async fn cluster_state(ctx: Ctx, id: Path<String>, q: Query) -> Result<HttpR
 /// The cluster's kubeconfig (200), or 202 with a retry hint until the control plane is up.
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/kubeconfig", tag = "clusters",
     params(("id" = String, Path, description = "Cluster id"),
-           ("format" = Option<String>, Query, description = "`plain` (default, YAML) or `json`")),
+           ("format" = Option<String>, Query, description = "`plain` (default, YAML) or `json`", pattern = "^(plain|json)$")),
     responses((status = 200, description = "The kubeconfig (YAML for format=plain)", body = KubeconfigJson,
                content_type = "application/json"),
               (status = 202, description = "Not ready yet: retry after `Retry-After` seconds", body = KubeconfigPending,

@@ -156,8 +156,13 @@ pub struct OidcSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigSpec {
     Oidc(OidcSpec),
-    Basic { realm: Option<String>, credentials: Vec<(String, Secret)> },
-    Token { tokens: Vec<Secret> },
+    Basic {
+        realm: Option<String>,
+        credentials: Vec<(String, Secret)>,
+    },
+    Token {
+        tokens: Vec<Secret>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,19 +208,30 @@ fn rule_error(message: &'static str) -> validator::ValidationError {
 /// Whether a host is a loopback name (RFC 8252 allows http for those).
 pub fn is_loopback_host(host: &str) -> bool {
     let h = host.trim_start_matches('[').trim_end_matches(']');
-    h.eq_ignore_ascii_case("localhost") || h.parse::<std::net::IpAddr>().map(|a| a.is_loopback()).unwrap_or(false)
+    h.eq_ignore_ascii_case("localhost")
+        || h.parse::<std::net::IpAddr>()
+            .map(|a| a.is_loopback())
+            .unwrap_or(false)
 }
 
 fn issuer_url_rule(value: &str) -> Result<(), validator::ValidationError> {
     let url = url::Url::parse(value).map_err(|_| rule_error("must be an absolute URL"))?;
-    let host = url.host_str().ok_or_else(|| rule_error("must name a host"))?;
+    let host = url
+        .host_str()
+        .ok_or_else(|| rule_error("must name a host"))?;
     match url.scheme() {
         "https" => {}
         "http" if is_loopback_host(host) => {}
         _ => return Err(rule_error("must use https (http only for a loopback host)")),
     }
-    if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() || url.password().is_some() {
-        return Err(rule_error("must not carry credentials, a query or a fragment"));
+    if url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        return Err(rule_error(
+            "must not carry credentials, a query or a fragment",
+        ));
     }
     Ok(())
 }
@@ -224,8 +240,13 @@ fn redirect_path_rule(value: &str) -> Result<(), validator::ValidationError> {
     if !value.starts_with('/') || value.starts_with("//") {
         return Err(rule_error("must be a path starting with a single '/'"));
     }
-    if value.chars().any(|c| c.is_whitespace() || c.is_control() || c == '?' || c == '#') {
-        return Err(rule_error("must be a plain path without spaces, a query or a fragment"));
+    if value
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control() || c == '?' || c == '#')
+    {
+        return Err(rule_error(
+            "must be a plain path without spaces, a query or a fragment",
+        ));
     }
     Ok(())
 }
@@ -237,7 +258,9 @@ fn is_host_name(host: &str) -> bool {
     let host = host.strip_suffix('.').unwrap_or(host);
     !host.is_empty()
         && host.len() <= 253
-        && host.split('.').all(|l| is_dns_label(&l.to_ascii_lowercase()))
+        && host
+            .split('.')
+            .all(|l| is_dns_label(&l.to_ascii_lowercase()))
 }
 
 fn authorized_domain_rule(value: &str) -> Result<(), validator::ValidationError> {
@@ -248,11 +271,17 @@ fn authorized_domain_rule(value: &str) -> Result<(), validator::ValidationError>
     if let Some(p) = port {
         match p.parse::<u16>() {
             Ok(n) if n > 0 && !p.starts_with('0') => {}
-            _ => return Err(rule_error("must be a host name with an optional port 1-65535")),
+            _ => {
+                return Err(rule_error(
+                    "must be a host name with an optional port 1-65535",
+                ));
+            }
         }
     }
     if !is_host_name(host) {
-        return Err(rule_error("must be a host name with an optional port (e.g. app.example.com, localhost:8443)"));
+        return Err(rule_error(
+            "must be a host name with an optional port (e.g. app.example.com, localhost:8443)",
+        ));
     }
     Ok(())
 }
@@ -279,7 +308,10 @@ pub fn check_password(v: &mut Violations, field: &str, password: &Secret) {
     if password.is_empty() {
         v.push(field, "must not be empty");
     } else if password.len() > 1024 || password.expose().chars().any(char::is_control) {
-        v.push(field, "must be at most 1024 characters without control characters");
+        v.push(
+            field,
+            "must be at most 1024 characters without control characters",
+        );
     }
 }
 
@@ -287,19 +319,29 @@ pub fn check_password(v: &mut Violations, field: &str, password: &Secret) {
 pub fn check_token(v: &mut Violations, field: &str, token: &Secret) {
     let t = token.expose();
     if t.len() < MIN_STATIC_TOKEN_LEN {
-        v.push(field, format!("must be at least {MIN_STATIC_TOKEN_LEN} characters"));
+        v.push(
+            field,
+            format!("must be at least {MIN_STATIC_TOKEN_LEN} characters"),
+        );
     } else if t.len() > 4096 || !t.bytes().all(|b| b.is_ascii_graphic()) {
         v.push(field, "must be at most 4096 visible ASCII characters");
     }
 }
 
-fn typed<T: for<'de> Deserialize<'de>>(v: &mut Violations, field: &str, value: &Value) -> Option<T> {
+fn typed<T: for<'de> Deserialize<'de>>(
+    v: &mut Violations,
+    field: &str,
+    value: &Value,
+) -> Option<T> {
     match serde_json::from_value::<T>(value.clone()) {
         Ok(t) => Some(t),
         Err(e) => {
             // serde's message names the offending field, never echoes a string value back
             // beyond the field name, so no secret is repeated.
-            v.push(field, crate::validation::redact_serde_message(&e.to_string()));
+            v.push(
+                field,
+                crate::validation::redact_serde_message(&e.to_string()),
+            );
             None
         }
     }
@@ -310,17 +352,38 @@ fn basic_spec(v: &mut Violations, c: BasicConfigRequest) -> ConfigSpec {
         check_realm(v, "config.realm", r);
     }
     if c.credentials.is_empty() {
-        v.push("config.credentials", "must hold at least one username/password pair");
+        v.push(
+            "config.credentials",
+            "must hold at least one username/password pair",
+        );
     }
     let mut seen = HashSet::new();
     for (i, cred) in c.credentials.iter().enumerate() {
-        check_username(v, &format!("config.credentials[{i}].username"), &cred.username);
-        check_password(v, &format!("config.credentials[{i}].password"), &cred.password);
+        check_username(
+            v,
+            &format!("config.credentials[{i}].username"),
+            &cred.username,
+        );
+        check_password(
+            v,
+            &format!("config.credentials[{i}].password"),
+            &cred.password,
+        );
         if !seen.insert(cred.username.clone()) {
-            v.push(format!("config.credentials[{i}].username"), "usernames must be unique within a server");
+            v.push(
+                format!("config.credentials[{i}].username"),
+                "usernames must be unique within a server",
+            );
         }
     }
-    ConfigSpec::Basic { realm: c.realm, credentials: c.credentials.into_iter().map(|c| (c.username, c.password)).collect() }
+    ConfigSpec::Basic {
+        realm: c.realm,
+        credentials: c
+            .credentials
+            .into_iter()
+            .map(|c| (c.username, c.password))
+            .collect(),
+    }
 }
 
 fn token_spec(v: &mut Violations, c: TokenConfigRequest) -> ConfigSpec {
@@ -331,7 +394,10 @@ fn token_spec(v: &mut Violations, c: TokenConfigRequest) -> ConfigSpec {
     for (i, t) in c.tokens.iter().enumerate() {
         check_token(v, &format!("config.tokens[{i}]"), t);
         if !seen.insert(t.expose().to_owned()) {
-            v.push(format!("config.tokens[{i}]"), "tokens must be unique within a server");
+            v.push(
+                format!("config.tokens[{i}]"),
+                "tokens must be unique within a server",
+            );
         }
     }
     ConfigSpec::Token { tokens: c.tokens }
@@ -372,7 +438,10 @@ impl CreateAuthServerRequest {
                 if r.is_well_formed() {
                     Some(r)
                 } else {
-                    v.push("organization", "must be an organization slug (DNS label) or id (UUID)");
+                    v.push(
+                        "organization",
+                        "must be an organization slug (DNS label) or id (UUID)",
+                    );
                     None
                 }
             }
@@ -386,7 +455,10 @@ impl CreateAuthServerRequest {
         };
         let environment = match &self.environment {
             None => {
-                v.push("environment", "is required (a DNS label such as `production`)");
+                v.push(
+                    "environment",
+                    "is required (a DNS label such as `production`)",
+                );
                 None
             }
             Some(e) => v.check("environment", DnsLabel::parse(e)),
@@ -400,7 +472,9 @@ impl CreateAuthServerRequest {
                 v.push("config", "is required");
                 None
             }
-            (Some(AuthServerType::Oidc), Some(c)) => typed::<OidcConfigRequest>(&mut v, "config", c).map(|c| oidc_spec(&mut v, c)),
+            (Some(AuthServerType::Oidc), Some(c)) => {
+                typed::<OidcConfigRequest>(&mut v, "config", c).map(|c| oidc_spec(&mut v, c))
+            }
             (Some(AuthServerType::Basic), Some(c)) => {
                 typed::<BasicConfigRequest>(&mut v, "config", c).map(|c| basic_spec(&mut v, c))
             }
@@ -413,7 +487,12 @@ impl CreateAuthServerRequest {
         }
         match (organization, name, environment, config) {
             (Some(organization), Some(name), Some(environment), Some(config)) => {
-                Ok(AuthServerSpec { organization, name, environment, config })
+                Ok(AuthServerSpec {
+                    organization,
+                    name,
+                    environment,
+                    config,
+                })
             }
             _ => Err(v),
         }
@@ -435,67 +514,86 @@ impl AuthServerPatch {
         if self.name.is_none() && self.environment.is_none() && self.config.is_none() {
             v.push("", "the body must change at least one field");
         }
-        let name = self.name.as_deref().and_then(|n| v.check("name", DnsLabel::parse(n)));
-        let environment = self.environment.as_deref().and_then(|e| v.check("environment", DnsLabel::parse(e)));
+        let name = self
+            .name
+            .as_deref()
+            .and_then(|n| v.check("name", DnsLabel::parse(n)));
+        let environment = self
+            .environment
+            .as_deref()
+            .and_then(|e| v.check("environment", DnsLabel::parse(e)));
         let config = match (&self.config, kind) {
             (None, _) => ConfigChanges::None,
             (Some(c), _) if c.get("credentials").is_some() || c.get("tokens").is_some() => {
-                v.push("config", "credentials change only through the credentials sub-route");
+                v.push(
+                    "config",
+                    "credentials change only through the credentials sub-route",
+                );
                 ConfigChanges::None
             }
-            (Some(c), AuthServerType::Oidc) => match typed::<OidcConfigPatch>(&mut v, "config", c) {
-                None => ConfigChanges::None,
-                Some(p) => {
-                    let wrap = |r: Result<(), validator::ValidationError>, field: &str, v: &mut Violations| {
-                        if let Err(e) = r {
-                            v.push(field, e.message.map(|m| m.to_string()).unwrap_or_default());
+            (Some(c), AuthServerType::Oidc) => {
+                match typed::<OidcConfigPatch>(&mut v, "config", c) {
+                    None => ConfigChanges::None,
+                    Some(p) => {
+                        let wrap = |r: Result<(), validator::ValidationError>,
+                                    field: &str,
+                                    v: &mut Violations| {
+                            if let Err(e) = r {
+                                v.push(field, e.message.map(|m| m.to_string()).unwrap_or_default());
+                            }
+                        };
+                        if let Some(u) = &p.issuer_url {
+                            wrap(issuer_url_rule(u), "config.issuer_url", &mut v);
                         }
-                    };
-                    if let Some(u) = &p.issuer_url {
-                        wrap(issuer_url_rule(u), "config.issuer_url", &mut v);
-                    }
-                    if let Some(r) = &p.redirect_path {
-                        wrap(redirect_path_rule(r), "config.redirect_path", &mut v);
-                    }
-                    if let Some(d) = &p.authorized_domain {
-                        wrap(authorized_domain_rule(d), "config.authorized_domain", &mut v);
-                    }
-                    if let Some(id) = &p.client_id {
-                        if id.is_empty() || id.chars().count() > 255 {
-                            v.push("config.client_id", "must be 1-255 characters");
+                        if let Some(r) = &p.redirect_path {
+                            wrap(redirect_path_rule(r), "config.redirect_path", &mut v);
                         }
-                    }
-                    if let Some(s) = &p.client_secret {
-                        if s.is_empty() {
-                            v.push("config.client_secret", "must not be empty");
+                        if let Some(d) = &p.authorized_domain {
+                            wrap(
+                                authorized_domain_rule(d),
+                                "config.authorized_domain",
+                                &mut v,
+                            );
                         }
+                        if let Some(id) = &p.client_id {
+                            if id.is_empty() || id.chars().count() > 255 {
+                                v.push("config.client_id", "must be 1-255 characters");
+                            }
+                        }
+                        if let Some(s) = &p.client_secret {
+                            if s.is_empty() {
+                                v.push("config.client_secret", "must not be empty");
+                            }
+                        }
+                        claim_change(&mut v, "config.username_claim", &p.username_claim);
+                        claim_change(&mut v, "config.email_claim", &p.email_claim);
+                        claim_change(&mut v, "config.role_claim", &p.role_claim);
+                        claim_change(&mut v, "config.group_claim", &p.group_claim);
+                        ConfigChanges::Oidc(OidcChanges {
+                            issuer_url: p.issuer_url,
+                            redirect_path: p.redirect_path,
+                            client_id: p.client_id,
+                            client_secret: p.client_secret,
+                            authorized_domain: p.authorized_domain.map(|d| d.to_ascii_lowercase()),
+                            username_claim: p.username_claim,
+                            email_claim: p.email_claim,
+                            role_claim: p.role_claim,
+                            group_claim: p.group_claim,
+                        })
                     }
-                    claim_change(&mut v, "config.username_claim", &p.username_claim);
-                    claim_change(&mut v, "config.email_claim", &p.email_claim);
-                    claim_change(&mut v, "config.role_claim", &p.role_claim);
-                    claim_change(&mut v, "config.group_claim", &p.group_claim);
-                    ConfigChanges::Oidc(OidcChanges {
-                        issuer_url: p.issuer_url,
-                        redirect_path: p.redirect_path,
-                        client_id: p.client_id,
-                        client_secret: p.client_secret,
-                        authorized_domain: p.authorized_domain.map(|d| d.to_ascii_lowercase()),
-                        username_claim: p.username_claim,
-                        email_claim: p.email_claim,
-                        role_claim: p.role_claim,
-                        group_claim: p.group_claim,
-                    })
                 }
-            },
-            (Some(c), AuthServerType::Basic) => match typed::<BasicConfigPatch>(&mut v, "config", c) {
-                None => ConfigChanges::None,
-                Some(p) => {
-                    if let Some(Some(r)) = &p.realm {
-                        check_realm(&mut v, "config.realm", r);
+            }
+            (Some(c), AuthServerType::Basic) => {
+                match typed::<BasicConfigPatch>(&mut v, "config", c) {
+                    None => ConfigChanges::None,
+                    Some(p) => {
+                        if let Some(Some(r)) = &p.realm {
+                            check_realm(&mut v, "config.realm", r);
+                        }
+                        ConfigChanges::Basic { realm: p.realm }
                     }
-                    ConfigChanges::Basic { realm: p.realm }
                 }
-            },
+            }
             (Some(c), AuthServerType::Token) => {
                 if c.as_object().is_some_and(|o| o.is_empty()) {
                     ConfigChanges::None
@@ -505,7 +603,11 @@ impl AuthServerPatch {
                 }
             }
         };
-        v.into_result(AuthServerChanges { name, environment, config })
+        v.into_result(AuthServerChanges {
+            name,
+            environment,
+            config,
+        })
     }
 }
 
@@ -515,12 +617,15 @@ mod tests {
     use serde_json::json;
 
     fn create(body: Value) -> Result<AuthServerSpec, Violations> {
-        let r: CreateAuthServerRequest = serde_json::from_value(body).unwrap_or_else(|e| panic!("{e}"));
+        let r: CreateAuthServerRequest =
+            serde_json::from_value(body).unwrap_or_else(|e| panic!("{e}"));
         r.validate()
     }
 
     fn oidc(config: Value) -> Result<AuthServerSpec, Violations> {
-        create(json!({"organization": "acme", "name": "corp-sso", "environment": "production", "type": "oidc", "config": config}))
+        create(
+            json!({"organization": "acme", "name": "corp-sso", "environment": "production", "type": "oidc", "config": config}),
+        )
     }
 
     fn oidc_config() -> Value {
@@ -540,45 +645,111 @@ mod tests {
 
     #[test]
     fn auth_server_issuer_url_is_https_or_loopback_http() {
-        assert!(oidc(with(oidc_config(), "issuer_url", json!("http://id.example.com"))).is_err_and(|v| v.has("config.issuer_url")));
-        assert!(oidc(with(oidc_config(), "issuer_url", json!("http://127.0.0.1:3900"))).is_ok());
-        assert!(oidc(with(oidc_config(), "issuer_url", json!("http://localhost:3900"))).is_ok());
+        assert!(
+            oidc(with(
+                oidc_config(),
+                "issuer_url",
+                json!("http://id.example.com")
+            ))
+            .is_err_and(|v| v.has("config.issuer_url"))
+        );
+        assert!(
+            oidc(with(
+                oidc_config(),
+                "issuer_url",
+                json!("http://127.0.0.1:3900")
+            ))
+            .is_ok()
+        );
+        assert!(
+            oidc(with(
+                oidc_config(),
+                "issuer_url",
+                json!("http://localhost:3900")
+            ))
+            .is_ok()
+        );
         assert!(oidc(with(oidc_config(), "issuer_url", json!("not a url"))).is_err());
     }
 
     #[test]
     fn auth_server_redirect_path_starts_with_slash() {
-        assert!(oidc(with(oidc_config(), "redirect_path", json!("callback"))).is_err_and(|v| v.has("config.redirect_path")));
-        assert!(oidc(with(oidc_config(), "redirect_path", json!("//evil.example.com/cb"))).is_err());
+        assert!(
+            oidc(with(oidc_config(), "redirect_path", json!("callback")))
+                .is_err_and(|v| v.has("config.redirect_path"))
+        );
+        assert!(
+            oidc(with(
+                oidc_config(),
+                "redirect_path",
+                json!("//evil.example.com/cb")
+            ))
+            .is_err()
+        );
     }
 
     #[test]
     fn auth_server_authorized_domain_is_a_host_with_optional_port() {
-        assert!(oidc(with(oidc_config(), "authorized_domain", json!("localhost:8443"))).is_ok());
-        for bad in ["https://app.example.com", "app.example.com/path", "app.example.com:0", "app.example.com:70000", "bad host", ""] {
-            assert!(oidc(with(oidc_config(), "authorized_domain", json!(bad))).is_err_and(|v| v.has("config.authorized_domain")), "{bad}");
+        assert!(
+            oidc(with(
+                oidc_config(),
+                "authorized_domain",
+                json!("localhost:8443")
+            ))
+            .is_ok()
+        );
+        for bad in [
+            "https://app.example.com",
+            "app.example.com/path",
+            "app.example.com:0",
+            "app.example.com:70000",
+            "bad host",
+            "",
+        ] {
+            assert!(
+                oidc(with(oidc_config(), "authorized_domain", json!(bad)))
+                    .is_err_and(|v| v.has("config.authorized_domain")),
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn auth_server_claim_names_non_empty() {
-        assert!(oidc(with(oidc_config(), "email_claim", json!(""))).is_err_and(|v| v.has("config.email_claim")));
+        assert!(
+            oidc(with(oidc_config(), "email_claim", json!("")))
+                .is_err_and(|v| v.has("config.email_claim"))
+        );
         assert!(oidc(with(oidc_config(), "group_claim", json!("groups"))).is_ok());
     }
 
     #[test]
     fn auth_server_basic_needs_a_credential_with_unique_usernames() {
-        let basic = |creds: Value| create(json!({"organization": "acme", "name": "b", "environment": "dev", "type": "basic", "config": {"credentials": creds}}));
+        let basic = |creds: Value| {
+            create(
+                json!({"organization": "acme", "name": "b", "environment": "dev", "type": "basic", "config": {"credentials": creds}}),
+            )
+        };
         assert!(basic(json!([])).is_err_and(|v| v.has("config.credentials")));
         assert!(basic(json!([{"username": "u", "password": "p:with:colons"}])).is_ok());
-        assert!(basic(json!([{"username": "u", "password": "a"}, {"username": "u", "password": "b"}])).is_err_and(|v| v.has("config.credentials[1].username")));
+        assert!(
+            basic(json!([{"username": "u", "password": "a"}, {"username": "u", "password": "b"}]))
+                .is_err_and(|v| v.has("config.credentials[1].username"))
+        );
         assert!(basic(json!([{"username": "u:x", "password": "a"}])).is_err());
-        assert!(basic(json!([{"username": "u", "password": ""}])).is_err_and(|v| v.has("config.credentials[0].password")));
+        assert!(
+            basic(json!([{"username": "u", "password": ""}]))
+                .is_err_and(|v| v.has("config.credentials[0].password"))
+        );
     }
 
     #[test]
     fn auth_server_realm_holds_no_quote_or_backslash() {
-        let basic = |realm: &str| create(json!({"organization": "acme", "name": "b", "environment": "dev", "type": "basic", "config": {"realm": realm, "credentials": [{"username": "u", "password": "p"}]}}));
+        let basic = |realm: &str| {
+            create(
+                json!({"organization": "acme", "name": "b", "environment": "dev", "type": "basic", "config": {"realm": realm, "credentials": [{"username": "u", "password": "p"}]}}),
+            )
+        };
         assert!(basic("Corp area").is_ok());
         assert!(basic("a\"b").is_err_and(|v| v.has("config.realm")));
         assert!(basic("a\\b").is_err_and(|v| v.has("config.realm")));
@@ -586,7 +757,11 @@ mod tests {
 
     #[test]
     fn auth_server_static_tokens_are_at_least_16_characters() {
-        let token = |tokens: Value| create(json!({"organization": "acme", "name": "t", "environment": "dev", "type": "token", "config": {"tokens": tokens}}));
+        let token = |tokens: Value| {
+            create(
+                json!({"organization": "acme", "name": "t", "environment": "dev", "type": "token", "config": {"tokens": tokens}}),
+            )
+        };
         assert!(token(json!(["0123456789abcdef"])).is_ok());
         assert!(token(json!(["0123456789abcde"])).is_err_and(|v| v.has("config.tokens[0]")));
         assert!(token(json!([])).is_err_and(|v| v.has("config.tokens")));
@@ -594,7 +769,9 @@ mod tests {
 
     #[test]
     fn auth_server_name_environment_and_type_required() {
-        let e = create(json!({"organization": "acme"})).err().unwrap_or_default();
+        let e = create(json!({"organization": "acme"}))
+            .err()
+            .unwrap_or_default();
         assert!(e.has("name") && e.has("environment") && e.has("type"));
         assert!(create(json!({"organization": "acme", "name": "x", "environment": "Prod!", "type": "token", "config": {"tokens": ["0123456789abcdef"]}})).is_err_and(|v| v.has("environment")));
     }
@@ -606,7 +783,9 @@ mod tests {
 
     #[test]
     fn auth_server_error_texts_never_echo_a_secret() {
-        let e = oidc(with(oidc_config(), "client_secret", json!(12345))).err().unwrap_or_default();
+        let e = oidc(with(oidc_config(), "client_secret", json!(12345)))
+            .err()
+            .unwrap_or_default();
         assert!(!e.to_string().contains("12345"));
         let t = create(json!({"organization": "acme", "name": "t", "environment": "dev", "type": "token", "config": {"tokens": ["short-secret"]}})).err().unwrap_or_default();
         assert!(!t.to_string().contains("short-secret"));
@@ -614,13 +793,20 @@ mod tests {
 
     #[test]
     fn auth_server_patch_never_carries_credentials() {
-        let p: AuthServerPatch = serde_json::from_value(json!({"config": {"credentials": []}})).unwrap_or_default();
+        let p: AuthServerPatch =
+            serde_json::from_value(json!({"config": {"credentials": []}})).unwrap_or_default();
         assert!(p.validate(AuthServerType::Basic).is_err());
-        let p: AuthServerPatch = serde_json::from_value(json!({"config": {"realm": "New"}})).unwrap_or_default();
+        let p: AuthServerPatch =
+            serde_json::from_value(json!({"config": {"realm": "New"}})).unwrap_or_default();
         assert!(p.validate(AuthServerType::Basic).is_ok());
         let p: AuthServerPatch = serde_json::from_value(json!({})).unwrap_or_default();
         assert!(p.validate(AuthServerType::Token).is_err());
-        let p: AuthServerPatch = serde_json::from_value(json!({"config": {"issuer_url": "http://evil.example.com"}})).unwrap_or_default();
-        assert!(p.validate(AuthServerType::Oidc).is_err_and(|v| v.has("config.issuer_url")));
+        let p: AuthServerPatch =
+            serde_json::from_value(json!({"config": {"issuer_url": "http://evil.example.com"}}))
+                .unwrap_or_default();
+        assert!(
+            p.validate(AuthServerType::Oidc)
+                .is_err_and(|v| v.has("config.issuer_url"))
+        );
     }
 }

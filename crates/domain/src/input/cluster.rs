@@ -17,18 +17,23 @@ use crate::validation::Violations;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreateClusterRequest {
     /// Required: the organization's slug (DNS label) or id (UUID). Header and query are not read.
+    #[cfg_attr(feature = "openapi", schema(required = true, min_length = 1, max_length = 63))]
     pub organization: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(required = true, pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", min_length = 1, max_length = 63))]
     pub name: Option<String>,
     /// Zone id; the default zone when omitted.
     pub zone: Option<String>,
     /// Kubernetes version id; the zone's recommended version when omitted.
     pub version: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(max_length = 16384))]
     pub description: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(max_items = 64))]
     pub tags: Option<Vec<String>>,
     /// Default from the catalog (`public`).
     pub exposure: Option<Exposure>,
     /// Default `intranet`; immutable.
     pub network_mode: Option<NetworkMode>,
+    #[cfg_attr(feature = "openapi", schema(required = true, min_items = 1, max_items = 20))]
     pub node_pools: Option<Vec<NodePoolRequest>>,
 }
 
@@ -50,9 +55,18 @@ pub struct ClusterSpec {
 /// Tags: DNS labels, at most 64 (spec §2).
 pub fn check_tags(v: &mut Violations, field: &str, tags: &[String]) -> Vec<DnsLabel> {
     if tags.len() > MAX_CLUSTER_TAGS {
-        v.push(field, format!("at most {MAX_CLUSTER_TAGS} tags are allowed (got {})", tags.len()));
+        v.push(
+            field,
+            format!(
+                "at most {MAX_CLUSTER_TAGS} tags are allowed (got {})",
+                tags.len()
+            ),
+        );
     }
-    tags.iter().enumerate().filter_map(|(i, t)| v.check(&format!("{field}[{i}]"), DnsLabel::parse(t))).collect()
+    tags.iter()
+        .enumerate()
+        .filter_map(|(i, t)| v.check(&format!("{field}[{i}]"), DnsLabel::parse(t)))
+        .collect()
 }
 
 impl CreateClusterRequest {
@@ -71,7 +85,10 @@ impl CreateClusterRequest {
                     OrgRef::Slug(s) => is_dns_label(s),
                 };
                 if !ok {
-                    v.push("organization", "must be an organization slug (DNS label) or id (UUID)");
+                    v.push(
+                        "organization",
+                        "must be an organization slug (DNS label) or id (UUID)",
+                    );
                 }
                 ok.then_some(r)
             }
@@ -89,17 +106,30 @@ impl CreateClusterRequest {
         let tags = check_tags(&mut v, "tags", self.tags.as_deref().unwrap_or_default());
         let mut pools = Vec::new();
         match &self.node_pools {
-            None => v.push("node_pools", format!("is required: {MIN_POOLS}-{MAX_POOLS} node pools")),
-            Some(list) if list.len() < MIN_POOLS || list.len() > MAX_POOLS => {
-                v.push("node_pools", format!("must hold {MIN_POOLS}-{MAX_POOLS} node pools (got {})", list.len()))
-            }
+            None => v.push(
+                "node_pools",
+                format!("is required: {MIN_POOLS}-{MAX_POOLS} node pools"),
+            ),
+            Some(list) if list.len() < MIN_POOLS || list.len() > MAX_POOLS => v.push(
+                "node_pools",
+                format!(
+                    "must hold {MIN_POOLS}-{MAX_POOLS} node pools (got {})",
+                    list.len()
+                ),
+            ),
             Some(list) => {
                 let mut seen = HashSet::new();
                 for (i, p) in list.iter().enumerate() {
                     let path = format!("node_pools[{i}]");
                     if let Some(spec) = p.validate(&mut v, &path) {
                         if !seen.insert(spec.name.clone()) {
-                            v.push(format!("{path}.name"), format!("duplicate pool name {:?} in this request", spec.name.as_str()));
+                            v.push(
+                                format!("{path}.name"),
+                                format!(
+                                    "duplicate pool name {:?} in this request",
+                                    spec.name.as_str()
+                                ),
+                            );
                         }
                         pools.push(spec);
                     }
@@ -152,7 +182,10 @@ impl ClusterPatch {
     pub fn validate(&self) -> Result<ClusterChanges, Violations> {
         let mut v = Violations::new();
         if self.description.is_none() && self.tags.is_none() {
-            v.push("", "the body must change at least one field: description or tags");
+            v.push(
+                "",
+                "the body must change at least one field: description or tags",
+            );
         }
         if let Some(Some(d)) = &self.description {
             check_len(&mut v, "description", d, MAX_CLUSTER_DESCRIPTION);
@@ -165,7 +198,10 @@ impl ClusterPatch {
             }
             Some(Some(list)) => Some(check_tags(&mut v, "tags", list)),
         };
-        v.into_result(ClusterChanges { description: self.description.clone(), tags })
+        v.into_result(ClusterChanges {
+            description: self.description.clone(),
+            tags,
+        })
     }
 }
 
@@ -182,7 +218,8 @@ mod tests {
     use super::*;
 
     fn create(json: &str) -> Result<ClusterSpec, Violations> {
-        let req: CreateClusterRequest = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}"));
+        let req: CreateClusterRequest =
+            serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}"));
         req.validate()
     }
 
@@ -206,7 +243,10 @@ mod tests {
 
     #[test]
     fn create_organization_must_be_slug_or_uuid() {
-        assert!(create(&body("").replace("\"acme\"", "\"Acme Corp\"")).is_err_and(|v| v.has("organization")));
+        assert!(
+            create(&body("").replace("\"acme\"", "\"Acme Corp\""))
+                .is_err_and(|v| v.has("organization"))
+        );
         let with_id = body("").replace("\"acme\"", "\"0b6f9c3e-8d1f-4e57-a3c2-5f1d2e3a4b5c\"");
         assert!(create(&with_id).is_ok());
     }
@@ -225,9 +265,13 @@ mod tests {
         let none = r#"{"organization":"acme","name":"a","node_pools":[]}"#;
         assert!(create(none).is_err_and(|v| v.has("node_pools")));
         let pools = |n: usize| {
-            let list: Vec<String> =
-                (0..n).map(|i| format!(r#"{{"name":"p{i}","size":"kube.c5.large","count":1}}"#)).collect();
-            format!(r#"{{"organization":"acme","name":"a","node_pools":[{}]}}"#, list.join(","))
+            let list: Vec<String> = (0..n)
+                .map(|i| format!(r#"{{"name":"p{i}","size":"kube.c5.large","count":1}}"#))
+                .collect();
+            format!(
+                r#"{{"organization":"acme","name":"a","node_pools":[{}]}}"#,
+                list.join(",")
+            )
         };
         assert!(create(&pools(20)).is_ok());
         assert!(create(&pools(21)).is_err_and(|v| v.has("node_pools")));
@@ -235,16 +279,26 @@ mod tests {
 
     #[test]
     fn create_pool_names_unique_within_the_request() {
-        let two_defaults = format!(r#"{{"organization":"acme","name":"a","node_pools":[{POOL},{POOL}]}}"#);
+        let two_defaults =
+            format!(r#"{{"organization":"acme","name":"a","node_pools":[{POOL},{POOL}]}}"#);
         assert!(create(&two_defaults).is_err_and(|v| v.has("node_pools[1].name")));
     }
 
     #[test]
     fn create_errors_name_the_pool_by_index() {
         let list: Vec<String> = (0..4)
-            .map(|i| if i == 3 { r#"{"name":"p3","size":"s","count":0}"#.to_owned() } else { format!(r#"{{"name":"p{i}","size":"s","count":1}}"#) })
+            .map(|i| {
+                if i == 3 {
+                    r#"{"name":"p3","size":"s","count":0}"#.to_owned()
+                } else {
+                    format!(r#"{{"name":"p{i}","size":"s","count":1}}"#)
+                }
+            })
             .collect();
-        let json = format!(r#"{{"organization":"acme","name":"a","node_pools":[{}]}}"#, list.join(","));
+        let json = format!(
+            r#"{{"organization":"acme","name":"a","node_pools":[{}]}}"#,
+            list.join(",")
+        );
         assert!(create(&json).is_err_and(|v| v.has("node_pools[3].count")));
     }
 
@@ -257,13 +311,19 @@ mod tests {
         assert!(create(&tags(64)).is_ok());
         assert!(create(&tags(65)).is_err_and(|v| v.has("tags")));
         assert!(create(&body(r#","tags":["env=prod"]"#)).is_err_and(|v| v.has("tags[0]")));
-        assert!(create(&body(&format!(r#","tags":["{}"]"#, "t".repeat(64)))).is_err_and(|v| v.has("tags[0]")));
+        assert!(
+            create(&body(&format!(r#","tags":["{}"]"#, "t".repeat(64))))
+                .is_err_and(|v| v.has("tags[0]"))
+        );
     }
 
     #[test]
     fn create_description_at_most_16384() {
         assert!(create(&body(&format!(r#","description":"{}""#, "d".repeat(16384)))).is_ok());
-        assert!(create(&body(&format!(r#","description":"{}""#, "d".repeat(16385)))).is_err_and(|v| v.has("description")));
+        assert!(
+            create(&body(&format!(r#","description":"{}""#, "d".repeat(16385))))
+                .is_err_and(|v| v.has("description"))
+        );
     }
 
     #[test]
@@ -274,16 +334,28 @@ mod tests {
 
     #[test]
     fn create_exposure_and_network_mode_are_enums() {
-        assert!(serde_json::from_str::<CreateClusterRequest>(&body(r#","exposure":"internal""#)).is_err());
-        assert!(serde_json::from_str::<CreateClusterRequest>(&body(r#","network_mode":"internet""#)).is_ok());
+        assert!(
+            serde_json::from_str::<CreateClusterRequest>(&body(r#","exposure":"internal""#))
+                .is_err()
+        );
+        assert!(
+            serde_json::from_str::<CreateClusterRequest>(&body(r#","network_mode":"internet""#))
+                .is_ok()
+        );
     }
 
     #[test]
     fn patch_accepts_description_and_tags_only() {
-        for bad in [r#"{"name":"x"}"#, r#"{"network_mode":"internet"}"#, r#"{"zone":"zone-1"}"#, r#"{"version":"v1.32.4"}"#] {
+        for bad in [
+            r#"{"name":"x"}"#,
+            r#"{"network_mode":"internet"}"#,
+            r#"{"zone":"zone-1"}"#,
+            r#"{"version":"v1.32.4"}"#,
+        ] {
             assert!(serde_json::from_str::<ClusterPatch>(bad).is_err(), "{bad}");
         }
-        let p: ClusterPatch = serde_json::from_str(r#"{"description":"x","tags":["a"]}"#).unwrap_or_default();
+        let p: ClusterPatch =
+            serde_json::from_str(r#"{"description":"x","tags":["a"]}"#).unwrap_or_default();
         assert!(p.validate().is_ok());
     }
 

@@ -26,8 +26,14 @@ pub struct ElasticIpSpec {
 impl CreateElasticIpRequest {
     pub fn validate(&self) -> Result<ElasticIpSpec, Violations> {
         let mut v = Violations::new();
-        let name = self.name.as_deref().and_then(|n| v.check("name", DnsLabel::parse(n)));
-        v.into_result(ElasticIpSpec { name, exposure: self.exposure })
+        let name = self
+            .name
+            .as_deref()
+            .and_then(|n| v.check("name", DnsLabel::parse(n)));
+        v.into_result(ElasticIpSpec {
+            name,
+            exposure: self.exposure,
+        })
     }
 }
 
@@ -37,19 +43,33 @@ mod tests {
 
     #[test]
     fn elastic_ip_name_is_optional_and_a_dns_label() {
-        let ok: CreateElasticIpRequest = serde_json::from_str(r#"{"exposure":"private"}"#).unwrap_or_default();
+        let ok: CreateElasticIpRequest =
+            serde_json::from_str(r#"{"exposure":"private"}"#).unwrap_or_default();
         assert!(ok.validate().is_ok());
-        let bad = CreateElasticIpRequest { name: Some("Web!".into()), exposure: None };
+        let bad = CreateElasticIpRequest {
+            name: Some("Web!".into()),
+            exposure: None,
+        };
         assert!(bad.validate().is_err_and(|v| v.has("name")));
-        let long = CreateElasticIpRequest { name: Some("a".repeat(64)), exposure: None };
+        let long = CreateElasticIpRequest {
+            name: Some("a".repeat(64)),
+            exposure: None,
+        };
         assert!(long.validate().is_err());
-        let max = CreateElasticIpRequest { name: Some("a".repeat(63)), exposure: None };
+        let max = CreateElasticIpRequest {
+            name: Some("a".repeat(63)),
+            exposure: None,
+        };
         assert!(max.validate().is_ok());
     }
 
     #[test]
     fn elastic_ip_extra_fields_and_bad_exposure_are_refused() {
-        assert!(serde_json::from_str::<CreateElasticIpRequest>(r#"{"address":"1.2.3.4"}"#).is_err());
-        assert!(serde_json::from_str::<CreateElasticIpRequest>(r#"{"exposure":"global"}"#).is_err());
+        assert!(
+            serde_json::from_str::<CreateElasticIpRequest>(r#"{"address":"1.2.3.4"}"#).is_err()
+        );
+        assert!(
+            serde_json::from_str::<CreateElasticIpRequest>(r#"{"exposure":"global"}"#).is_err()
+        );
     }
 }

@@ -13,7 +13,11 @@ use crate::validation::Violations;
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PortRangeRequest {
+    #[serde(deserialize_with = "crate::input::integer")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 65535))]
     pub from: i64,
+    #[serde(deserialize_with = "crate::input::integer")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 65535))]
     pub to: i64,
 }
 
@@ -47,7 +51,10 @@ pub struct FirewallRuleSpec {
 impl CreateFirewallRuleRequest {
     pub fn validate(&self) -> Result<FirewallRuleSpec, Violations> {
         let mut v = Violations::new();
-        let name = self.name.as_deref().and_then(|n| v.check("name", DnsLabel::parse(n)));
+        let name = self
+            .name
+            .as_deref()
+            .and_then(|n| v.check("name", DnsLabel::parse(n)));
         if let Some(d) = &self.description {
             check_len(&mut v, "description", d, MAX_FIREWALL_DESCRIPTION);
         }
@@ -72,10 +79,16 @@ impl CreateFirewallRuleRequest {
         let mut cidrs = Vec::new();
         match &self.source_cidrs {
             None => v.push("source_cidrs", "is required: 1-16 IPv4 CIDRs"),
-            Some(list) if list.is_empty() => v.push("source_cidrs", "must hold at least one IPv4 CIDR"),
-            Some(list) if list.len() > MAX_SOURCE_CIDRS => {
-                v.push("source_cidrs", format!("at most {MAX_SOURCE_CIDRS} CIDRs are allowed (got {})", list.len()))
+            Some(list) if list.is_empty() => {
+                v.push("source_cidrs", "must hold at least one IPv4 CIDR")
             }
+            Some(list) if list.len() > MAX_SOURCE_CIDRS => v.push(
+                "source_cidrs",
+                format!(
+                    "at most {MAX_SOURCE_CIDRS} CIDRs are allowed (got {})",
+                    list.len()
+                ),
+            ),
             Some(list) => {
                 for (i, c) in list.iter().enumerate() {
                     if let Some(c) = v.check(&format!("source_cidrs[{i}]"), Ipv4Cidr::parse(c)) {
@@ -134,18 +147,24 @@ mod tests {
     use super::*;
 
     fn rule(json: &str) -> Result<FirewallRuleSpec, Violations> {
-        let r: CreateFirewallRuleRequest = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}"));
+        let r: CreateFirewallRuleRequest =
+            serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}"));
         r.validate()
     }
 
     fn cidrs(n: usize) -> String {
         let list: Vec<String> = (0..n).map(|i| format!("\"10.0.{i}.0/24\"")).collect();
-        format!(r#"{{"protocol":"tcp","source_cidrs":[{}],"port_range":{{"from":443,"to":443}}}}"#, list.join(","))
+        format!(
+            r#"{{"protocol":"tcp","source_cidrs":[{}],"port_range":{{"from":443,"to":443}}}}"#,
+            list.join(",")
+        )
     }
 
     #[test]
     fn firewall_tcp_rule_with_ports_is_valid() {
-        let s = rule(r#"{"name":"https","direction":"ingress","protocol":"tcp","source_cidrs":["203.0.113.0/24"],"port_range":{"from":443,"to":443}}"#);
+        let s = rule(
+            r#"{"name":"https","direction":"ingress","protocol":"tcp","source_cidrs":["203.0.113.0/24"],"port_range":{"from":443,"to":443}}"#,
+        );
         assert!(s.is_ok(), "{s:?}");
     }
 
@@ -158,7 +177,9 @@ mod tests {
 
     #[test]
     fn firewall_ipv6_cidr_is_refused_with_its_index() {
-        let r = rule(r#"{"protocol":"udp","source_cidrs":["10.0.0.0/8","2001:db8::/32"],"port_range":{"from":53,"to":53}}"#);
+        let r = rule(
+            r#"{"protocol":"udp","source_cidrs":["10.0.0.0/8","2001:db8::/32"],"port_range":{"from":53,"to":53}}"#,
+        );
         assert!(r.is_err_and(|v| v.has("source_cidrs[1]")));
     }
 
@@ -177,7 +198,10 @@ mod tests {
 
     #[test]
     fn firewall_ports_required_for_tcp_forbidden_for_icmp() {
-        assert!(rule(r#"{"protocol":"tcp","source_cidrs":["10.0.0.0/8"]}"#).is_err_and(|v| v.has("port_range")));
+        assert!(
+            rule(r#"{"protocol":"tcp","source_cidrs":["10.0.0.0/8"]}"#)
+                .is_err_and(|v| v.has("port_range"))
+        );
         assert!(rule(r#"{"protocol":"icmp","source_cidrs":["10.0.0.0/8"]}"#).is_ok());
         assert!(rule(r#"{"protocol":"icmp","source_cidrs":["10.0.0.0/8"],"port_range":{"from":1,"to":2}}"#)
             .is_err_and(|v| v.has("port_range")));
@@ -185,7 +209,11 @@ mod tests {
 
     #[test]
     fn firewall_port_range_bounds() {
-        let pr = |f: i64, t: i64| format!(r#"{{"protocol":"tcp","source_cidrs":["10.0.0.0/8"],"port_range":{{"from":{f},"to":{t}}}}}"#);
+        let pr = |f: i64, t: i64| {
+            format!(
+                r#"{{"protocol":"tcp","source_cidrs":["10.0.0.0/8"],"port_range":{{"from":{f},"to":{t}}}}}"#
+            )
+        };
         assert!(rule(&pr(1, 65535)).is_ok());
         assert!(rule(&pr(0, 10)).is_err_and(|v| v.has("port_range.from")));
         assert!(rule(&pr(1, 65536)).is_err_and(|v| v.has("port_range.to")));
@@ -194,13 +222,21 @@ mod tests {
 
     #[test]
     fn firewall_description_at_most_255() {
-        let d = |n: usize| format!(r#"{{"description":"{}","protocol":"icmp","source_cidrs":["10.0.0.0/8"]}}"#, "d".repeat(n));
+        let d = |n: usize| {
+            format!(
+                r#"{{"description":"{}","protocol":"icmp","source_cidrs":["10.0.0.0/8"]}}"#,
+                "d".repeat(n)
+            )
+        };
         assert!(rule(&d(255)).is_ok());
         assert!(rule(&d(256)).is_err_and(|v| v.has("description")));
     }
 
     #[test]
     fn firewall_name_optional_dns_label() {
-        assert!(rule(r#"{"name":"a_b","protocol":"icmp","source_cidrs":["10.0.0.0/8"]}"#).is_err_and(|v| v.has("name")));
+        assert!(
+            rule(r#"{"name":"a_b","protocol":"icmp","source_cidrs":["10.0.0.0/8"]}"#)
+                .is_err_and(|v| v.has("name"))
+        );
     }
 }

@@ -21,7 +21,40 @@ where
     Option::<T>::deserialize(d).map(Some)
 }
 
-pub(crate) fn check_len(v: &mut crate::validation::Violations, field: &str, value: &str, max: usize) {
+/// An integer that JSON may also spell as an integral float (`3.0`): JSON Schema counts
+/// `3.0` as an integer, and clients generated from the OpenAPI document may send it.
+fn integral(n: serde_json::Number) -> Option<i64> {
+    n.as_i64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| f as i64))
+}
+
+fn integer_error<E: serde::de::Error>() -> E {
+    E::custom("invalid type: expected an integer")
+}
+
+/// For `Option<i64>` fields: absent or null is `None`.
+pub fn opt_integer<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    match Option::<serde_json::Number>::deserialize(d)? {
+        None => Ok(None),
+        Some(n) => integral(n).map(Some).ok_or_else(integer_error::<D::Error>),
+    }
+}
+
+/// For PATCH integer fields where `null` differs from absent (use with `#[serde(default)]`).
+pub fn nullable_integer<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<i64>>, D::Error> {
+    opt_integer(d).map(Some)
+}
+
+/// For required `i64` fields.
+pub fn integer<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    integral(serde_json::Number::deserialize(d)?).ok_or_else(integer_error::<D::Error>)
+}
+
+pub(crate) fn check_len(
+    v: &mut crate::validation::Violations,
+    field: &str,
+    value: &str,
+    max: usize,
+) {
     let n = value.chars().count();
     if n > max {
         v.push(field, format!("must be at most {max} characters (got {n})"));

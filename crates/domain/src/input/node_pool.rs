@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::input::nullable;
+use crate::input::{nullable, nullable_integer, opt_integer};
 use crate::names::DnsLabel;
 use crate::rules::{DEFAULT_MIN_NODES, DEFAULT_POOL_NAME, MAX_NODES_PER_POOL};
 use crate::validation::Violations;
@@ -16,15 +16,23 @@ use crate::validation::Violations;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodePoolRequest {
     /// DNS label; `default` when omitted.
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", min_length = 1, max_length = 63))]
     pub name: Option<String>,
     /// A machine tier id from the catalog, e.g. `kube.c5.xlarge`.
+    #[cfg_attr(feature = "openapi", schema(required = true, min_length = 1))]
     pub size: Option<String>,
     /// 0-200; 0 only with auto_scale; required unless auto_scale (then it starts at min_nodes).
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 200))]
+    #[serde(default, deserialize_with = "opt_integer")]
     pub count: Option<i64>,
     pub auto_scale: Option<bool>,
     /// >= 0, default 1, <= max_nodes.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 200))]
+    #[serde(default, deserialize_with = "opt_integer")]
     pub min_nodes: Option<i64>,
     /// 1-200; required with auto_scale.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 200))]
+    #[serde(default, deserialize_with = "opt_integer")]
     pub max_nodes: Option<i64>,
     pub labels: Option<BTreeMap<String, String>>,
     pub tags: Option<BTreeMap<String, String>>,
@@ -35,17 +43,17 @@ pub struct NodePoolRequest {
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodePoolPatch {
-    #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    #[serde(default, deserialize_with = "nullable_integer")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 0, maximum = 200))]
     pub count: Option<Option<i64>>,
     #[serde(default, deserialize_with = "nullable")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
     pub auto_scale: Option<Option<bool>>,
-    #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    #[serde(default, deserialize_with = "nullable_integer")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 0, maximum = 200))]
     pub min_nodes: Option<Option<i64>>,
-    #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>))]
+    #[serde(default, deserialize_with = "nullable_integer")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1, maximum = 200))]
     pub max_nodes: Option<Option<i64>>,
     /// Replaces the labels whole; null is refused.
     #[serde(default, deserialize_with = "nullable")]
@@ -95,7 +103,13 @@ pub fn check_sizing(
     min_nodes: Option<i64>,
     max_nodes: Option<i64>,
 ) -> Option<Sizing> {
-    let f = |name: &str| if prefix.is_empty() { name.to_owned() } else { format!("{prefix}.{name}") };
+    let f = |name: &str| {
+        if prefix.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{prefix}.{name}")
+        }
+    };
     let before = v.len();
     let max_total = i64::from(MAX_NODES_PER_POOL);
     let min = match min_nodes {
@@ -104,7 +118,9 @@ pub fn check_sizing(
     };
     let max = match max_nodes {
         None => None,
-        Some(m) => in_range(v, &f("max_nodes"), m, 1, max_total).map(Some).unwrap_or(None),
+        Some(m) => in_range(v, &f("max_nodes"), m, 1, max_total)
+            .map(Some)
+            .unwrap_or(None),
     };
     if auto_scale && max_nodes.is_none() {
         v.push(f("max_nodes"), "is required when auto_scale is true");
@@ -131,20 +147,36 @@ pub fn check_sizing(
     if auto_scale {
         if let (Some(c), Some(lo), Some(hi)) = (count, min, max) {
             if lo <= hi && (c < lo || c > hi) {
-                v.push(f("count"), format!("must lie within min_nodes..max_nodes ({lo}..{hi}) when auto_scale is true"));
+                v.push(
+                    f("count"),
+                    format!(
+                        "must lie within min_nodes..max_nodes ({lo}..{hi}) when auto_scale is true"
+                    ),
+                );
             }
         }
     }
     if v.len() > before {
         return None;
     }
-    Some(Sizing { count: count?, auto_scale, min_nodes: min?, max_nodes: max })
+    Some(Sizing {
+        count: count?,
+        auto_scale,
+        min_nodes: min?,
+        max_nodes: max,
+    })
 }
 
 impl NodePoolRequest {
     /// Validates one pool; problems go to `v` under `prefix`.
     pub fn validate(&self, v: &mut Violations, prefix: &str) -> Option<PoolSpec> {
-        let f = |name: &str| if prefix.is_empty() { name.to_owned() } else { format!("{prefix}.{name}") };
+        let f = |name: &str| {
+            if prefix.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{prefix}.{name}")
+            }
+        };
         let before = v.len();
         let name = match &self.name {
             None => Some(DnsLabel::from_trusted(DEFAULT_POOL_NAME.to_owned())),
@@ -161,8 +193,14 @@ impl NodePoolRequest {
                 None
             }
         };
-        let sizing =
-            check_sizing(v, prefix, self.count, self.auto_scale.unwrap_or(false), self.min_nodes, self.max_nodes);
+        let sizing = check_sizing(
+            v,
+            prefix,
+            self.count,
+            self.auto_scale.unwrap_or(false),
+            self.min_nodes,
+            self.max_nodes,
+        );
         if v.len() > before {
             return None;
         }
@@ -224,7 +262,10 @@ mod tests {
     #[test]
     fn pool_name_defaults_to_default() {
         let s = check(r#"{"size":"kube.c5.large","count":1}"#);
-        assert_eq!(s.map(|s| s.name.as_str().to_owned()), Ok("default".to_owned()));
+        assert_eq!(
+            s.map(|s| s.name.as_str().to_owned()),
+            Ok("default".to_owned())
+        );
     }
 
     #[test]
@@ -237,7 +278,10 @@ mod tests {
     fn pool_count_zero_without_auto_scale_is_refused() {
         let e = check(r#"{"size":"s","count":0}"#).err().unwrap_or_default();
         assert_eq!(e.errors()[0].field, "node_pools[3].count");
-        assert_eq!(e.errors()[0].message, "must be at least 1 unless auto_scale is true");
+        assert_eq!(
+            e.errors()[0].message,
+            "must be at least 1 unless auto_scale is true"
+        );
     }
 
     #[test]
@@ -266,30 +310,53 @@ mod tests {
 
     #[test]
     fn pool_auto_scale_requires_max_nodes() {
-        assert!(check(r#"{"size":"s","auto_scale":true,"count":1}"#).is_err_and(|v| v.has("node_pools[3].max_nodes")));
+        assert!(
+            check(r#"{"size":"s","auto_scale":true,"count":1}"#)
+                .is_err_and(|v| v.has("node_pools[3].max_nodes"))
+        );
     }
 
     #[test]
     fn pool_auto_scale_count_must_lie_within_min_and_max() {
-        assert!(check(r#"{"size":"s","auto_scale":true,"count":6,"min_nodes":1,"max_nodes":5}"#)
-            .is_err_and(|v| v.has("node_pools[3].count")));
-        assert!(check(r#"{"size":"s","auto_scale":true,"count":1,"min_nodes":2,"max_nodes":5}"#).is_err());
-        assert!(check(r#"{"size":"s","auto_scale":true,"count":5,"min_nodes":2,"max_nodes":5}"#).is_ok());
+        assert!(
+            check(r#"{"size":"s","auto_scale":true,"count":6,"min_nodes":1,"max_nodes":5}"#)
+                .is_err_and(|v| v.has("node_pools[3].count"))
+        );
+        assert!(
+            check(r#"{"size":"s","auto_scale":true,"count":1,"min_nodes":2,"max_nodes":5}"#)
+                .is_err()
+        );
+        assert!(
+            check(r#"{"size":"s","auto_scale":true,"count":5,"min_nodes":2,"max_nodes":5}"#)
+                .is_ok()
+        );
     }
 
     #[test]
     fn pool_min_nodes_defaults_to_one_and_must_not_exceed_max() {
         let s = check(r#"{"size":"s","count":1}"#);
         assert_eq!(s.map(|s| s.sizing.min_nodes), Ok(1));
-        assert!(check(r#"{"size":"s","count":3,"min_nodes":4,"max_nodes":3}"#).is_err_and(|v| v.has("node_pools[3].min_nodes")));
-        assert!(check(r#"{"size":"s","count":1,"min_nodes":-1}"#).is_err_and(|v| v.has("node_pools[3].min_nodes")));
+        assert!(
+            check(r#"{"size":"s","count":3,"min_nodes":4,"max_nodes":3}"#)
+                .is_err_and(|v| v.has("node_pools[3].min_nodes"))
+        );
+        assert!(
+            check(r#"{"size":"s","count":1,"min_nodes":-1}"#)
+                .is_err_and(|v| v.has("node_pools[3].min_nodes"))
+        );
     }
 
     #[test]
     fn pool_max_nodes_is_one_to_200() {
         assert!(check(r#"{"size":"s","count":1,"max_nodes":200}"#).is_ok());
-        assert!(check(r#"{"size":"s","count":1,"max_nodes":201}"#).is_err_and(|v| v.has("node_pools[3].max_nodes")));
-        assert!(check(r#"{"size":"s","count":1,"min_nodes":0,"max_nodes":0}"#).is_err_and(|v| v.has("node_pools[3].max_nodes")));
+        assert!(
+            check(r#"{"size":"s","count":1,"max_nodes":201}"#)
+                .is_err_and(|v| v.has("node_pools[3].max_nodes"))
+        );
+        assert!(
+            check(r#"{"size":"s","count":1,"min_nodes":0,"max_nodes":0}"#)
+                .is_err_and(|v| v.has("node_pools[3].max_nodes"))
+        );
     }
 
     #[test]
@@ -305,7 +372,10 @@ mod tests {
 
     #[test]
     fn pool_unknown_fields_are_refused_by_the_shape() {
-        assert!(serde_json::from_str::<NodePoolRequest>(r#"{"size":"s","count":1,"flavor":"x"}"#).is_err());
+        assert!(
+            serde_json::from_str::<NodePoolRequest>(r#"{"size":"s","count":1,"flavor":"x"}"#)
+                .is_err()
+        );
         assert!(serde_json::from_str::<NodePoolRequest>(r#"{"size":"s","count":"1"}"#).is_err());
     }
 
@@ -313,7 +383,8 @@ mod tests {
     fn pool_patch_empty_and_null_are_refused() {
         let empty: NodePoolPatch = serde_json::from_str("{}").unwrap_or_default();
         assert!(empty.check_shape().is_err());
-        let null_labels: NodePoolPatch = serde_json::from_str(r#"{"labels":null}"#).unwrap_or_default();
+        let null_labels: NodePoolPatch =
+            serde_json::from_str(r#"{"labels":null}"#).unwrap_or_default();
         assert!(null_labels.check_shape().is_err_and(|v| v.has("labels")));
         let ok: NodePoolPatch = serde_json::from_str(r#"{"count":3}"#).unwrap_or_default();
         assert!(ok.check_shape().is_ok());

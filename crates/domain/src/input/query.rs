@@ -1,9 +1,17 @@
 //! Query parameters (spec §4): out of range or not an integer is 400 `invalid_query`.
 
 use crate::error::DomainError;
-use crate::rules::{PAGE_DEFAULT, SIZE_DEFAULT, SIZE_MAX, TIMEOUT_SECONDS_DEFAULT, TIMEOUT_SECONDS_MAX};
+use crate::rules::{
+    PAGE_DEFAULT, SIZE_DEFAULT, SIZE_MAX, TIMEOUT_SECONDS_DEFAULT, TIMEOUT_SECONDS_MAX,
+};
 
-fn parse_int(parameter: &'static str, raw: Option<&str>, default: u64, min: u64, max: u64) -> Result<u64, DomainError> {
+fn parse_int(
+    parameter: &'static str,
+    raw: Option<&str>,
+    default: u64,
+    min: u64,
+    max: u64,
+) -> Result<u64, DomainError> {
     let Some(raw) = raw else { return Ok(default) };
     let bad = |message: String| DomainError::InvalidQuery { parameter, message };
     let value: u64 = raw
@@ -16,10 +24,28 @@ fn parse_int(parameter: &'static str, raw: Option<&str>, default: u64, min: u64,
 }
 
 /// `page` (>= 1, default 1) and `size` (1-100, default 20).
-pub fn page(page: Option<&str>, size: Option<&str>) -> Result<crate::ports::storage::PageRequest, DomainError> {
-    let page = parse_int("page", page, u64::from(PAGE_DEFAULT), 1, u64::from(u32::MAX))?;
-    let size = parse_int("size", size, u64::from(SIZE_DEFAULT), 1, u64::from(SIZE_MAX))?;
-    Ok(crate::ports::storage::PageRequest { page: page as u32, size: size as u32 })
+pub fn page(
+    page: Option<&str>,
+    size: Option<&str>,
+) -> Result<crate::ports::storage::PageRequest, DomainError> {
+    let page = parse_int(
+        "page",
+        page,
+        u64::from(PAGE_DEFAULT),
+        1,
+        i32::MAX as u64, // the OpenAPI document's int32
+    )?;
+    let size = parse_int(
+        "size",
+        size,
+        u64::from(SIZE_DEFAULT),
+        1,
+        u64::from(SIZE_MAX),
+    )?;
+    Ok(crate::ports::storage::PageRequest {
+        page: page as u32,
+        size: size as u32,
+    })
 }
 
 /// `since` (>= 0, default 0).
@@ -29,7 +55,14 @@ pub fn since(raw: Option<&str>) -> Result<i64, DomainError> {
 
 /// `timeout_seconds` (0-60, default 25).
 pub fn timeout_seconds(raw: Option<&str>) -> Result<u32, DomainError> {
-    parse_int("timeout_seconds", raw, u64::from(TIMEOUT_SECONDS_DEFAULT), 0, u64::from(TIMEOUT_SECONDS_MAX)).map(|v| v as u32)
+    parse_int(
+        "timeout_seconds",
+        raw,
+        u64::from(TIMEOUT_SECONDS_DEFAULT),
+        0,
+        u64::from(TIMEOUT_SECONDS_MAX),
+    )
+    .map(|v| v as u32)
 }
 
 /// Kubeconfig `format`: `plain` (default) or `json`.
@@ -41,9 +74,12 @@ pub enum KubeconfigFormat {
 
 pub fn kubeconfig_format(raw: Option<&str>) -> Result<KubeconfigFormat, DomainError> {
     match raw {
-        None | Some("plain") => Ok(KubeconfigFormat::Plain),
+        None | Some("") | Some("plain") => Ok(KubeconfigFormat::Plain),
         Some("json") => Ok(KubeconfigFormat::Json),
-        Some(_) => Err(DomainError::InvalidQuery { parameter: "format", message: "must be `plain` or `json`".into() }),
+        Some(_) => Err(DomainError::InvalidQuery {
+            parameter: "format",
+            message: "must be `plain` or `json`".into(),
+        }),
     }
 }
 
@@ -67,7 +103,10 @@ mod tests {
         assert_eq!(code(page(Some("0"), None)), "invalid_query");
         assert_eq!(code(page(Some("-1"), None)), "invalid_query");
         assert_eq!(code(page(Some("x"), None)), "invalid_query");
-        assert_eq!(code(page(Some("99999999999999999999999"), None)), "invalid_query");
+        assert_eq!(
+            code(page(Some("99999999999999999999999"), None)),
+            "invalid_query"
+        );
     }
 
     #[test]
@@ -99,7 +138,10 @@ mod tests {
     #[test]
     fn kubeconfig_format_is_plain_or_json() {
         assert_eq!(kubeconfig_format(None).ok(), Some(KubeconfigFormat::Plain));
-        assert_eq!(kubeconfig_format(Some("json")).ok(), Some(KubeconfigFormat::Json));
+        assert_eq!(
+            kubeconfig_format(Some("json")).ok(),
+            Some(KubeconfigFormat::Json)
+        );
         assert_eq!(code(kubeconfig_format(Some("yaml"))), "invalid_query");
     }
 }

@@ -180,13 +180,19 @@ impl BasicConfig {
 
 impl BasicCredential {
     pub fn view(&self) -> CredentialView {
-        CredentialView::Basic { id: self.id, username: self.username.clone() }
+        CredentialView::Basic {
+            id: self.id,
+            username: self.username.clone(),
+        }
     }
 }
 
 impl TokenCredential {
     pub fn view(&self) -> CredentialView {
-        CredentialView::Token { id: self.id, hint: self.hint.clone() }
+        CredentialView::Token {
+            id: self.id,
+            hint: self.hint.clone(),
+        }
     }
 }
 
@@ -208,9 +214,9 @@ impl AuthServer {
                 realm: b.realm_or(self.name.as_str()).to_owned(),
                 credentials: b.credentials.iter().map(BasicCredential::view).collect(),
             },
-            AuthServerConfig::Token(t) => {
-                AuthServerConfigView::Token { tokens: t.tokens.iter().map(TokenCredential::view).collect() }
-            }
+            AuthServerConfig::Token(t) => AuthServerConfigView::Token {
+                tokens: t.tokens.iter().map(TokenCredential::view).collect(),
+            },
         };
         AuthServerView {
             id: self.id,

@@ -111,7 +111,11 @@ impl Constraints {
     /// enforced because both read the same constants.
     pub fn current() -> Self {
         Constraints {
-            cluster_name: NameConstraint { pattern: DNS_LABEL_PATTERN, min_length: 1, max_length: DNS_LABEL_MAX },
+            cluster_name: NameConstraint {
+                pattern: DNS_LABEL_PATTERN,
+                min_length: 1,
+                max_length: DNS_LABEL_MAX,
+            },
             node_pools: NodePoolConstraint {
                 min_pools: rules::MIN_POOLS,
                 max_pools: rules::MAX_POOLS,
@@ -122,12 +126,18 @@ impl Constraints {
     }
 }
 
-/// `GET /v1/catalog`: one zone's offer plus the constraints.
+/// `GET /v1/catalog`: one zone's offer plus the constraints. Spelled out rather than
+/// flattened so its schema is exact.
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CatalogView {
-    #[serde(flatten)]
-    pub offer: ZoneOffer,
+    pub zone: Zone,
+    pub kubernetes_versions: Vec<KubernetesVersion>,
+    pub machine_tiers: Vec<MachineTier>,
+    pub defaults: Defaults,
+    /// Listed for display only: the organization's assigned option is applied on create.
+    pub control_plane_options: Vec<ControlPlaneOption>,
+    pub active_control_plane_option_id: String,
     pub constraints: Constraints,
 }
 
@@ -143,7 +153,10 @@ pub enum CatalogError {
 impl Catalog {
     /// The catalog built into the binary.
     pub fn builtin() -> Self {
-        #[expect(clippy::expect_used, reason = "the built-in catalog is checked by a unit test")]
+        #[expect(
+            clippy::expect_used,
+            reason = "the built-in catalog is checked by a unit test"
+        )]
         Self::from_json(BUILTIN_CATALOG_JSON).expect("the built-in catalog is valid")
     }
 
@@ -153,18 +166,36 @@ impl Catalog {
     pub fn from_json(text: &str) -> Result<Self, CatalogError> {
         let catalog: Catalog = serde_json::from_str(text)?;
         if catalog.zone(&catalog.default_zone).is_none() {
-            return Err(CatalogError::Inconsistent(format!("default zone {:?} is not listed", catalog.default_zone)));
+            return Err(CatalogError::Inconsistent(format!(
+                "default zone {:?} is not listed",
+                catalog.default_zone
+            )));
         }
         for z in &catalog.zones {
             let id = &z.zone.id;
             if z.kubernetes_versions.is_empty() || z.machine_tiers.is_empty() {
-                return Err(CatalogError::Inconsistent(format!("zone {id} offers no version or no machine tier")));
+                return Err(CatalogError::Inconsistent(format!(
+                    "zone {id} offers no version or no machine tier"
+                )));
             }
-            if z.kubernetes_versions.iter().filter(|v| v.recommended).count() != 1 {
-                return Err(CatalogError::Inconsistent(format!("zone {id} must mark exactly one version recommended")));
+            if z.kubernetes_versions
+                .iter()
+                .filter(|v| v.recommended)
+                .count()
+                != 1
+            {
+                return Err(CatalogError::Inconsistent(format!(
+                    "zone {id} must mark exactly one version recommended"
+                )));
             }
-            if !z.control_plane_options.iter().any(|o| o.id == z.active_control_plane_option_id) {
-                return Err(CatalogError::Inconsistent(format!("zone {id}: active control-plane option is not listed")));
+            if !z
+                .control_plane_options
+                .iter()
+                .any(|o| o.id == z.active_control_plane_option_id)
+            {
+                return Err(CatalogError::Inconsistent(format!(
+                    "zone {id}: active control-plane option is not listed"
+                )));
             }
         }
         Ok(catalog)
@@ -176,7 +207,8 @@ impl Catalog {
 
     pub fn default_zone(&self) -> &ZoneOffer {
         // from_json guarantees the default zone exists; fall back to the first zone anyway.
-        self.zone(&self.default_zone).unwrap_or_else(|| &self.zones[0])
+        self.zone(&self.default_zone)
+            .unwrap_or_else(|| &self.zones[0])
     }
 }
 
@@ -186,7 +218,10 @@ impl ZoneOffer {
     }
 
     pub fn recommended_version(&self) -> &KubernetesVersion {
-        self.kubernetes_versions.iter().find(|v| v.recommended).unwrap_or(&self.kubernetes_versions[0])
+        self.kubernetes_versions
+            .iter()
+            .find(|v| v.recommended)
+            .unwrap_or(&self.kubernetes_versions[0])
     }
 
     pub fn tier(&self, id: &str) -> Option<&MachineTier> {
@@ -194,7 +229,16 @@ impl ZoneOffer {
     }
 
     pub fn view(&self) -> CatalogView {
-        CatalogView { offer: self.clone(), constraints: Constraints::current() }
+        let o = self.clone();
+        CatalogView {
+            zone: o.zone,
+            kubernetes_versions: o.kubernetes_versions,
+            machine_tiers: o.machine_tiers,
+            defaults: o.defaults,
+            control_plane_options: o.control_plane_options,
+            active_control_plane_option_id: o.active_control_plane_option_id,
+            constraints: Constraints::current(),
+        }
     }
 }
 
@@ -212,10 +256,28 @@ mod tests {
         assert_eq!(z.recommended_version().label, "1.32.4");
         assert_eq!(z.recommended_version().channel, "stable");
         let ids: Vec<_> = z.machine_tiers.iter().map(|t| t.id.as_str()).collect();
-        assert_eq!(ids, ["kube.c5.large", "kube.m5.large", "kube.c5.xlarge", "kube.m5.xlarge", "kube.c5.2xlarge"]);
-        let recommended: Vec<_> = z.machine_tiers.iter().filter(|t| t.recommended).map(|t| t.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "kube.c5.large",
+                "kube.m5.large",
+                "kube.c5.xlarge",
+                "kube.m5.xlarge",
+                "kube.c5.2xlarge"
+            ]
+        );
+        let recommended: Vec<_> = z
+            .machine_tiers
+            .iter()
+            .filter(|t| t.recommended)
+            .map(|t| t.id.as_str())
+            .collect();
         assert_eq!(recommended, ["kube.c5.xlarge"]);
-        assert_eq!(z.tier("kube.m5.xlarge").map(|t| (t.vcpu, t.memory_gib, t.disk_gib)), Some((4, 16, 120)));
+        assert_eq!(
+            z.tier("kube.m5.xlarge")
+                .map(|t| (t.vcpu, t.memory_gib, t.disk_gib)),
+            Some((4, 16, 120))
+        );
         assert_eq!(z.defaults.exposure_mode, Exposure::Public);
         assert_eq!(z.defaults.network_mode, NetworkMode::Intranet);
     }
@@ -233,7 +295,13 @@ mod tests {
 
     #[test]
     fn catalog_with_unlisted_default_zone_is_refused() {
-        let text = BUILTIN_CATALOG_JSON.replace("\"default_zone\": \"zone-1\"", "\"default_zone\": \"zone-9\"");
-        assert!(matches!(Catalog::from_json(&text), Err(CatalogError::Inconsistent(_))));
+        let text = BUILTIN_CATALOG_JSON.replace(
+            "\"default_zone\": \"zone-1\"",
+            "\"default_zone\": \"zone-9\"",
+        );
+        assert!(matches!(
+            Catalog::from_json(&text),
+            Err(CatalogError::Inconsistent(_))
+        ));
     }
 }

@@ -145,7 +145,10 @@ impl ClusterPhase {
 
     /// Whether a kubeconfig can be handed out (spec §3).
     pub fn serves_kubeconfig(self) -> bool {
-        matches!(self, ClusterPhase::ControlPlaneReady | ClusterPhase::Provisioned)
+        matches!(
+            self,
+            ClusterPhase::ControlPlaneReady | ClusterPhase::Provisioned
+        )
     }
 }
 
@@ -208,7 +211,9 @@ impl RegistrationReason {
             RegistrationReason::QuotaExceeded => "organization quota exceeded",
             RegistrationReason::HubConflict => "name or address conflict in the service hub",
             RegistrationReason::HubRejected => "registration rejected by the service hub",
-            RegistrationReason::WaitingForPlatform => "waiting for the service platform installation",
+            RegistrationReason::WaitingForPlatform => {
+                "waiting for the service platform installation"
+            }
             RegistrationReason::PlatformInstallFailed => "Door platform installation failed",
         }
     }
@@ -227,7 +232,10 @@ pub struct Registration {
 }
 
 impl Registration {
-    pub const PENDING: Registration = Registration { status: SubStatus::Pending, reason: None };
+    pub const PENDING: Registration = Registration {
+        status: SubStatus::Pending,
+        reason: None,
+    };
 }
 
 /// State of an exposure change. Only one is ever in flight (spec §3: a second is 409).
@@ -344,12 +352,19 @@ impl Cluster {
         if self.exposure == to {
             return Ok(ExposureDecision::Unchanged);
         }
-        Ok(ExposureDecision::Start(ExposureChange { to, status: ExposureChangeStatus::InProgress }))
+        Ok(ExposureDecision::Start(ExposureChange {
+            to,
+            status: ExposureChangeStatus::InProgress,
+        }))
     }
 
     /// Completes the exposure change in flight: `exposure` takes the target and the change
     /// clears. Returns false when there was none.
-    pub fn complete_exposure_change(&mut self, public_hostname: Option<String>, api_endpoint: String) -> bool {
+    pub fn complete_exposure_change(
+        &mut self,
+        public_hostname: Option<String>,
+        api_endpoint: String,
+    ) -> bool {
         match self.exposure_change.take() {
             Some(change) => {
                 self.exposure = change.to;
@@ -370,7 +385,10 @@ mod tests {
 
     #[test]
     fn phase_walks_pending_provisioning_control_plane_ready_provisioned() {
-        let p = Pending.apply(StartProvisioning).and_then(|p| p.apply(ControlPlaneUp)).and_then(|p| p.apply(NodesReady));
+        let p = Pending
+            .apply(StartProvisioning)
+            .and_then(|p| p.apply(ControlPlaneUp))
+            .and_then(|p| p.apply(NodesReady));
         assert_eq!(p, Ok(Provisioned));
     }
 
@@ -385,7 +403,14 @@ mod tests {
 
     #[test]
     fn phase_any_phase_can_be_deleted() {
-        for from in [Pending, Provisioning, ControlPlaneReady, Provisioned, Failed, Deleting] {
+        for from in [
+            Pending,
+            Provisioning,
+            ControlPlaneReady,
+            Provisioned,
+            Failed,
+            Deleting,
+        ] {
             assert_eq!(from.apply(Delete), Ok(Deleting));
         }
     }
@@ -402,16 +427,26 @@ mod tests {
 
     #[test]
     fn phase_kubeconfig_only_from_control_plane_ready_or_provisioned() {
-        let serving: Vec<_> = [Pending, Provisioning, ControlPlaneReady, Provisioned, Failed, Deleting]
-            .into_iter()
-            .filter(|p| p.serves_kubeconfig())
-            .collect();
+        let serving: Vec<_> = [
+            Pending,
+            Provisioning,
+            ControlPlaneReady,
+            Provisioned,
+            Failed,
+            Deleting,
+        ]
+        .into_iter()
+        .filter(|p| p.serves_kubeconfig())
+        .collect();
         assert_eq!(serving, [ControlPlaneReady, Provisioned]);
     }
 
     #[test]
     fn registration_reasons_are_exactly_the_contracts_texts() {
-        let texts: Vec<_> = RegistrationReason::ALL.iter().map(|r| serde_json::to_value(r).unwrap_or_default()).collect();
+        let texts: Vec<_> = RegistrationReason::ALL
+            .iter()
+            .map(|r| serde_json::to_value(r).unwrap_or_default())
+            .collect();
         assert_eq!(
             texts,
             [

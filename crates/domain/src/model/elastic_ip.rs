@@ -138,7 +138,10 @@ impl ElasticIp {
             exposure: self.exposure,
             status: self.status,
             address: (self.status == ElasticIpStatus::Ready).then(|| self.address.to_string()),
-            annotation: Annotation { key: annotation_key(annotation_domain), value: self.id.to_string() },
+            annotation: Annotation {
+                key: annotation_key(annotation_domain),
+                value: self.id.to_string(),
+            },
             failure_reason: self.failure_reason.clone(),
             created_at: self.created_at,
             updated_at: self.updated_at,
@@ -187,7 +190,9 @@ impl AddressPool {
             return None;
         }
         let (first, last) = self.host_range();
-        (first..=last).map(Ipv4Addr::from).find(|a| !used.contains(a))
+        (first..=last)
+            .map(Ipv4Addr::from)
+            .find(|a| !used.contains(a))
     }
 }
 
@@ -212,7 +217,9 @@ mod tests {
 
     #[test]
     fn elastic_ip_lifecycle_pending_provisioning_ready_deleting_deleted() {
-        let s = Pending.apply(StartProvisioning).and_then(|s| s.apply(Attached));
+        let s = Pending
+            .apply(StartProvisioning)
+            .and_then(|s| s.apply(Attached));
         assert_eq!(s, Ok(Ready));
         assert_eq!(Deleting.apply(Released), Ok(Deleted));
         assert_eq!(Pending.apply(Fail), Ok(Failed));
@@ -249,7 +256,10 @@ mod tests {
     #[test]
     fn address_pool_reuses_a_released_address() {
         let p = pool("192.0.2.0/29");
-        let used: HashSet<_> = [1, 3].iter().map(|&h| Ipv4Addr::new(192, 0, 2, h)).collect();
+        let used: HashSet<_> = [1, 3]
+            .iter()
+            .map(|&h| Ipv4Addr::new(192, 0, 2, h))
+            .collect();
         assert_eq!(p.first_free(&used), Some(Ipv4Addr::new(192, 0, 2, 2)));
     }
 }

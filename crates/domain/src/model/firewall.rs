@@ -24,15 +24,29 @@ impl Ipv4Cidr {
         if addr.contains(':') {
             return Err(format!("{s:?} is IPv6; only IPv4 CIDRs are allowed"));
         }
-        let network: Ipv4Addr = addr.parse().map_err(|_| format!("{s:?} is not an IPv4 CIDR (expected a.b.c.d/n)"))?;
+        let network: Ipv4Addr = addr
+            .parse()
+            .map_err(|_| format!("{s:?} is not an IPv4 CIDR (expected a.b.c.d/n)"))?;
         let prefix: u8 = match prefix.parse() {
-            Ok(p) if p <= 32 && !prefix.starts_with('+') && !(prefix.len() > 1 && prefix.starts_with('0')) => p,
+            Ok(p)
+                if p <= 32
+                    && !prefix.starts_with('+')
+                    && !(prefix.len() > 1 && prefix.starts_with('0')) =>
+            {
+                p
+            }
             _ => return Err(format!("{s:?} has a prefix length outside 0-32")),
         };
-        let mask = if prefix == 0 { 0 } else { u32::MAX << (32 - u32::from(prefix)) };
+        let mask = if prefix == 0 {
+            0
+        } else {
+            u32::MAX << (32 - u32::from(prefix))
+        };
         if u32::from(network) & !mask != 0 {
             let fixed = Ipv4Addr::from(u32::from(network) & mask);
-            return Err(format!("{s:?} has host bits set; did you mean {fixed}/{prefix}?"));
+            return Err(format!(
+                "{s:?} has host bits set; did you mean {fixed}/{prefix}?"
+            ));
         }
         Ok(Self { network, prefix })
     }
@@ -152,7 +166,10 @@ impl FirewallRuleStatus {
 
     /// A rule can be deleted in any status but `Deleting` (a rule still `Pending` is simply
     /// never applied).
-    pub fn apply(self, event: FirewallEvent) -> Result<FirewallRuleStatus, FirewallTransitionError> {
+    pub fn apply(
+        self,
+        event: FirewallEvent,
+    ) -> Result<FirewallRuleStatus, FirewallTransitionError> {
         use FirewallEvent::*;
         use FirewallRuleStatus::*;
         match (self, event) {
@@ -192,7 +209,12 @@ mod tests {
 
     #[test]
     fn cidr_accepts_ipv4_networks() {
-        for ok in ["203.0.113.0/24", "0.0.0.0/0", "10.0.0.5/32", "192.168.0.0/16"] {
+        for ok in [
+            "203.0.113.0/24",
+            "0.0.0.0/0",
+            "10.0.0.5/32",
+            "192.168.0.0/16",
+        ] {
             let c = Ipv4Cidr::parse(ok);
             assert_eq!(c.map(|c| c.to_string()), Ok(ok.to_owned()));
         }
@@ -200,7 +222,18 @@ mod tests {
 
     #[test]
     fn cidr_rejects_ipv6_bare_addresses_host_bits_and_bad_prefixes() {
-        for bad in ["2001:db8::/32", "::/0", "10.0.0.1", "10.0.0.1/24", "10.0.0.0/33", "10.0.0.0/-1", "10.0.0/8", "a.b.c.d/8", "10.0.0.0/08", ""] {
+        for bad in [
+            "2001:db8::/32",
+            "::/0",
+            "10.0.0.1",
+            "10.0.0.1/24",
+            "10.0.0.0/33",
+            "10.0.0.0/-1",
+            "10.0.0/8",
+            "a.b.c.d/8",
+            "10.0.0.0/08",
+            "",
+        ] {
             assert!(Ipv4Cidr::parse(bad).is_err(), "{bad:?} should be rejected");
         }
     }

@@ -28,7 +28,11 @@ impl RequestFingerprint {
         let canonical = canonical_json(body.unwrap_or(&Value::Null));
         let digest = Sha256::digest(canonical.as_bytes());
         let body_sha256 = digest.iter().map(|b| format!("{b:02x}")).collect();
-        Self { method: method.to_ascii_uppercase(), path: path.to_owned(), body_sha256 }
+        Self {
+            method: method.to_ascii_uppercase(),
+            path: path.to_owned(),
+            body_sha256,
+        }
     }
 }
 
@@ -95,8 +99,13 @@ pub struct IdempotencyScope {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdempotencyState {
-    InProgress { lease_id: Uuid, lease_expires_at: DateTime<Utc> },
-    Completed { response: StoredResponse },
+    InProgress {
+        lease_id: Uuid,
+        lease_expires_at: DateTime<Utc>,
+    },
+    Completed {
+        response: StoredResponse,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,16 +130,24 @@ pub enum IdempotencyDecision {
 }
 
 impl IdempotencyRecord {
-    pub fn decide(&self, fingerprint: &RequestFingerprint, now: DateTime<Utc>) -> IdempotencyDecision {
+    pub fn decide(
+        &self,
+        fingerprint: &RequestFingerprint,
+        now: DateTime<Utc>,
+    ) -> IdempotencyDecision {
         if &self.fingerprint != fingerprint {
             return IdempotencyDecision::Reused;
         }
         match &self.state {
-            IdempotencyState::Completed { response } => IdempotencyDecision::Replay(response.clone()),
-            IdempotencyState::InProgress { lease_expires_at, .. } if *lease_expires_at > now => {
-                IdempotencyDecision::InProgress
+            IdempotencyState::Completed { response } => {
+                IdempotencyDecision::Replay(response.clone())
             }
-            IdempotencyState::InProgress { lease_id, .. } => IdempotencyDecision::TakeOver { stale_lease_id: *lease_id },
+            IdempotencyState::InProgress {
+                lease_expires_at, ..
+            } if *lease_expires_at > now => IdempotencyDecision::InProgress,
+            IdempotencyState::InProgress { lease_id, .. } => IdempotencyDecision::TakeOver {
+                stale_lease_id: *lease_id,
+            },
         }
     }
 }
@@ -159,7 +176,9 @@ mod tests {
     use serde_json::json;
 
     fn at(s: i64) -> DateTime<Utc> {
-        Utc.timestamp_opt(1_700_000_000 + s, 0).single().unwrap_or_default()
+        Utc.timestamp_opt(1_700_000_000 + s, 0)
+            .single()
+            .unwrap_or_default()
     }
 
     fn record(state: IdempotencyState) -> IdempotencyRecord {
@@ -168,7 +187,11 @@ mod tests {
                 organization_id: Uuid::nil(),
                 key: IdempotencyKey::parse("key-0001").unwrap_or_else(|| panic!("valid key")),
             },
-            fingerprint: RequestFingerprint::new("POST", "/v1/public/clusters", Some(&json!({"a": 1}))),
+            fingerprint: RequestFingerprint::new(
+                "POST",
+                "/v1/public/clusters",
+                Some(&json!({"a": 1})),
+            ),
             state,
             created_at: at(0),
         }
@@ -176,29 +199,53 @@ mod tests {
 
     #[test]
     fn idempotency_body_hash_ignores_key_order_and_whitespace() {
-        let a: Value = serde_json::from_str(r#"{"b": [1, {"y": 2, "x": 1}], "a": "s"}"#).unwrap_or_default();
-        let b: Value = serde_json::from_str(r#"{"a":"s","b":[1,{"x":1,"y":2}]}"#).unwrap_or_default();
-        assert_eq!(RequestFingerprint::new("POST", "/p", Some(&a)), RequestFingerprint::new("post", "/p", Some(&b)));
+        let a: Value =
+            serde_json::from_str(r#"{"b": [1, {"y": 2, "x": 1}], "a": "s"}"#).unwrap_or_default();
+        let b: Value =
+            serde_json::from_str(r#"{"a":"s","b":[1,{"x":1,"y":2}]}"#).unwrap_or_default();
+        assert_eq!(
+            RequestFingerprint::new("POST", "/p", Some(&a)),
+            RequestFingerprint::new("post", "/p", Some(&b))
+        );
         assert_eq!(canonical_json(&a), r#"{"a":"s","b":[1,{"x":1,"y":2}]}"#);
         let c = json!({"a": "s", "b": [{"x": 1, "y": 2}, 1]});
-        assert_ne!(RequestFingerprint::new("POST", "/p", Some(&a)), RequestFingerprint::new("POST", "/p", Some(&c)));
+        assert_ne!(
+            RequestFingerprint::new("POST", "/p", Some(&a)),
+            RequestFingerprint::new("POST", "/p", Some(&c))
+        );
     }
 
     #[test]
     fn idempotency_same_request_completed_replays_the_stored_answer() {
-        let response = StoredResponse { status: 201, headers: vec![("Location".into(), "/x".into())], body: b"{}".to_vec() };
-        let r = record(IdempotencyState::Completed { response: response.clone() });
-        assert_eq!(r.decide(&r.fingerprint.clone(), at(10)), IdempotencyDecision::Replay(response));
+        let response = StoredResponse {
+            status: 201,
+            headers: vec![("Location".into(), "/x".into())],
+            body: b"{}".to_vec(),
+        };
+        let r = record(IdempotencyState::Completed {
+            response: response.clone(),
+        });
+        assert_eq!(
+            r.decide(&r.fingerprint.clone(), at(10)),
+            IdempotencyDecision::Replay(response)
+        );
     }
 
     #[test]
     fn idempotency_different_body_method_or_path_is_reused() {
         let r = record(IdempotencyState::Completed {
-            response: StoredResponse { status: 201, headers: vec![], body: vec![] },
+            response: StoredResponse {
+                status: 201,
+                headers: vec![],
+                body: vec![],
+            },
         });
-        let other_body = RequestFingerprint::new("POST", "/v1/public/clusters", Some(&json!({"a": 2})));
-        let other_method = RequestFingerprint::new("DELETE", "/v1/public/clusters", Some(&json!({"a": 1})));
-        let other_path = RequestFingerprint::new("POST", "/v1/public/clusters/x", Some(&json!({"a": 1})));
+        let other_body =
+            RequestFingerprint::new("POST", "/v1/public/clusters", Some(&json!({"a": 2})));
+        let other_method =
+            RequestFingerprint::new("DELETE", "/v1/public/clusters", Some(&json!({"a": 1})));
+        let other_path =
+            RequestFingerprint::new("POST", "/v1/public/clusters/x", Some(&json!({"a": 1})));
         for fp in [other_body, other_method, other_path] {
             assert_eq!(r.decide(&fp, at(10)), IdempotencyDecision::Reused);
         }
@@ -206,22 +253,64 @@ mod tests {
 
     #[test]
     fn idempotency_in_progress_within_lease_is_in_progress() {
-        let r = record(IdempotencyState::InProgress { lease_id: Uuid::nil(), lease_expires_at: at(60) });
-        assert_eq!(r.decide(&r.fingerprint.clone(), at(59)), IdempotencyDecision::InProgress);
+        let r = record(IdempotencyState::InProgress {
+            lease_id: Uuid::nil(),
+            lease_expires_at: at(60),
+        });
+        assert_eq!(
+            r.decide(&r.fingerprint.clone(), at(59)),
+            IdempotencyDecision::InProgress
+        );
     }
 
     #[test]
     fn idempotency_in_progress_past_lease_is_taken_over() {
         let lease = Uuid::from_u128(7);
-        let r = record(IdempotencyState::InProgress { lease_id: lease, lease_expires_at: at(60) });
-        assert_eq!(r.decide(&r.fingerprint.clone(), at(60)), IdempotencyDecision::TakeOver { stale_lease_id: lease });
+        let r = record(IdempotencyState::InProgress {
+            lease_id: lease,
+            lease_expires_at: at(60),
+        });
+        assert_eq!(
+            r.decide(&r.fingerprint.clone(), at(60)),
+            IdempotencyDecision::TakeOver {
+                stale_lease_id: lease
+            }
+        );
     }
 
     #[test]
     fn idempotency_server_errors_are_not_stored() {
-        assert!(StoredResponse { status: 409, headers: vec![], body: vec![] }.is_storable());
-        assert!(StoredResponse { status: 422, headers: vec![], body: vec![] }.is_storable());
-        assert!(!StoredResponse { status: 503, headers: vec![], body: vec![] }.is_storable());
-        assert!(!StoredResponse { status: 500, headers: vec![], body: vec![] }.is_storable());
+        assert!(
+            StoredResponse {
+                status: 409,
+                headers: vec![],
+                body: vec![]
+            }
+            .is_storable()
+        );
+        assert!(
+            StoredResponse {
+                status: 422,
+                headers: vec![],
+                body: vec![]
+            }
+            .is_storable()
+        );
+        assert!(
+            !StoredResponse {
+                status: 503,
+                headers: vec![],
+                body: vec![]
+            }
+            .is_storable()
+        );
+        assert!(
+            !StoredResponse {
+                status: 500,
+                headers: vec![],
+                body: vec![]
+            }
+            .is_storable()
+        );
     }
 }

@@ -75,12 +75,16 @@ pub struct Caller {
 impl Caller {
     /// The caller's membership in the organization with this id.
     pub fn membership(&self, organization_id: &Uuid) -> Option<&Membership> {
-        self.memberships.iter().find(|m| &m.organization.id == organization_id)
+        self.memberships
+            .iter()
+            .find(|m| &m.organization.id == organization_id)
     }
 
     /// The caller's membership in the organization a reference names, if any.
     pub fn membership_by_ref(&self, r: &OrgRef) -> Option<&Membership> {
-        self.memberships.iter().find(|m| r.matches(&m.organization.id, &m.organization.slug))
+        self.memberships
+            .iter()
+            .find(|m| r.matches(&m.organization.id, &m.organization.slug))
     }
 
     pub fn role_in(&self, organization_id: &Uuid) -> Option<Role> {
@@ -146,10 +150,34 @@ mod tests {
 
     #[test]
     fn prepaid_without_credit_may_not_add_nodes() {
-        assert!(!Billing { plan: Plan::Prepaid, credit_cents: 0 }.may_add_nodes());
-        assert!(!Billing { plan: Plan::Prepaid, credit_cents: -5 }.may_add_nodes());
-        assert!(Billing { plan: Plan::Prepaid, credit_cents: 1 }.may_add_nodes());
-        assert!(Billing { plan: Plan::Postpaid, credit_cents: 0 }.may_add_nodes());
+        assert!(
+            !Billing {
+                plan: Plan::Prepaid,
+                credit_cents: 0
+            }
+            .may_add_nodes()
+        );
+        assert!(
+            !Billing {
+                plan: Plan::Prepaid,
+                credit_cents: -5
+            }
+            .may_add_nodes()
+        );
+        assert!(
+            Billing {
+                plan: Plan::Prepaid,
+                credit_cents: 1
+            }
+            .may_add_nodes()
+        );
+        assert!(
+            Billing {
+                plan: Plan::Postpaid,
+                credit_cents: 0
+            }
+            .may_add_nodes()
+        );
     }
 
     #[test]

@@ -22,7 +22,8 @@ pub struct SealedCredentials {
 
 /// Renders the YAML. `server` is the API server's URL (`https://<host>:6443`).
 pub fn render(cluster_name: &str, server: &str, credentials: &ClusterCredentials) -> String {
-    let ca = base64::engine::general_purpose::STANDARD.encode(credentials.ca_certificate_pem.as_bytes());
+    let ca =
+        base64::engine::general_purpose::STANDARD.encode(credentials.ca_certificate_pem.as_bytes());
     let user = format!("{cluster_name}-admin");
     // Names are DNS labels and hosts are host names, both YAML-safe as plain scalars; the
     // token is quoted since a token may begin with a character YAML reads specially.
@@ -45,7 +46,11 @@ pub fn render(cluster_name: &str, server: &str, credentials: &ClusterCredentials
              user: {user}\n\
          current-context: {cluster_name}\n\
          preferences: {{}}\n",
-        token = credentials.token.expose().replace('\\', "\\\\").replace('"', "\\\""),
+        token = credentials
+            .token
+            .expose()
+            .replace('\\', "\\\\")
+            .replace('"', "\\\""),
     )
 }
 
@@ -55,7 +60,10 @@ mod tests {
 
     #[test]
     fn kubeconfig_names_server_ca_token_and_current_context() {
-        let creds = ClusterCredentials { ca_certificate_pem: "-----BEGIN CERTIFICATE-----\nx\n".into(), token: Secret::new("tok-123") };
+        let creds = ClusterCredentials {
+            ca_certificate_pem: "-----BEGIN CERTIFICATE-----\nx\n".into(),
+            token: Secret::new("tok-123"),
+        };
         let y = render("prod-1", "https://prod-1.k8s.example.com:6443", &creds);
         assert!(y.starts_with("apiVersion: v1\nkind: Config\n"));
         assert!(y.contains("    server: https://prod-1.k8s.example.com:6443\n"));

@@ -48,7 +48,9 @@ impl NodeStatus {
     pub fn apply(self, event: NodeEvent) -> Result<NodeStatus, NodeTransitionError> {
         match (self, event) {
             (NodeStatus::Provisioning, NodeEvent::Up) => Ok(NodeStatus::Ready),
-            (NodeStatus::Provisioning | NodeStatus::Ready, NodeEvent::Delete) => Ok(NodeStatus::Deleting),
+            (NodeStatus::Provisioning | NodeStatus::Ready, NodeEvent::Delete) => {
+                Ok(NodeStatus::Deleting)
+            }
             (from, event) => Err(NodeTransitionError { from, event }),
         }
     }

@@ -14,17 +14,55 @@ use crate::model::kubeconfig::ClusterCredentials;
 /// One piece of provisioning work.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
-    CreateControlPlane { cluster_id: Uuid, cluster_name: String, zone: String, version: String, exposure: Exposure },
-    RegisterHub { cluster_id: Uuid },
-    InstallDefaultEnvironment { cluster_id: Uuid },
-    CreateNode { cluster_id: Uuid, pool: String, node: String, size: String },
-    DeleteNode { cluster_id: Uuid, node: String },
-    AttachAddress { cluster_id: Uuid, elastic_ip_id: Uuid, address: Ipv4Addr, exposure: Exposure },
-    DetachAddress { cluster_id: Uuid, elastic_ip_id: Uuid, address: Ipv4Addr },
-    ApplyFirewallRule { rule: FirewallRule },
-    RemoveFirewallRule { cluster_id: Uuid, rule_id: Uuid },
-    SetExposure { cluster_id: Uuid, cluster_name: String, to: Exposure },
-    DestroyCluster { cluster_id: Uuid },
+    CreateControlPlane {
+        cluster_id: Uuid,
+        cluster_name: String,
+        zone: String,
+        version: String,
+        exposure: Exposure,
+    },
+    RegisterHub {
+        cluster_id: Uuid,
+    },
+    InstallDefaultEnvironment {
+        cluster_id: Uuid,
+    },
+    CreateNode {
+        cluster_id: Uuid,
+        pool: String,
+        node: String,
+        size: String,
+    },
+    DeleteNode {
+        cluster_id: Uuid,
+        node: String,
+    },
+    AttachAddress {
+        cluster_id: Uuid,
+        elastic_ip_id: Uuid,
+        address: Ipv4Addr,
+        exposure: Exposure,
+    },
+    DetachAddress {
+        cluster_id: Uuid,
+        elastic_ip_id: Uuid,
+        address: Ipv4Addr,
+    },
+    ApplyFirewallRule {
+        rule: FirewallRule,
+    },
+    RemoveFirewallRule {
+        cluster_id: Uuid,
+        rule_id: Uuid,
+    },
+    SetExposure {
+        cluster_id: Uuid,
+        cluster_name: String,
+        to: Exposure,
+    },
+    DestroyCluster {
+        cluster_id: Uuid,
+    },
 }
 
 impl Step {
@@ -59,7 +97,10 @@ pub struct Endpoint {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepOutcome {
     Done,
-    ControlPlane { endpoint: Endpoint, credentials: ClusterCredentials },
+    ControlPlane {
+        endpoint: Endpoint,
+        credentials: ClusterCredentials,
+    },
     Registration(Registration),
     Exposure(Endpoint),
 }

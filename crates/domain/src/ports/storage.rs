@@ -121,10 +121,17 @@ pub trait ClusterRepository: Send + Sync {
     async fn cluster(&self, id: Uuid) -> Result<Option<Cluster>, StoreError>;
     /// Live clusters of an organization, ordered by `created_at`, then `id`; MUST take a
     /// constant number of queries whatever the page size.
-    async fn list_clusters(&self, organization_id: Uuid, zone: Option<String>, page: PageRequest)
-    -> Result<Page<Cluster>, StoreError>;
+    async fn list_clusters(
+        &self,
+        organization_id: Uuid,
+        zone: Option<String>,
+        page: PageRequest,
+    ) -> Result<Page<Cluster>, StoreError>;
     /// The revision and phase only (the state long-poll's cheap read).
-    async fn revision(&self, id: Uuid) -> Result<Option<(i64, crate::model::cluster::ClusterPhase)>, StoreError>;
+    async fn revision(
+        &self,
+        id: Uuid,
+    ) -> Result<Option<(i64, crate::model::cluster::ClusterPhase)>, StoreError>;
     /// Nodes of a cluster, or of one pool, ordered by name.
     async fn nodes(&self, cluster_id: Uuid, pool: Option<String>) -> Result<Vec<Node>, StoreError>;
     async fn elastic_ips(&self, cluster_id: Uuid) -> Result<Vec<ElasticIp>, StoreError>;
@@ -199,11 +206,20 @@ pub struct OperationLease {
 pub trait OperationQueue: Send + Sync {
     /// Claims the oldest runnable operation (pending and due, or running with an expired lease),
     /// skipping ones other workers hold; MUST never hand one operation to two workers.
-    async fn claim(&self, worker: String, lease: Duration) -> Result<Option<OperationLease>, StoreError>;
+    async fn claim(
+        &self,
+        worker: String,
+        lease: Duration,
+    ) -> Result<Option<OperationLease>, StoreError>;
     /// Finished: done, unless more work was asked meanwhile (then pending again).
     async fn finish(&self, lease: OperationLease) -> Result<(), StoreError>;
     /// Failed transiently: pending again after `retry_at`, with the attempt and error recorded.
-    async fn retry(&self, lease: OperationLease, error: String, retry_at: DateTime<Utc>) -> Result<(), StoreError>;
+    async fn retry(
+        &self,
+        lease: OperationLease,
+        error: String,
+        retry_at: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
     /// Operations not yet done.
     async fn depth(&self) -> Result<u64, StoreError>;
 }
@@ -236,7 +252,10 @@ pub enum AuthServerChange {
     Insert(AuthServer),
     /// Replaces the stored server (credentials included) if its `updated_at` is still
     /// `expected_updated_at`.
-    Update { server: AuthServer, expected_updated_at: DateTime<Utc> },
+    Update {
+        server: AuthServer,
+        expected_updated_at: DateTime<Utc>,
+    },
     Delete(Uuid),
 }
 
@@ -253,8 +272,11 @@ pub struct AuthServerWrite {
 pub trait AuthServerRepository: Send + Sync {
     async fn auth_server(&self, id: Uuid) -> Result<Option<AuthServer>, StoreError>;
     /// An organization's servers, optionally of one environment, ordered by `created_at`.
-    async fn list_auth_servers(&self, organization_id: Uuid, environment: Option<String>)
-    -> Result<Vec<AuthServer>, StoreError>;
+    async fn list_auth_servers(
+        &self,
+        organization_id: Uuid,
+        environment: Option<String>,
+    ) -> Result<Vec<AuthServer>, StoreError>;
     /// Applies a change with its audit entry; MUST return `Duplicate(AuthServerName)` for a
     /// name taken in the organization and environment, `RevisionMismatch` for a lost race.
     async fn write_auth_server(&self, write: AuthServerWrite) -> Result<(), StoreError>;

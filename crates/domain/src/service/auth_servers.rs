@@ -9,12 +9,12 @@ use uuid::Uuid;
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
 use crate::input::auth_server::{
-    AuthServerPatch, ConfigChanges, ConfigSpec, CreateAuthServerRequest, CredentialRequest, check_password, check_token,
-    check_username,
+    AuthServerPatch, ConfigChanges, ConfigSpec, CreateAuthServerRequest, CredentialRequest,
+    check_password, check_token, check_username,
 };
 use crate::model::auth_server::{
-    AuthServer, AuthServerConfig, AuthServerView, BasicConfig, BasicCredential, CredentialView, OidcConfig, TokenConfig,
-    TokenCredential,
+    AuthServer, AuthServerConfig, AuthServerView, BasicConfig, BasicCredential, CredentialView,
+    OidcConfig, TokenConfig, TokenCredential,
 };
 use crate::model::identity::Caller;
 use crate::model::secret::Secret;
@@ -33,7 +33,13 @@ fn vault_error(e: crate::ports::secrets::VaultError) -> DomainError {
 }
 
 impl Services {
-    fn audit(&self, caller: &Caller, server: &AuthServer, action: &str, details: serde_json::Value) -> AuditEvent {
+    fn audit(
+        &self,
+        caller: &Caller,
+        server: &AuthServer,
+        action: &str,
+        details: serde_json::Value,
+    ) -> AuditEvent {
         AuditEvent {
             id: self.ports.ids.new_id(),
             organization_id: server.organization_id,
@@ -47,30 +53,51 @@ impl Services {
 
     async fn load_auth_server(&self, id: &str) -> Result<AuthServer, DomainError> {
         let uuid = parse_id(id).ok_or(DomainError::NotFound(Resource::AuthServer))?;
-        self.ports.auth_servers.auth_server(uuid).await.map_err(store_error)?.ok_or(DomainError::NotFound(Resource::AuthServer))
+        self.ports
+            .auth_servers
+            .auth_server(uuid)
+            .await
+            .map_err(store_error)?
+            .ok_or(DomainError::NotFound(Resource::AuthServer))
     }
 
-    async fn auth_server_for_write(&self, caller: &Caller, id: &str) -> Result<AuthServer, DomainError> {
+    async fn auth_server_for_write(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<AuthServer, DomainError> {
         access::require_writer_somewhere(caller)?;
         let server = self.load_auth_server(id).await?;
         access::authorize_object(caller, &server.organization_id, Access::Write)?;
         Ok(server)
     }
 
-    async fn hash_credentials(&self, pairs: &[(String, Secret)]) -> Result<Vec<BasicCredential>, DomainError> {
+    async fn hash_credentials(
+        &self,
+        pairs: &[(String, Secret)],
+    ) -> Result<Vec<BasicCredential>, DomainError> {
         let mut out = Vec::with_capacity(pairs.len());
         for (username, password) in pairs {
             out.push(BasicCredential {
                 id: self.ports.ids.new_id(),
                 username: username.clone(),
-                password_hash: self.ports.vault.hash_password(password).await.map_err(vault_error)?,
+                password_hash: self
+                    .ports
+                    .vault
+                    .hash_password(password)
+                    .await
+                    .map_err(vault_error)?,
             });
         }
         Ok(out)
     }
 
     fn token_credential(&self, token: &Secret) -> TokenCredential {
-        TokenCredential { id: self.ports.ids.new_id(), digest: self.ports.vault.digest_token(token), hint: token.hint() }
+        TokenCredential {
+            id: self.ports.ids.new_id(),
+            digest: self.ports.vault.digest_token(token),
+            hint: token.hint(),
+        }
     }
 
     /// `GET /v1/public/gateway/auth-servers?environment=E`.
@@ -81,15 +108,29 @@ impl Services {
         org_header: Option<&str>,
         environment: Option<&str>,
     ) -> Result<Vec<AuthServerView>, DomainError> {
-        let org = access::resolve_collection_org(self.ports.identity.as_ref(), caller, org_query, org_header).await?;
+        let org = access::resolve_collection_org(
+            self.ports.identity.as_ref(),
+            caller,
+            org_query,
+            org_header,
+        )
+        .await?;
         let environment = match environment {
-            None | Some("") => None,
+            None => None,
             Some(e) if is_dns_label(e) => Some(e.to_owned()),
             Some(_) => {
-                return Err(DomainError::InvalidQuery { parameter: "environment", message: "must be a DNS label".into() });
+                return Err(DomainError::InvalidQuery {
+                    parameter: "environment",
+                    message: "must be a DNS label".into(),
+                });
             }
         };
-        let servers = self.ports.auth_servers.list_auth_servers(org.id, environment).await.map_err(store_error)?;
+        let servers = self
+            .ports
+            .auth_servers
+            .list_auth_servers(org.id, environment)
+            .await
+            .map_err(store_error)?;
         Ok(servers.iter().map(AuthServer::view).collect())
     }
 
@@ -101,7 +142,9 @@ impl Services {
         idempotency: Option<IdempotencyRequest<'_, AuthServerView>>,
     ) -> Result<Answer<AuthServerView>, DomainError> {
         let spec = body.validate()?;
-        let org = access::resolve_create_org(self.ports.identity.as_ref(), caller, &spec.organization).await?;
+        let org =
+            access::resolve_create_org(self.ports.identity.as_ref(), caller, &spec.organization)
+                .await?;
         let held = match self.begin(org.id, idempotency).await? {
             Begin::Replay(r) => return Ok(Answer::Replayed(r)),
             Begin::Proceed(h) => h,
@@ -112,16 +155,21 @@ impl Services {
                     issuer_url: o.issuer_url.clone(),
                     redirect_path: o.redirect_path.clone(),
                     client_id: o.client_id.clone(),
-                    client_secret: self.ports.vault.seal(&o.client_secret).map_err(vault_error)?,
+                    client_secret: self
+                        .ports
+                        .vault
+                        .seal(&o.client_secret)
+                        .map_err(vault_error)?,
                     authorized_domain: o.authorized_domain.clone(),
                     claims: o.claims.clone(),
                 }),
-                ConfigSpec::Basic { realm, credentials } => {
-                    AuthServerConfig::Basic(BasicConfig { realm: realm.clone(), credentials: self.hash_credentials(credentials).await? })
-                }
-                ConfigSpec::Token { tokens } => {
-                    AuthServerConfig::Token(TokenConfig { tokens: tokens.iter().map(|t| self.token_credential(t)).collect() })
-                }
+                ConfigSpec::Basic { realm, credentials } => AuthServerConfig::Basic(BasicConfig {
+                    realm: realm.clone(),
+                    credentials: self.hash_credentials(credentials).await?,
+                }),
+                ConfigSpec::Token { tokens } => AuthServerConfig::Token(TokenConfig {
+                    tokens: tokens.iter().map(|t| self.token_credential(t)).collect(),
+                }),
             };
             let now = self.ports.clock.now();
             let server = AuthServer {
@@ -135,7 +183,12 @@ impl Services {
                 updated_at: now,
             };
             let view = server.view();
-            let audit = self.audit(caller, &server, "created", json!({"name": view.name, "environment": view.environment, "type": view.kind}));
+            let audit = self.audit(
+                caller,
+                &server,
+                "created",
+                json!({"name": view.name, "environment": view.environment, "type": view.kind}),
+            );
             let write = AuthServerWrite {
                 change: AuthServerChange::Insert(server),
                 audit,
@@ -153,7 +206,11 @@ impl Services {
     }
 
     /// `GET /v1/public/gateway/auth-servers/{id}`.
-    pub async fn get_auth_server(&self, caller: &Caller, id: &str) -> Result<AuthServerView, DomainError> {
+    pub async fn get_auth_server(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<AuthServerView, DomainError> {
         let server = self.load_auth_server(id).await?;
         access::authorize_object(caller, &server.organization_id, Access::Read)?;
         Ok(server.view())
@@ -165,7 +222,12 @@ impl Services {
         &self,
         mut server: AuthServer,
         caller: &Caller,
-        mut decide: impl AsyncFnMut(&AuthServer) -> Result<(AuthServer, &'static str, serde_json::Value, T), DomainError>,
+        mut decide: impl AsyncFnMut(
+            &AuthServer,
+        ) -> Result<
+            (AuthServer, &'static str, serde_json::Value, T),
+            DomainError,
+        >,
         completion: impl Fn(&T) -> Option<crate::model::idempotency::IdempotencyCompletion>,
     ) -> Result<T, DomainError> {
         for attempt in 0..MAX_ATTEMPTS {
@@ -173,11 +235,18 @@ impl Services {
                 server = self.load_auth_server(&server.id.to_string()).await?;
             }
             let (mut next, action, details, value) = decide(&server).await?;
-            next.updated_at = self.ports.clock.now().max(server.updated_at + chrono::Duration::microseconds(1));
+            next.updated_at = self
+                .ports
+                .clock
+                .now()
+                .max(server.updated_at + chrono::Duration::microseconds(1));
             let audit = self.audit(caller, &next, action, details);
             let name = next.name.as_str().to_owned();
             let write = AuthServerWrite {
-                change: AuthServerChange::Update { server: next, expected_updated_at: server.updated_at },
+                change: AuthServerChange::Update {
+                    server: next,
+                    expected_updated_at: server.updated_at,
+                },
                 audit,
                 idempotency: completion(&value),
             };
@@ -185,7 +254,10 @@ impl Services {
                 Ok(()) => return Ok(value),
                 Err(StoreError::RevisionMismatch) => continue,
                 Err(StoreError::Duplicate(crate::ports::storage::UniqueRule::CredentialName)) => {
-                    return Err(DomainError::Conflict(Conflict::NameTaken { resource: Resource::Credential, name: String::new() }));
+                    return Err(DomainError::Conflict(Conflict::NameTaken {
+                        resource: Resource::Credential,
+                        name: String::new(),
+                    }));
                 }
                 Err(e) => return Err(name_taken(e, Resource::AuthServer, &name)),
             }
@@ -194,11 +266,21 @@ impl Services {
     }
 
     /// `PATCH /v1/public/gateway/auth-servers/{id}`: merges the given fields.
-    pub async fn patch_auth_server(&self, caller: &Caller, id: &str, body: AuthServerPatch) -> Result<AuthServerView, DomainError> {
+    pub async fn patch_auth_server(
+        &self,
+        caller: &Caller,
+        id: &str,
+        body: AuthServerPatch,
+    ) -> Result<AuthServerView, DomainError> {
         let server = self.auth_server_for_write(caller, id).await?;
         let changes = body.validate(server.config.kind())?;
         let new_secret = match &changes.config {
-            ConfigChanges::Oidc(o) => o.client_secret.as_ref().map(|s| self.ports.vault.seal(s)).transpose().map_err(vault_error)?,
+            ConfigChanges::Oidc(o) => o
+                .client_secret
+                .as_ref()
+                .map(|s| self.ports.vault.seal(s))
+                .transpose()
+                .map_err(vault_error)?,
             _ => None,
         };
         self.change_auth_server(
@@ -217,23 +299,35 @@ impl Services {
                 }
                 match (&changes.config, &mut next.config) {
                     (ConfigChanges::Oidc(o), AuthServerConfig::Oidc(c)) => {
-                        let mut set = |field: &'static str, target: &mut String, value: &Option<String>| {
-                            if let Some(v) = value {
-                                *target = v.clone();
-                                changed.push(field);
-                            }
-                        };
+                        let mut set =
+                            |field: &'static str, target: &mut String, value: &Option<String>| {
+                                if let Some(v) = value {
+                                    *target = v.clone();
+                                    changed.push(field);
+                                }
+                            };
                         set("issuer_url", &mut c.issuer_url, &o.issuer_url);
                         set("redirect_path", &mut c.redirect_path, &o.redirect_path);
                         set("client_id", &mut c.client_id, &o.client_id);
-                        set("authorized_domain", &mut c.authorized_domain, &o.authorized_domain);
-                        let mut claim = |field: &'static str, target: &mut Option<String>, value: &Option<Option<String>>| {
-                            if let Some(v) = value {
-                                *target = v.clone();
-                                changed.push(field);
-                            }
-                        };
-                        claim("username_claim", &mut c.claims.username_claim, &o.username_claim);
+                        set(
+                            "authorized_domain",
+                            &mut c.authorized_domain,
+                            &o.authorized_domain,
+                        );
+                        let mut claim =
+                            |field: &'static str,
+                             target: &mut Option<String>,
+                             value: &Option<Option<String>>| {
+                                if let Some(v) = value {
+                                    *target = v.clone();
+                                    changed.push(field);
+                                }
+                            };
+                        claim(
+                            "username_claim",
+                            &mut c.claims.username_claim,
+                            &o.username_claim,
+                        );
                         claim("email_claim", &mut c.claims.email_claim, &o.email_claim);
                         claim("role_claim", &mut c.claims.role_claim, &o.role_claim);
                         claim("group_claim", &mut c.claims.group_claim, &o.group_claim);
@@ -265,20 +359,38 @@ impl Services {
     ) -> Result<Answer<Deleted>, DomainError> {
         access::require_writer_somewhere(caller)?;
         let uuid = parse_id(id).ok_or(DomainError::NotFound(Resource::AuthServer))?;
-        let found = self.ports.auth_servers.auth_server(uuid).await.map_err(store_error)?;
-        let Some(server) = found else { return Err(DomainError::NotFound(Resource::AuthServer)) };
+        let found = self
+            .ports
+            .auth_servers
+            .auth_server(uuid)
+            .await
+            .map_err(store_error)?;
+        let Some(server) = found else {
+            return Err(DomainError::NotFound(Resource::AuthServer));
+        };
         access::authorize_object(caller, &server.organization_id, Access::Write)?;
         let held = match self.begin(server.organization_id, idempotency).await? {
             Begin::Replay(r) => return Ok(Answer::Replayed(r)),
             Begin::Proceed(h) => h,
         };
-        let audit = self.audit(caller, &server, "deleted", json!({"name": server.name.as_str(), "environment": server.environment.as_str()}));
+        let audit = self.audit(
+            caller,
+            &server,
+            "deleted",
+            json!({"name": server.name.as_str(), "environment": server.environment.as_str()}),
+        );
         let write = AuthServerWrite {
             change: AuthServerChange::Delete(server.id),
             audit,
             idempotency: held.as_ref().map(|h| h.completion(&Deleted)),
         };
-        let result = self.ports.auth_servers.write_auth_server(write).await.map(|_| Deleted).map_err(store_error);
+        let result = self
+            .ports
+            .auth_servers
+            .write_auth_server(write)
+            .await
+            .map(|_| Deleted)
+            .map_err(store_error);
         self.settle(held, result).await
     }
 
@@ -305,8 +417,15 @@ impl Services {
                     if !v.is_empty() {
                         return Err(DomainError::Validation(v));
                     }
-                    let hashed = self.hash_credentials(&[(b.username.clone(), b.password.clone())]).await?;
-                    Prepared::Basic(hashed.into_iter().next().ok_or_else(|| DomainError::Internal("no hash".into()))?)
+                    let hashed = self
+                        .hash_credentials(&[(b.username.clone(), b.password.clone())])
+                        .await?;
+                    Prepared::Basic(
+                        hashed
+                            .into_iter()
+                            .next()
+                            .ok_or_else(|| DomainError::Internal("no hash".into()))?,
+                    )
                 }
                 (AuthServerConfig::Token(_), CredentialRequest::Token(t)) => {
                     check_token(&mut v, "token", &t.token);
@@ -316,10 +435,23 @@ impl Services {
                     Prepared::Token(self.token_credential(&t.token))
                 }
                 (AuthServerConfig::Oidc(_), _) => {
-                    return Err(DomainError::validation("", "an oidc auth server has no credentials"));
+                    return Err(DomainError::validation(
+                        "",
+                        "an oidc auth server has no credentials",
+                    ));
                 }
-                (AuthServerConfig::Basic(_), _) => return Err(DomainError::validation("", "a basic auth server takes {\"username\", \"password\"}")),
-                (AuthServerConfig::Token(_), _) => return Err(DomainError::validation("", "a token auth server takes {\"token\"}")),
+                (AuthServerConfig::Basic(_), _) => {
+                    return Err(DomainError::validation(
+                        "",
+                        "a basic auth server takes {\"username\", \"password\"}",
+                    ));
+                }
+                (AuthServerConfig::Token(_), _) => {
+                    return Err(DomainError::validation(
+                        "",
+                        "a token auth server takes {\"token\"}",
+                    ));
+                }
             };
             self.change_auth_server(
                 server,
@@ -329,14 +461,20 @@ impl Services {
                     let view = match (&mut next.config, &prepared) {
                         (AuthServerConfig::Basic(b), Prepared::Basic(cred)) => {
                             if b.credentials.iter().any(|c| c.username == cred.username) {
-                                return Err(DomainError::Conflict(Conflict::NameTaken { resource: Resource::Credential, name: cred.username.clone() }));
+                                return Err(DomainError::Conflict(Conflict::NameTaken {
+                                    resource: Resource::Credential,
+                                    name: cred.username.clone(),
+                                }));
                             }
                             b.credentials.push(cred.clone());
                             cred.view()
                         }
                         (AuthServerConfig::Token(t), Prepared::Token(cred)) => {
                             if t.tokens.iter().any(|c| c.digest == cred.digest) {
-                                return Err(DomainError::Conflict(Conflict::NameTaken { resource: Resource::Credential, name: cred.hint.clone() }));
+                                return Err(DomainError::Conflict(Conflict::NameTaken {
+                                    resource: Resource::Credential,
+                                    name: cred.hint.clone(),
+                                }));
                             }
                             t.tokens.push(cred.clone());
                             cred.view()
@@ -344,8 +482,12 @@ impl Services {
                         _ => return Err(DomainError::Internal("auth server type changed".into())),
                     };
                     let details = match &view {
-                        CredentialView::Basic { id, username } => json!({"credential_id": id, "username": username}),
-                        CredentialView::Token { id, hint } => json!({"credential_id": id, "hint": hint}),
+                        CredentialView::Basic { id, username } => {
+                            json!({"credential_id": id, "username": username})
+                        }
+                        CredentialView::Token { id, hint } => {
+                            json!({"credential_id": id, "hint": hint})
+                        }
                     };
                     Ok((next, "credential_added", details, view))
                 },
@@ -394,7 +536,12 @@ impl Services {
                         AuthServerConfig::Token(t) => t.tokens.retain(|c| c.id != cred),
                         AuthServerConfig::Oidc(_) => {}
                     }
-                    Ok((next, "credential_removed", json!({"credential_id": cred}), Deleted))
+                    Ok((
+                        next,
+                        "credential_removed",
+                        json!({"credential_id": cred}),
+                        Deleted,
+                    ))
                 },
                 |d| held.as_ref().map(|h| h.completion(d)),
             )

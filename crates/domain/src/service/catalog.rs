@@ -16,10 +16,14 @@ impl Services {
         org_header: Option<&str>,
         zone: Option<&str>,
     ) -> Result<CatalogView, DomainError> {
-        access::resolve_collection_org(self.ports.identity.as_ref(), caller, org_query, org_header).await?;
+        access::resolve_collection_org(self.ports.identity.as_ref(), caller, org_query, org_header)
+            .await?;
         let offer = match zone {
             None | Some("") => self.catalog.default_zone(),
-            Some(z) => self.catalog.zone(z).ok_or_else(|| DomainError::UnknownZone(z.to_owned()))?,
+            Some(z) => self
+                .catalog
+                .zone(z)
+                .ok_or_else(|| DomainError::UnknownZone(z.to_owned()))?,
         };
         Ok(offer.view())
     }

@@ -46,8 +46,14 @@ pub struct StateAnswer {
 /// The kubeconfig, or 202 with a retry hint while the control plane is not up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KubeconfigAnswer {
-    Ready { cluster_id: uuid::Uuid, yaml: String },
-    NotReady { phase: ClusterPhase, retry_after_seconds: u32 },
+    Ready {
+        cluster_id: uuid::Uuid,
+        yaml: String,
+    },
+    NotReady {
+        phase: ClusterPhase,
+        retry_after_seconds: u32,
+    },
 }
 
 impl Services {
@@ -61,16 +67,31 @@ impl Services {
         page: Option<&str>,
         size: Option<&str>,
     ) -> Result<ClusterPage, DomainError> {
-        let org = access::resolve_collection_org(self.ports.identity.as_ref(), caller, org_query, org_header).await?;
+        let org = access::resolve_collection_org(
+            self.ports.identity.as_ref(),
+            caller,
+            org_query,
+            org_header,
+        )
+        .await?;
         let zone = match zone {
             None | Some("") => None,
             Some(z) if self.catalog.zone(z).is_some() => Some(z.to_owned()),
             Some(z) => return Err(DomainError::UnknownZone(z.to_owned())),
         };
         let request: PageRequest = query::page(page, size)?;
-        let Page { items, total } =
-            self.ports.clusters.list_clusters(org.id, zone, request).await.map_err(store_error)?;
-        Ok(ClusterPage { items, page: request.page, size: request.size, total })
+        let Page { items, total } = self
+            .ports
+            .clusters
+            .list_clusters(org.id, zone, request)
+            .await
+            .map_err(store_error)?;
+        Ok(ClusterPage {
+            items,
+            page: request.page,
+            size: request.size,
+            total,
+        })
     }
 
     /// `POST /v1/public/clusters`: the organization comes from the body only (behaviour 1).
@@ -81,7 +102,9 @@ impl Services {
         idempotency: Option<IdempotencyRequest<'_, Cluster>>,
     ) -> Result<Answer<Cluster>, DomainError> {
         let spec = body.validate()?;
-        let org = access::resolve_create_org(self.ports.identity.as_ref(), caller, &spec.organization).await?;
+        let org =
+            access::resolve_create_org(self.ports.identity.as_ref(), caller, &spec.organization)
+                .await?;
         let held = match self.begin(org.id, idempotency).await? {
             Begin::Replay(r) => return Ok(Answer::Replayed(r)),
             Begin::Proceed(h) => h,
@@ -89,19 +112,26 @@ impl Services {
         let result = async {
             let zone = match &spec.zone {
                 None => self.catalog.default_zone(),
-                Some(z) => self.catalog.zone(z).ok_or_else(|| DomainError::UnknownZone(z.clone()))?,
+                Some(z) => self
+                    .catalog
+                    .zone(z)
+                    .ok_or_else(|| DomainError::UnknownZone(z.clone()))?,
             };
             let version = match &spec.version {
                 None => zone.recommended_version(),
-                Some(v) => zone.version(v).ok_or_else(|| DomainError::UnknownVersion(v.clone()))?,
+                Some(v) => zone
+                    .version(v)
+                    .ok_or_else(|| DomainError::UnknownVersion(v.clone()))?,
             };
             let mut pools = Vec::with_capacity(spec.node_pools.len());
             let now = self.ports.clock.now();
             for (i, p) in spec.node_pools.iter().enumerate() {
-                let tier = zone.tier(&p.size).ok_or_else(|| DomainError::UnknownMachineTier {
-                    field: format!("node_pools[{i}].size"),
-                    value: p.size.clone(),
-                })?;
+                let tier = zone
+                    .tier(&p.size)
+                    .ok_or_else(|| DomainError::UnknownMachineTier {
+                        field: format!("node_pools[{i}].size"),
+                        value: p.size.clone(),
+                    })?;
                 pools.push(NodePool {
                     name: p.name.clone(),
                     size: p.size.clone(),
@@ -147,7 +177,8 @@ impl Services {
                 revision: 1,
                 deleted_at: None,
             };
-            self.require_zone_capacity(&cluster.zone, cluster.node_demand()).await?;
+            self.require_zone_capacity(&cluster.zone, cluster.node_demand())
+                .await?;
             let write = ClusterWrite {
                 cluster_id: cluster.id,
                 expected_revision: None,
@@ -156,7 +187,11 @@ impl Services {
                 idempotency: held.as_ref().map(|h| h.completion(&cluster)),
                 at: now,
             };
-            self.ports.clusters.commit(write).await.map_err(|e| name_taken(e, Resource::Cluster, cluster.name.as_str()))?;
+            self.ports
+                .clusters
+                .commit(write)
+                .await
+                .map_err(|e| name_taken(e, Resource::Cluster, cluster.name.as_str()))?;
             Ok(cluster)
         }
         .await;
@@ -164,11 +199,20 @@ impl Services {
     }
 
     /// 503 when `extra` more nodes would pass the zone's capacity.
-    pub(crate) async fn require_zone_capacity(&self, zone: &str, extra: u64) -> Result<(), DomainError> {
+    pub(crate) async fn require_zone_capacity(
+        &self,
+        zone: &str,
+        extra: u64,
+    ) -> Result<(), DomainError> {
         if extra == 0 {
             return Ok(());
         }
-        let demand = self.ports.clusters.zone_node_demand(zone.to_owned()).await.map_err(store_error)?;
+        let demand = self
+            .ports
+            .clusters
+            .zone_node_demand(zone.to_owned())
+            .await
+            .map_err(store_error)?;
         if demand.saturating_add(extra) > self.ports.cloud.zone_capacity(zone) {
             return Err(DomainError::CapacityExhausted(Capacity::ZoneNodes));
         }
@@ -184,7 +228,11 @@ impl Services {
 
     /// Loads a live cluster for a write by a caller who must be super_admin of its
     /// organization (403 before load for writers who are super_admin nowhere).
-    pub(crate) async fn cluster_for_write(&self, caller: &Caller, id: &str) -> Result<Cluster, DomainError> {
+    pub(crate) async fn cluster_for_write(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Cluster, DomainError> {
         access::require_writer_somewhere(caller)?;
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Write)?;
@@ -194,7 +242,11 @@ impl Services {
     /// Like [`Self::cluster_for_write`], for the writes the assistant may not make (Elastic IPs
     /// and firewall rules, spec §1): a member of the organization using the assistant gets 403
     /// `assistant_not_allowed` whatever the role.
-    pub(crate) async fn cluster_for_restricted_write(&self, caller: &Caller, id: &str) -> Result<Cluster, DomainError> {
+    pub(crate) async fn cluster_for_restricted_write(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Cluster, DomainError> {
         access::require_writer_somewhere(caller)?;
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
@@ -238,7 +290,10 @@ impl Services {
             match self.ports.clusters.commit(write).await {
                 Ok(_) => return Ok(value),
                 // A lost race: decide again on what won it.
-                Err(StoreError::RevisionMismatch | StoreError::Duplicate(UniqueRule::ElasticIpAddress)) => continue,
+                Err(
+                    StoreError::RevisionMismatch
+                    | StoreError::Duplicate(UniqueRule::ElasticIpAddress),
+                ) => continue,
                 Err(e) => {
                     return Err(match &conflict_name {
                         Some((resource, name)) => name_taken(e, *resource, name),
@@ -251,7 +306,12 @@ impl Services {
     }
 
     /// `PATCH /v1/public/clusters/{id}`: description and tags.
-    pub async fn patch_cluster(&self, caller: &Caller, id: &str, body: ClusterPatch) -> Result<Cluster, DomainError> {
+    pub async fn patch_cluster(
+        &self,
+        caller: &Caller,
+        id: &str,
+        body: ClusterPatch,
+    ) -> Result<Cluster, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
         let changes = body.validate()?;
         let now = self.ports.clock.now();
@@ -276,26 +336,54 @@ impl Services {
     }
 
     /// `PATCH /v1/public/clusters/{id}/exposure` (spec §3, behaviour 6).
-    pub async fn change_exposure(&self, caller: &Caller, id: &str, body: ExposurePatch) -> Result<ExposureOutcome, DomainError> {
+    pub async fn change_exposure(
+        &self,
+        caller: &Caller,
+        id: &str,
+        body: ExposurePatch,
+    ) -> Result<ExposureOutcome, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
         let now = self.ports.clock.now();
         self.change_cluster(
             cluster,
             async |c: &Cluster| match c.request_exposure(body.exposure) {
-                Err(ExposureRefusal::Deleting) => Err(DomainError::Conflict(Conflict::ClusterDeleting)),
+                Err(ExposureRefusal::Deleting) => {
+                    Err(DomainError::Conflict(Conflict::ClusterDeleting))
+                }
                 Err(ExposureRefusal::Failed) => Err(DomainError::Conflict(Conflict::ClusterFailed)),
-                Err(ExposureRefusal::NotProvisioned(phase)) => Err(DomainError::PhaseNotProvisioned(phase.as_str())),
-                Err(ExposureRefusal::ChangeInFlight) => Err(DomainError::Conflict(Conflict::ChangeInFlight)),
-                Ok(ExposureDecision::Unchanged) => Ok((vec![], false, ExposureOutcome { cluster: c.clone(), started: false })),
+                Err(ExposureRefusal::NotProvisioned(phase)) => {
+                    Err(DomainError::PhaseNotProvisioned(phase.as_str()))
+                }
+                Err(ExposureRefusal::ChangeInFlight) => {
+                    Err(DomainError::Conflict(Conflict::ChangeInFlight))
+                }
+                Ok(ExposureDecision::Unchanged) => Ok((
+                    vec![],
+                    false,
+                    ExposureOutcome {
+                        cluster: c.clone(),
+                        started: false,
+                    },
+                )),
                 Ok(ExposureDecision::Start(change)) => {
-                    let public_ok = self.catalog.zone(&c.zone).is_some_and(|z| z.zone.public_exposure_enabled);
+                    let public_ok = self
+                        .catalog
+                        .zone(&c.zone)
+                        .is_some_and(|z| z.zone.public_exposure_enabled);
                     if change.to == Exposure::Public && !public_ok {
                         return Err(DomainError::PublicExposureUnavailable(c.zone.clone()));
                     }
                     let mut next = c.clone();
                     next.exposure_change = Some(change);
                     next.updated_at = now;
-                    Ok((vec![Change::UpdateCluster(next.clone())], true, ExposureOutcome { cluster: next, started: true }))
+                    Ok((
+                        vec![Change::UpdateCluster(next.clone())],
+                        true,
+                        ExposureOutcome {
+                            cluster: next,
+                            started: true,
+                        },
+                    ))
                 }
             },
             |_| None,
@@ -331,7 +419,10 @@ impl Services {
                         return Ok((vec![], false, c.clone()));
                     }
                     let mut next = c.clone();
-                    next.phase = c.phase.apply(PhaseEvent::Delete).map_err(|e| DomainError::Internal(e.to_string()))?;
+                    next.phase = c
+                        .phase
+                        .apply(PhaseEvent::Delete)
+                        .map_err(|e| DomainError::Internal(e.to_string()))?;
                     next.updated_at = now;
                     Ok((vec![Change::UpdateCluster(next.clone())], true, next))
                 },
@@ -357,19 +448,32 @@ impl Services {
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
         let since = query::since(since)?;
         let timeout = query::timeout_seconds(timeout_seconds)?;
-        let answer = |version: i64, phase: ClusterPhase, changed: bool| StateAnswer { cluster_id: cluster.id, version, phase, changed };
+        let answer = |version: i64, phase: ClusterPhase, changed: bool| StateAnswer {
+            cluster_id: cluster.id,
+            version,
+            phase,
+            changed,
+        };
         if cluster.revision > since {
             return Ok(answer(cluster.revision, cluster.phase, true));
         }
         let deadline = self.ports.clock.now() + chrono::Duration::seconds(i64::from(timeout));
         let (mut version, mut phase) = (cluster.revision, cluster.phase);
         loop {
-            let remaining = (deadline - self.ports.clock.now()).to_std().unwrap_or(Duration::ZERO);
+            let remaining = (deadline - self.ports.clock.now())
+                .to_std()
+                .unwrap_or(Duration::ZERO);
             if remaining.is_zero() {
                 return Ok(answer(version, phase, false));
             }
             self.ports.changes.wait(cluster.id, since, remaining).await;
-            match self.ports.clusters.revision(cluster.id).await.map_err(store_error)? {
+            match self
+                .ports
+                .clusters
+                .revision(cluster.id)
+                .await
+                .map_err(store_error)?
+            {
                 None => return Err(DomainError::NotFound(Resource::Cluster)),
                 Some((v, p)) => {
                     (version, phase) = (v, p);
@@ -382,24 +486,50 @@ impl Services {
     }
 
     /// `GET …/kubeconfig`: 200 from `ControlPlaneReady` on, 202 before (behaviour 5).
-    pub async fn kubeconfig(&self, caller: &Caller, id: &str) -> Result<KubeconfigAnswer, DomainError> {
+    pub async fn kubeconfig(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<KubeconfigAnswer, DomainError> {
         let cluster = self.live_cluster(id).await?;
-        let needed = if self.settings.kubeconfig_requires_super_admin { Access::Write } else { Access::Read };
+        let needed = if self.settings.kubeconfig_requires_super_admin {
+            Access::Write
+        } else {
+            Access::Read
+        };
         access::authorize_object(caller, &cluster.organization_id, needed)?;
-        let not_ready = || KubeconfigAnswer::NotReady { phase: cluster.phase, retry_after_seconds: KUBECONFIG_RETRY_AFTER_SECONDS };
+        let not_ready = || KubeconfigAnswer::NotReady {
+            phase: cluster.phase,
+            retry_after_seconds: KUBECONFIG_RETRY_AFTER_SECONDS,
+        };
         match cluster.phase {
             ClusterPhase::Failed => return Err(DomainError::Conflict(Conflict::ClusterFailed)),
             ClusterPhase::Deleting => return Err(DomainError::Conflict(Conflict::ClusterDeleting)),
             p if !p.serves_kubeconfig() => return Ok(not_ready()),
             _ => {}
         }
-        let (Some(endpoint), Some(sealed)) =
-            (cluster.api_endpoint.as_deref(), self.ports.clusters.credentials(cluster.id).await.map_err(store_error)?)
-        else {
+        let (Some(endpoint), Some(sealed)) = (
+            cluster.api_endpoint.as_deref(),
+            self.ports
+                .clusters
+                .credentials(cluster.id)
+                .await
+                .map_err(store_error)?,
+        ) else {
             return Ok(not_ready());
         };
-        let token = self.ports.vault.open(&sealed.token).map_err(|e| DomainError::Internal(e.to_string()))?;
-        let credentials = ClusterCredentials { ca_certificate_pem: sealed.ca_certificate_pem, token };
-        Ok(KubeconfigAnswer::Ready { cluster_id: cluster.id, yaml: kubeconfig::render(cluster.name.as_str(), endpoint, &credentials) })
+        let token = self
+            .ports
+            .vault
+            .open(&sealed.token)
+            .map_err(|e| DomainError::Internal(e.to_string()))?;
+        let credentials = ClusterCredentials {
+            ca_certificate_pem: sealed.ca_certificate_pem,
+            token,
+        };
+        Ok(KubeconfigAnswer::Ready {
+            cluster_id: cluster.id,
+            yaml: kubeconfig::render(cluster.name.as_str(), endpoint, &credentials),
+        })
     }
 }

@@ -12,7 +12,12 @@ use crate::service::{Services, parse_id, require_changeable, store_error};
 
 impl Services {
     async fn alive_elastic_ips(&self, cluster: &Cluster) -> Result<Vec<ElasticIp>, DomainError> {
-        let all = self.ports.clusters.elastic_ips(cluster.id).await.map_err(store_error)?;
+        let all = self
+            .ports
+            .clusters
+            .elastic_ips(cluster.id)
+            .await
+            .map_err(store_error)?;
         Ok(all.into_iter().filter(|e| e.status.is_alive()).collect())
     }
 
@@ -21,19 +26,39 @@ impl Services {
     }
 
     /// `GET …/elastic-ips` (the assistant may read these).
-    pub async fn list_elastic_ips(&self, caller: &Caller, id: &str) -> Result<Vec<ElasticIpView>, DomainError> {
+    pub async fn list_elastic_ips(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Vec<ElasticIpView>, DomainError> {
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
-        Ok(self.alive_elastic_ips(&cluster).await?.iter().map(|e| self.elastic_ip_view(e)).collect())
+        Ok(self
+            .alive_elastic_ips(&cluster)
+            .await?
+            .iter()
+            .map(|e| self.elastic_ip_view(e))
+            .collect())
     }
 
     /// `GET …/elastic-ips/{eip}`.
-    pub async fn get_elastic_ip(&self, caller: &Caller, id: &str, eip: &str) -> Result<ElasticIpView, DomainError> {
+    pub async fn get_elastic_ip(
+        &self,
+        caller: &Caller,
+        id: &str,
+        eip: &str,
+    ) -> Result<ElasticIpView, DomainError> {
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
         let eip_id = parse_id(eip).ok_or(DomainError::NotFound(Resource::ElasticIp))?;
-        let found = self.alive_elastic_ips(&cluster).await?.into_iter().find(|e| e.id == eip_id);
-        found.map(|e| self.elastic_ip_view(&e)).ok_or(DomainError::NotFound(Resource::ElasticIp))
+        let found = self
+            .alive_elastic_ips(&cluster)
+            .await?
+            .into_iter()
+            .find(|e| e.id == eip_id);
+        found
+            .map(|e| self.elastic_ip_view(&e))
+            .ok_or(DomainError::NotFound(Resource::ElasticIp))
     }
 
     /// `POST …/elastic-ips`: 202 with the Elastic IP `Pending`. Its address is reserved now, so
@@ -52,7 +77,11 @@ impl Services {
         };
         let result = async {
             let spec = body.validate()?;
-            let name = spec.name.as_ref().map(|n| n.as_str().to_owned()).unwrap_or_default();
+            let name = spec
+                .name
+                .as_ref()
+                .map(|n| n.as_str().to_owned())
+                .unwrap_or_default();
             self.change_cluster(
                 cluster,
                 async |c: &Cluster| {
@@ -65,21 +94,47 @@ impl Services {
                             allowed: allowed.as_str(),
                         }));
                     }
-                    let zone_public_pool = self.catalog.zone(&c.zone).is_some_and(|z| z.zone.public_elastic_ip_pool_enabled);
+                    let zone_public_pool = self
+                        .catalog
+                        .zone(&c.zone)
+                        .is_some_and(|z| z.zone.public_elastic_ip_pool_enabled);
                     let pool = match self.ports.cloud.address_pool(exposure) {
                         Some(p) if exposure == Exposure::Private || zone_public_pool => p,
-                        _ if exposure == Exposure::Public => return Err(DomainError::CapacityExhausted(Capacity::PublicPoolDisabled)),
-                        _ => return Err(DomainError::CapacityExhausted(Capacity::AddressPool { exposure: exposure.as_str() })),
+                        _ if exposure == Exposure::Public => {
+                            return Err(DomainError::CapacityExhausted(
+                                Capacity::PublicPoolDisabled,
+                            ));
+                        }
+                        _ => {
+                            return Err(DomainError::CapacityExhausted(Capacity::AddressPool {
+                                exposure: exposure.as_str(),
+                            }));
+                        }
                     };
                     if let Some(n) = &spec.name {
-                        if self.alive_elastic_ips(c).await?.iter().any(|e| e.name.as_ref() == Some(n)) {
-                            return Err(DomainError::Conflict(Conflict::NameTaken { resource: Resource::ElasticIp, name: n.as_str().to_owned() }));
+                        if self
+                            .alive_elastic_ips(c)
+                            .await?
+                            .iter()
+                            .any(|e| e.name.as_ref() == Some(n))
+                        {
+                            return Err(DomainError::Conflict(Conflict::NameTaken {
+                                resource: Resource::ElasticIp,
+                                name: n.as_str().to_owned(),
+                            }));
                         }
                     }
-                    let used = self.ports.clusters.addresses_in_use(exposure).await.map_err(store_error)?;
+                    let used = self
+                        .ports
+                        .clusters
+                        .addresses_in_use(exposure)
+                        .await
+                        .map_err(store_error)?;
                     let address = pool
                         .first_free(&used)
-                        .ok_or(DomainError::CapacityExhausted(Capacity::AddressPool { exposure: exposure.as_str() }))?;
+                        .ok_or(DomainError::CapacityExhausted(Capacity::AddressPool {
+                            exposure: exposure.as_str(),
+                        }))?;
                     let now = self.ports.clock.now();
                     let eip = ElasticIp {
                         id: self.ports.ids.new_id(),

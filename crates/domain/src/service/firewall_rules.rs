@@ -12,19 +12,40 @@ use crate::service::{Services, parse_id, require_changeable, store_error};
 
 impl Services {
     /// `GET …/firewall-rules`.
-    pub async fn list_firewall_rules(&self, caller: &Caller, id: &str) -> Result<Vec<FirewallRule>, DomainError> {
+    pub async fn list_firewall_rules(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Vec<FirewallRule>, DomainError> {
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
-        self.ports.clusters.firewall_rules(cluster.id).await.map_err(store_error)
+        self.ports
+            .clusters
+            .firewall_rules(cluster.id)
+            .await
+            .map_err(store_error)
     }
 
     /// `GET …/firewall-rules/{rule}`.
-    pub async fn get_firewall_rule(&self, caller: &Caller, id: &str, rule: &str) -> Result<FirewallRule, DomainError> {
+    pub async fn get_firewall_rule(
+        &self,
+        caller: &Caller,
+        id: &str,
+        rule: &str,
+    ) -> Result<FirewallRule, DomainError> {
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
         let rule_id = parse_id(rule).ok_or(DomainError::NotFound(Resource::FirewallRule))?;
-        let rules = self.ports.clusters.firewall_rules(cluster.id).await.map_err(store_error)?;
-        rules.into_iter().find(|r| r.id == rule_id).ok_or(DomainError::NotFound(Resource::FirewallRule))
+        let rules = self
+            .ports
+            .clusters
+            .firewall_rules(cluster.id)
+            .await
+            .map_err(store_error)?;
+        rules
+            .into_iter()
+            .find(|r| r.id == rule_id)
+            .ok_or(DomainError::NotFound(Resource::FirewallRule))
     }
 
     /// `POST …/firewall-rules` (behaviour 11): 202 with the rule `Pending`.
@@ -42,18 +63,32 @@ impl Services {
         };
         let result = async {
             let spec = body.validate()?;
-            let name = spec.name.as_ref().map(|n| n.as_str().to_owned()).unwrap_or_default();
+            let name = spec
+                .name
+                .as_ref()
+                .map(|n| n.as_str().to_owned())
+                .unwrap_or_default();
             self.change_cluster(
                 cluster,
                 async |c: &Cluster| {
                     require_changeable(c)?;
                     if c.phase != ClusterPhase::Provisioned {
-                        return Err(DomainError::Conflict(Conflict::ClusterNotProvisioned { phase: c.phase.as_str() }));
+                        return Err(DomainError::Conflict(Conflict::ClusterNotProvisioned {
+                            phase: c.phase.as_str(),
+                        }));
                     }
                     if let Some(n) = &spec.name {
-                        let rules = self.ports.clusters.firewall_rules(c.id).await.map_err(store_error)?;
+                        let rules = self
+                            .ports
+                            .clusters
+                            .firewall_rules(c.id)
+                            .await
+                            .map_err(store_error)?;
                         if rules.iter().any(|r| r.name.as_ref() == Some(n)) {
-                            return Err(DomainError::Conflict(Conflict::NameTaken { resource: Resource::FirewallRule, name: n.as_str().to_owned() }));
+                            return Err(DomainError::Conflict(Conflict::NameTaken {
+                                resource: Resource::FirewallRule,
+                                name: n.as_str().to_owned(),
+                            }));
                         }
                     }
                     let now = self.ports.clock.now();
@@ -100,11 +135,23 @@ impl Services {
             .change_cluster(
                 cluster,
                 async |c: &Cluster| {
-                    let rules = self.ports.clusters.firewall_rules(c.id).await.map_err(store_error)?;
-                    let current = rules.into_iter().find(|r| r.id == rule_id).ok_or(DomainError::NotFound(Resource::FirewallRule))?;
+                    let rules = self
+                        .ports
+                        .clusters
+                        .firewall_rules(c.id)
+                        .await
+                        .map_err(store_error)?;
+                    let current = rules
+                        .into_iter()
+                        .find(|r| r.id == rule_id)
+                        .ok_or(DomainError::NotFound(Resource::FirewallRule))?;
                     require_changeable(c)?;
                     let status = current.status.apply(FirewallEvent::Delete).map_err(|_| {
-                        DomainError::Conflict(Conflict::InvalidState { resource: Resource::FirewallRule, status: current.status.as_str(), operation: "deleted" })
+                        DomainError::Conflict(Conflict::InvalidState {
+                            resource: Resource::FirewallRule,
+                            status: current.status.as_str(),
+                            operation: "deleted",
+                        })
                     })?;
                     let mut next = current;
                     next.status = status;

@@ -7,8 +7,8 @@ use uuid::Uuid;
 
 use crate::error::{Conflict, DomainError};
 use crate::model::idempotency::{
-    IdempotencyClaim, IdempotencyCompletion, IdempotencyDecision, IdempotencyRecord, IdempotencyScope,
-    IdempotencyState, LEASE_SECONDS, RequestFingerprint, StoredResponse,
+    IdempotencyClaim, IdempotencyCompletion, IdempotencyDecision, IdempotencyRecord,
+    IdempotencyScope, IdempotencyState, LEASE_SECONDS, RequestFingerprint, StoredResponse,
 };
 use crate::names::IdempotencyKey;
 use crate::ports::storage::ClaimOutcome;
@@ -74,27 +74,50 @@ impl Services {
         organization_id: Uuid,
         request: Option<IdempotencyRequest<'a, T>>,
     ) -> Result<Begin<'a, T>, DomainError> {
-        let Some(request) = request else { return Ok(Begin::Proceed(None)) };
+        let Some(request) = request else {
+            return Ok(Begin::Proceed(None));
+        };
         let now = self.ports.clock.now();
         let lease_id = self.ports.ids.new_id();
         let lease_expires_at = now + Duration::seconds(LEASE_SECONDS);
-        let scope = IdempotencyScope { organization_id, key: request.key };
+        let scope = IdempotencyScope {
+            organization_id,
+            key: request.key,
+        };
         let record = IdempotencyRecord {
             scope: scope.clone(),
             fingerprint: request.fingerprint.clone(),
-            state: IdempotencyState::InProgress { lease_id, lease_expires_at },
+            state: IdempotencyState::InProgress {
+                lease_id,
+                lease_expires_at,
+            },
             created_at: now,
         };
         let held = |scope: IdempotencyScope| Held {
-            claim: IdempotencyClaim { scope, fingerprint: request.fingerprint.clone(), lease_id, lease_expires_at },
+            claim: IdempotencyClaim {
+                scope,
+                fingerprint: request.fingerprint.clone(),
+                lease_id,
+                lease_expires_at,
+            },
             render: request.render,
         };
-        match self.ports.idempotency.claim(record).await.map_err(store_error)? {
+        match self
+            .ports
+            .idempotency
+            .claim(record)
+            .await
+            .map_err(store_error)?
+        {
             ClaimOutcome::Claimed => Ok(Begin::Proceed(Some(held(scope)))),
             ClaimOutcome::Existing(existing) => match existing.decide(&request.fingerprint, now) {
                 IdempotencyDecision::Replay(response) => Ok(Begin::Replay(response)),
-                IdempotencyDecision::Reused => Err(DomainError::Conflict(Conflict::IdempotencyKeyReused)),
-                IdempotencyDecision::InProgress => Err(DomainError::Conflict(Conflict::IdempotencyKeyInProgress)),
+                IdempotencyDecision::Reused => {
+                    Err(DomainError::Conflict(Conflict::IdempotencyKeyReused))
+                }
+                IdempotencyDecision::InProgress => {
+                    Err(DomainError::Conflict(Conflict::IdempotencyKeyInProgress))
+                }
                 IdempotencyDecision::TakeOver { stale_lease_id } => {
                     let taken = self
                         .ports
@@ -116,8 +139,14 @@ impl Services {
     /// Stores the answer on the key (unless it is a 5xx: then the key is released so a retry
     /// runs anew). An answer already committed with its change is not changed: the store
     /// completes only keys still in progress under this lease.
-    pub(crate) async fn settle<T>(&self, held: Option<Held<'_, T>>, result: Result<T, DomainError>) -> Result<Answer<T>, DomainError> {
-        let Some(held) = held else { return result.map(Answer::Fresh) };
+    pub(crate) async fn settle<T>(
+        &self,
+        held: Option<Held<'_, T>>,
+        result: Result<T, DomainError>,
+    ) -> Result<Answer<T>, DomainError> {
+        let Some(held) = held else {
+            return result.map(Answer::Fresh);
+        };
         let response = match &result {
             Ok(value) => held.render.ok(value),
             Err(e) => held.render.err(e),
@@ -126,10 +155,17 @@ impl Services {
         let outcome = if response.is_storable() {
             self.ports
                 .idempotency
-                .complete(IdempotencyCompletion { scope, lease_id: held.claim.lease_id, response })
+                .complete(IdempotencyCompletion {
+                    scope,
+                    lease_id: held.claim.lease_id,
+                    response,
+                })
                 .await
         } else {
-            self.ports.idempotency.release(scope, held.claim.lease_id).await
+            self.ports
+                .idempotency
+                .release(scope, held.claim.lease_id)
+                .await
         };
         // A failure here leaves the key in progress until its lease runs out, after which a
         // retry takes it over: safe, so the answer itself still goes out.

@@ -81,7 +81,11 @@ const MAX_ATTEMPTS: usize = 8;
 
 impl Services {
     pub fn new(ports: Ports, catalog: Catalog, settings: Settings) -> Self {
-        Services { ports, catalog: Arc::new(catalog), settings: Arc::new(settings) }
+        Services {
+            ports,
+            catalog: Arc::new(catalog),
+            settings: Arc::new(settings),
+        }
     }
 
     pub fn catalog_data(&self) -> &Catalog {
@@ -97,21 +101,33 @@ impl Services {
     }
 
     /// Authenticates a request from its `Authorization` header.
-    pub async fn authenticate(&self, header: Option<&str>) -> Result<crate::model::identity::Caller, DomainError> {
+    pub async fn authenticate(
+        &self,
+        header: Option<&str>,
+    ) -> Result<crate::model::identity::Caller, DomainError> {
         crate::access::authenticate(self.ports.identity.as_ref(), header).await
     }
 
     /// Loads a live cluster by its path id: not a UUID, unknown or gone → 404.
     async fn live_cluster(&self, id: &str) -> Result<Cluster, DomainError> {
         let cluster = self.any_cluster(id).await?;
-        if cluster.is_gone() { Err(DomainError::NotFound(Resource::Cluster)) } else { Ok(cluster) }
+        if cluster.is_gone() {
+            Err(DomainError::NotFound(Resource::Cluster))
+        } else {
+            Ok(cluster)
+        }
     }
 
     /// Loads a cluster by its path id, tombstones included (an idempotent replay of a DELETE
     /// must still find the organization its key belongs to).
     async fn any_cluster(&self, id: &str) -> Result<Cluster, DomainError> {
         let uuid = parse_id(id).ok_or(DomainError::NotFound(Resource::Cluster))?;
-        self.ports.clusters.cluster(uuid).await.map_err(store_error)?.ok_or(DomainError::NotFound(Resource::Cluster))
+        self.ports
+            .clusters
+            .cluster(uuid)
+            .await
+            .map_err(store_error)?
+            .ok_or(DomainError::NotFound(Resource::Cluster))
     }
 }
 
@@ -127,7 +143,10 @@ pub(crate) fn parse_id(s: &str) -> Option<uuid::Uuid> {
 /// 409, an unreachable database a 503, anything else our 500.
 pub(crate) fn store_error(e: StoreError) -> DomainError {
     match e {
-        StoreError::Duplicate(rule) => DomainError::Conflict(Conflict::NameTaken { resource: rule_resource(rule), name: String::new() }),
+        StoreError::Duplicate(rule) => DomainError::Conflict(Conflict::NameTaken {
+            resource: rule_resource(rule),
+            name: String::new(),
+        }),
         StoreError::RevisionMismatch => DomainError::Conflict(Conflict::ConcurrentModification),
         StoreError::LeaseLost => DomainError::Conflict(Conflict::IdempotencyKeyInProgress),
         StoreError::Unavailable(_) => DomainError::ServiceUnavailable,
@@ -149,7 +168,10 @@ fn rule_resource(rule: UniqueRule) -> Resource {
 /// A duplicate on the named rule becomes `name_conflict` naming what was taken.
 pub(crate) fn name_taken(e: StoreError, resource: Resource, name: &str) -> DomainError {
     match e {
-        StoreError::Duplicate(_) => DomainError::Conflict(Conflict::NameTaken { resource, name: name.to_owned() }),
+        StoreError::Duplicate(_) => DomainError::Conflict(Conflict::NameTaken {
+            resource,
+            name: name.to_owned(),
+        }),
         other => store_error(other),
     }
 }

@@ -13,16 +13,26 @@ use crate::service::{Services, require_changeable};
 use crate::validation::Violations;
 
 fn pool_of<'c>(cluster: &'c Cluster, name: &str) -> Result<&'c NodePool, DomainError> {
-    cluster.pool(name).ok_or(DomainError::NotFound(Resource::NodePool))
+    cluster
+        .pool(name)
+        .ok_or(DomainError::NotFound(Resource::NodePool))
 }
 
 fn pool_invalid_state(pool: &NodePool, operation: &'static str) -> DomainError {
-    DomainError::Conflict(Conflict::InvalidState { resource: Resource::NodePool, status: pool.status.as_str(), operation })
+    DomainError::Conflict(Conflict::InvalidState {
+        resource: Resource::NodePool,
+        status: pool.status.as_str(),
+        operation,
+    })
 }
 
 impl Services {
     /// `GET …/node-pools`.
-    pub async fn list_node_pools(&self, caller: &Caller, id: &str) -> Result<Vec<NodePool>, DomainError> {
+    pub async fn list_node_pools(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Vec<NodePool>, DomainError> {
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
         Ok(cluster.node_pools)
@@ -55,19 +65,30 @@ impl Services {
                 async |c: &Cluster| {
                     require_changeable(c)?;
                     if c.node_pools.len() >= MAX_POOLS {
-                        return Err(DomainError::validation("", format!("a cluster has at most {MAX_POOLS} node pools")));
+                        return Err(DomainError::validation(
+                            "",
+                            format!("a cluster has at most {MAX_POOLS} node pools"),
+                        ));
                     }
                     if c.pool(spec.name.as_str()).is_some() {
-                        return Err(DomainError::Conflict(Conflict::NameTaken { resource: Resource::NodePool, name: spec.name.as_str().to_owned() }));
+                        return Err(DomainError::Conflict(Conflict::NameTaken {
+                            resource: Resource::NodePool,
+                            name: spec.name.as_str().to_owned(),
+                        }));
                     }
                     let tier = self
                         .catalog
                         .zone(&c.zone)
                         .and_then(|z| z.tier(&spec.size))
-                        .ok_or_else(|| DomainError::UnknownMachineTier { field: "size".into(), value: spec.size.clone() })?;
-                    let org = access::organization_by_id(self.ports.identity.as_ref(), &org_id).await?;
+                        .ok_or_else(|| DomainError::UnknownMachineTier {
+                            field: "size".into(),
+                            value: spec.size.clone(),
+                        })?;
+                    let org =
+                        access::organization_by_id(self.ports.identity.as_ref(), &org_id).await?;
                     access::require_credit(&org)?;
-                    self.require_zone_capacity(&c.zone, u64::from(spec.sizing.count)).await?;
+                    self.require_zone_capacity(&c.zone, u64::from(spec.sizing.count))
+                        .await?;
                     let now = self.ports.clock.now();
                     let pool = NodePool {
                         name: spec.name.clone(),
@@ -123,17 +144,27 @@ impl Services {
                     let adds_nodes = next.count > current.count
                         || next.max_nodes.unwrap_or(0) > current.max_nodes.unwrap_or(0);
                     if adds_nodes {
-                        let org = access::organization_by_id(self.ports.identity.as_ref(), &org_id).await?;
+                        let org = access::organization_by_id(self.ports.identity.as_ref(), &org_id)
+                            .await?;
                         access::require_credit(&org)?;
                     }
                     if next.count > current.count {
-                        self.require_zone_capacity(&c.zone, u64::from(next.count - current.count)).await?;
+                        self.require_zone_capacity(&c.zone, u64::from(next.count - current.count))
+                            .await?;
                     }
                     let mut next = next;
                     let resized = (next.count, next.auto_scale, next.min_nodes, next.max_nodes)
-                        != (current.count, current.auto_scale, current.min_nodes, current.max_nodes);
+                        != (
+                            current.count,
+                            current.auto_scale,
+                            current.min_nodes,
+                            current.max_nodes,
+                        );
                     if resized {
-                        next.status = current.status.apply(PoolEvent::Resize).map_err(|_| pool_invalid_state(current, "changed"))?;
+                        next.status = current
+                            .status
+                            .apply(PoolEvent::Resize)
+                            .map_err(|_| pool_invalid_state(current, "changed"))?;
                     }
                     next.updated_at = self.ports.clock.now();
                     Ok((vec![Change::UpdatePool(next.clone())], true, next))
@@ -166,7 +197,10 @@ impl Services {
                 async |c: &Cluster| {
                     let current = pool_of(c, pool_name)?;
                     require_changeable(c)?;
-                    let status = current.status.apply(PoolEvent::Delete).map_err(|_| pool_invalid_state(current, "deleted"))?;
+                    let status = current
+                        .status
+                        .apply(PoolEvent::Delete)
+                        .map_err(|_| pool_invalid_state(current, "deleted"))?;
                     if c.live_pools().count() <= 1 {
                         return Err(DomainError::Conflict(Conflict::LastPool));
                     }
@@ -185,10 +219,19 @@ impl Services {
 
 /// Applies a PATCH to a pool and checks the merged sizing with the create rules. With
 /// auto_scale on and no count given, the current count is clamped into the new bounds.
-pub(crate) fn merge_patch(current: &NodePool, patch: &NodePoolPatch) -> Result<NodePool, DomainError> {
+pub(crate) fn merge_patch(
+    current: &NodePool,
+    patch: &NodePoolPatch,
+) -> Result<NodePool, DomainError> {
     let auto_scale = patch.auto_scale.flatten().unwrap_or(current.auto_scale);
-    let min = patch.min_nodes.flatten().unwrap_or(i64::from(current.min_nodes));
-    let max = patch.max_nodes.flatten().or(current.max_nodes.map(i64::from));
+    let min = patch
+        .min_nodes
+        .flatten()
+        .unwrap_or(i64::from(current.min_nodes));
+    let max = patch
+        .max_nodes
+        .flatten()
+        .or(current.max_nodes.map(i64::from));
     let count = match patch.count.flatten() {
         Some(c) => c,
         None if auto_scale => {

@@ -12,7 +12,12 @@ use crate::service::{Services, require_changeable, store_error};
 
 impl Services {
     /// `GET …/nodes` and `GET …/node-pools/{pool}/nodes`.
-    pub async fn list_nodes(&self, caller: &Caller, id: &str, pool: Option<&str>) -> Result<Vec<Node>, DomainError> {
+    pub async fn list_nodes(
+        &self,
+        caller: &Caller,
+        id: &str,
+        pool: Option<&str>,
+    ) -> Result<Vec<Node>, DomainError> {
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
         if let Some(p) = pool {
@@ -20,7 +25,11 @@ impl Services {
                 return Err(DomainError::NotFound(Resource::NodePool));
             }
         }
-        self.ports.clusters.nodes(cluster.id, pool.map(str::to_owned)).await.map_err(store_error)
+        self.ports
+            .clusters
+            .nodes(cluster.id, pool.map(str::to_owned))
+            .await
+            .map_err(store_error)
     }
 
     /// `DELETE …/nodes/{node}`: 202 with the node `Deleting`; its pool keeps its count, so the
@@ -43,11 +52,23 @@ impl Services {
             .change_cluster(
                 cluster,
                 async |c: &Cluster| {
-                    let nodes = self.ports.clusters.nodes(c.id, None).await.map_err(store_error)?;
-                    let current = nodes.into_iter().find(|n| n.name == name).ok_or(DomainError::NotFound(Resource::Node))?;
+                    let nodes = self
+                        .ports
+                        .clusters
+                        .nodes(c.id, None)
+                        .await
+                        .map_err(store_error)?;
+                    let current = nodes
+                        .into_iter()
+                        .find(|n| n.name == name)
+                        .ok_or(DomainError::NotFound(Resource::Node))?;
                     require_changeable(c)?;
                     let status = current.status.apply(NodeEvent::Delete).map_err(|_| {
-                        DomainError::Conflict(Conflict::InvalidState { resource: Resource::Node, status: current.status.as_str(), operation: "deleted" })
+                        DomainError::Conflict(Conflict::InvalidState {
+                            resource: Resource::Node,
+                            status: current.status.as_str(),
+                            operation: "deleted",
+                        })
                     })?;
                     let mut next = current;
                     next.status = status;
