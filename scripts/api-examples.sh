@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Writes docs/api.md: a curl example for every route, each run against a live `server --dev`
+# (as `make run` starts it) with its real answer. Usage: bash scripts/api-examples.sh [BASE_URL]
+# (default http://127.0.0.1:8080). Creates a few objects in the organization acme.
+
+set -euo pipefail
+BASE=${1:-http://127.0.0.1:8080}
+OUT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/docs/api.md"
+ADMIN=dev-only-token-acme-super-admin-7c1f0e9a4b2d4c8e9f3a6b5d
+MEMBER=dev-only-token-acme-member-3e8b2a1c9d7f4e6a8b0c2d4e
+SUFFIX=$(date +%s | tail -c 5)
+
+{
+cat <<'HEAD'
+# The API by example
+
+Every example below was run against `make run` (development mode: the embedded account platform
+and its demo tokens, printed at start) by `scripts/api-examples.sh`, which wrote this page with
+the answers it got. `$ADMIN` is the demo super_admin of `acme`, `$MEMBER` its member.
+
+```sh
+export BASE=http://127.0.0.1:8080
+export ADMIN=dev-only-token-acme-super-admin-7c1f0e9a4b2d4c8e9f3a6b5d
+export MEMBER=dev-only-token-acme-member-3e8b2a1c9d7f4e6a8b0c2d4e
+```
+
+Errors are `application/problem+json` with a stable `code` (see CONTRACT.md §1); the full
+schema is served at `GET /v1/openapi.json`.
+HEAD
+} >"$OUT"
+
+# run TITLE CURL-ARGS...: runs curl, records the command and the answer (status line, a few
+# headers, the body pretty-printed and cut to 40 lines).
+run() {
+    local title=$1
+    shift
+    local shown="curl"
+    local arg
+    for arg in "$@"; do
+        arg=${arg//$ADMIN/\$ADMIN}
+        arg=${arg//$MEMBER/\$MEMBER}
+        arg=${arg//$BASE/\$BASE}
+        if [[ $arg == *" "* || $arg == *"{"* || $arg == *"?"* || $arg == *"&"* ]]; then shown+=" '$arg'"; else shown+=" $arg"; fi
+    done
+    local raw
+    raw=$(curl -sS -i "$@")
+    local head body
+    head=$(printf '%s' "$raw" | sed -n '1,/^\r$/p' | tr -d '\r' | grep -iE '^(HTTP/|location|retry-after|idempotency-replay|content-type|www-authenticate|allow)' || true)
+    body=$(printf '%s' "$raw" | sed '1,/^\r$/d')
+    {
+        printf '\n### %s\n\n```sh\n%s\n```\n\n```\n%s\n\n' "$title" "$shown" "$head"
+        local pretty
+        pretty=$(printf '%s' "$body" | python3 -m json.tool 2>/dev/null) || pretty=$body
+        # sed reads all its input, so no writer dies of SIGPIPE under pipefail.
+        printf '%s\n' "$pretty" | sed -n '1,40p'
+        if [[ $(printf '%s\n' "$pretty" | wc -l) -gt 40 ]]; then printf '(cut)\n'; fi
+        printf '```\n'
+    } >>"$OUT"
+    LAST_BODY=$body
+}
+
+field() { printf '%s' "$LAST_BODY" | python3 -c "import sys,json; print(json.load(sys.stdin)$1)"; }
+
+wait_phase() {
+    local id=$1 phase=$2 i
+    for i in $(seq 1 120); do
+        [[ $(curl -s -H "Authorization: Bearer $ADMIN" "$BASE/v1/public/clusters/$id" | python3 -c 'import sys,json; print(json.load(sys.stdin)["phase"])') == "$phase" ]] && return 0
+        sleep 0.5
+    done
+    echo "cluster $id never reached $phase" >&2
+    return 1
+}
+
+J=(-H 'Content-Type: application/json')
+A=(-H "Authorization: Bearer $ADMIN")
+M=(-H "Authorization: Bearer $MEMBER")
+
+echo -e "\n## System (no authentication)" >>"$OUT"
+run "GET /healthz" "$BASE/healthz"
+run "GET /readyz" "$BASE/readyz"
+run "GET /v1/openapi.json (cut)" "$BASE/v1/openapi.json" -o /dev/null -w '%{http_code} %{content_type} %{size_download} bytes\n'
+
+echo -e "\n## Catalog" >>"$OUT"
+run "GET /v1/catalog" "${M[@]}" "$BASE/v1/catalog?organization=acme&zone=zone-1"
+
+echo -e "\n## Clusters" >>"$OUT"
+run "POST /v1/public/clusters (201; the organization comes from the body)" "${A[@]}" "${J[@]}" -H "Idempotency-Key: create-demo-$SUFFIX" -X POST "$BASE/v1/public/clusters" \
+    -d "{\"organization\":\"acme\",\"name\":\"demo-$SUFFIX\",\"description\":\"example\",\"tags\":[\"team-a\"],\"node_pools\":[{\"name\":\"default\",\"size\":\"kube.c5.xlarge\",\"count\":2}]}"
+ID=$(field '["id"]')
+run "The same request again: the stored answer, with Idempotency-Replay: true" "${A[@]}" "${J[@]}" -H "Idempotency-Key: create-demo-$SUFFIX" -X POST "$BASE/v1/public/clusters" \
+    -d "{\"organization\":\"acme\",\"name\":\"demo-$SUFFIX\",\"description\":\"example\",\"tags\":[\"team-a\"],\"node_pools\":[{\"name\":\"default\",\"size\":\"kube.c5.xlarge\",\"count\":2}]}"
+run "GET /v1/public/clusters (the X-Platform-Organization header names the organization)" "${M[@]}" -H "X-Platform-Organization: acme" "$BASE/v1/public/clusters?size=2&page=1"
+run "GET /v1/public/clusters/{id}/state (long-poll: answers at once when version > since)" "${M[@]}" "$BASE/v1/public/clusters/$ID/state?since=0&timeout_seconds=5"
+run "GET /v1/public/clusters/{id}/kubeconfig before the control plane is up: 202" "${M[@]}" "$BASE/v1/public/clusters/$ID/kubeconfig"
+wait_phase "$ID" Provisioned
+run "GET /v1/public/clusters/{id}" "${M[@]}" "$BASE/v1/public/clusters/$ID"
+run "PATCH /v1/public/clusters/{id} (description and tags only)" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID" -d '{"description":"changed","tags":["team-a","prod"]}'
+run "GET /v1/public/clusters/{id}/kubeconfig (YAML)" "${M[@]}" "$BASE/v1/public/clusters/$ID/kubeconfig"
+run "GET /v1/public/clusters/{id}/kubeconfig?format=json" "${M[@]}" "$BASE/v1/public/clusters/$ID/kubeconfig?format=json" -o /dev/null -w '%{http_code} %{content_type}\n'
+
+echo -e "\n## Node pools and nodes" >>"$OUT"
+run "GET /v1/public/clusters/{id}/node-pools" "${M[@]}" "$BASE/v1/public/clusters/$ID/node-pools"
+run "POST /v1/public/clusters/{id}/node-pools (202)" "${A[@]}" "${J[@]}" -X POST "$BASE/v1/public/clusters/$ID/node-pools" -d '{"name":"batch","size":"kube.m5.large","count":1,"labels":{"workload":"batch"}}'
+run "PATCH /v1/public/clusters/{id}/node-pools/{pool} (202)" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID/node-pools/default" -d '{"auto_scale":true,"min_nodes":1,"max_nodes":5,"count":3}'
+sleep 3
+run "GET /v1/public/clusters/{id}/nodes" "${M[@]}" "$BASE/v1/public/clusters/$ID/nodes"
+NODE=$(field '["items"][0]["name"]')
+run "GET /v1/public/clusters/{id}/node-pools/{pool}/nodes" "${M[@]}" "$BASE/v1/public/clusters/$ID/node-pools/batch/nodes"
+run "DELETE /v1/public/clusters/{id}/nodes/{node} (202; the node is replaced)" "${A[@]}" -X DELETE "$BASE/v1/public/clusters/$ID/nodes/$NODE"
+run "DELETE /v1/public/clusters/{id}/node-pools/{pool} (202)" "${A[@]}" -X DELETE "$BASE/v1/public/clusters/$ID/node-pools/batch"
+
+echo -e "\n## Elastic IPs and firewall rules" >>"$OUT"
+run "POST /v1/public/clusters/{id}/elastic-ips (202; intranet clusters take private ones)" "${A[@]}" "${J[@]}" -X POST "$BASE/v1/public/clusters/$ID/elastic-ips" -d '{"name":"web","exposure":"private"}'
+EIP=$(field '["id"]')
+sleep 3
+run "GET /v1/public/clusters/{id}/elastic-ips" "${M[@]}" "$BASE/v1/public/clusters/$ID/elastic-ips"
+run "GET /v1/public/clusters/{id}/elastic-ips/{eip}" "${M[@]}" "$BASE/v1/public/clusters/$ID/elastic-ips/$EIP"
+run "DELETE /v1/public/clusters/{id}/elastic-ips/{eip} (202; only from Ready or Failed)" "${A[@]}" -X DELETE "$BASE/v1/public/clusters/$ID/elastic-ips/$EIP"
+run "POST /v1/public/clusters/{id}/firewall-rules (202; the cluster must be Provisioned)" "${A[@]}" "${J[@]}" -X POST "$BASE/v1/public/clusters/$ID/firewall-rules" \
+    -d '{"name":"https","description":"web","direction":"ingress","protocol":"tcp","source_cidrs":["203.0.113.0/24"],"port_range":{"from":443,"to":443}}'
+RULE=$(field '["id"]')
+run "GET /v1/public/clusters/{id}/firewall-rules" "${M[@]}" "$BASE/v1/public/clusters/$ID/firewall-rules"
+run "GET /v1/public/clusters/{id}/firewall-rules/{rule}" "${M[@]}" "$BASE/v1/public/clusters/$ID/firewall-rules/$RULE"
+run "DELETE /v1/public/clusters/{id}/firewall-rules/{rule} (202)" "${A[@]}" -X DELETE "$BASE/v1/public/clusters/$ID/firewall-rules/$RULE"
+
+echo -e "\n## Exposure" >>"$OUT"
+run "PATCH /v1/public/clusters/{id}/exposure (202; the kubeconfig must be downloaded again after)" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID/exposure" -d '{"exposure":"private"}'
+
+echo -e "\n## Gateway auth servers" >>"$OUT"
+run "POST /v1/public/gateway/auth-servers (201; secrets are write-only)" "${A[@]}" "${J[@]}" -X POST "$BASE/v1/public/gateway/auth-servers" \
+    -d "{\"organization\":\"acme\",\"name\":\"partners-$SUFFIX\",\"environment\":\"production\",\"type\":\"basic\",\"config\":{\"realm\":\"Partners\",\"credentials\":[{\"username\":\"alice\",\"password\":\"correct horse battery staple\"}]}}"
+AS=$(field '["id"]')
+run "GET /v1/public/gateway/auth-servers?environment=production" "${M[@]}" "$BASE/v1/public/gateway/auth-servers?organization=acme&environment=production"
+run "GET /v1/public/gateway/auth-servers/{id}" "${M[@]}" "$BASE/v1/public/gateway/auth-servers/$AS"
+run "PATCH /v1/public/gateway/auth-servers/{id}" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/gateway/auth-servers/$AS" -d '{"config":{"realm":"Partner area"}}'
+run "POST /v1/public/gateway/auth-servers/{id}/credentials (201)" "${A[@]}" "${J[@]}" -X POST "$BASE/v1/public/gateway/auth-servers/$AS/credentials" -d '{"username":"bob","password":"another long password"}'
+CRED=$(field '["id"]')
+run "DELETE /v1/public/gateway/auth-servers/{id}/credentials/{credential_id} (204)" "${A[@]}" -X DELETE "$BASE/v1/public/gateway/auth-servers/$AS/credentials/$CRED"
+run "DELETE /v1/public/gateway/auth-servers/{id} (204)" "${A[@]}" -X DELETE "$BASE/v1/public/gateway/auth-servers/$AS"
+
+echo -e "\n## Deleting a cluster, and a few errors" >>"$OUT"
+run "DELETE /v1/public/clusters/{id} (202, then gone: 404)" "${A[@]}" -X DELETE "$BASE/v1/public/clusters/$ID"
+run "A member cannot write: 403" "${M[@]}" -X DELETE "$BASE/v1/public/clusters/$ID"
+run "No token: 401" "$BASE/v1/public/clusters"
+run "An unknown field: 422 with the field's path" "${A[@]}" "${J[@]}" -X POST "$BASE/v1/public/clusters" -d '{"organization":"acme","name":"x","node_pools":[{"size":"kube.c5.large","count":0}],"control_plane_option_id":"cp-ha"}'
+echo "wrote $OUT" >&2
+# The kubeconfig's bearer token is a real credential of the example cluster: keep it off the page.
+sed -i 's/^\(    token: \)".*"$/\1"<the cluster'"'"'s bearer token>"/' "$OUT"
