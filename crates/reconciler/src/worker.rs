@@ -69,9 +69,7 @@ async fn work_on(shared: &Shared, worker: &str, lease: OperationLease) {
         End::Requeue(why) => {
             counters.requeued.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(worker, %cluster_id, why, "operation given back with work remaining");
-            queue
-                .retry(lease, why.to_owned(), shared.ports.clock.now())
-                .await
+            queue.requeue(lease).await
         }
         End::Failed { error, retry_at } => {
             let attempts = lease.operation.attempts;

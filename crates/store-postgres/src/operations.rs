@@ -142,6 +142,31 @@ impl OperationQueue for PgStore {
         .await
     }
 
+    async fn requeue(&self, lease: OperationLease) -> Result<(), StoreError> {
+        self.run_blocking(move |conn| {
+            let n = diesel::update(o::table)
+                .filter(o::cluster_id.eq(lease.operation.cluster_id))
+                .filter(o::state.eq("running"))
+                .filter(o::lease_id.eq(lease.lease_id))
+                .set((
+                    o::state.eq("pending"),
+                    o::run_after.eq(diesel::dsl::now),
+                    o::attempts.eq(0),
+                    o::lease_id.eq(None::<Uuid>),
+                    o::lease_expires_at.eq(None::<DateTime<Utc>>),
+                    o::leased_by.eq(None::<String>),
+                    o::updated_at.eq(diesel::dsl::now),
+                ))
+                .execute(conn)
+                .map_err(map)?;
+            if n == 0 {
+                tracing::warn!(cluster_id = %lease.operation.cluster_id, "requeued an operation whose lease was lost");
+            }
+            Ok(())
+        })
+        .await
+    }
+
     async fn depth(&self) -> Result<u64, StoreError> {
         self.run_blocking(|conn| {
             let n: i64 = o::table

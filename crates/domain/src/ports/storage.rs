@@ -220,6 +220,10 @@ pub trait OperationQueue: Send + Sync {
         error: String,
         retry_at: DateTime<Utc>,
     ) -> Result<(), StoreError>;
+    /// Gives a lease back with work remaining (the lease ran short, or the worker is stopping):
+    /// pending again at once, no error recorded, and the attempts reset since the work
+    /// progressed. Does nothing when the lease was lost.
+    async fn requeue(&self, lease: OperationLease) -> Result<(), StoreError>;
     /// Operations not yet done.
     async fn depth(&self) -> Result<u64, StoreError>;
 }
