@@ -105,7 +105,15 @@ impl OperationQueue for PgStore {
             .execute(conn)
             .map_err(map)?;
             if n == 0 {
-                tracing::warn!(cluster_id = %lease.operation.cluster_id, "finished an operation whose lease was lost");
+                // A finished deletion removes the operation with its cluster: nothing was lost.
+                let still_there: i64 = o::table
+                    .filter(o::cluster_id.eq(lease.operation.cluster_id))
+                    .count()
+                    .get_result(conn)
+                    .map_err(map)?;
+                if still_there > 0 {
+                    tracing::warn!(cluster_id = %lease.operation.cluster_id, "finished an operation whose lease was lost");
+                }
             }
             Ok(())
         })
