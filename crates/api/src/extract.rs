@@ -192,8 +192,8 @@ fn is_json(content_type: &str) -> bool {
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase();
+    // CONTRACT §1: any other media type is 415 (parameters such as charset are fine).
     essence == "application/json"
-        || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<(T, Value), DomainError> {
@@ -275,7 +275,7 @@ mod tests {
     fn json_media_types() {
         assert!(is_json("application/json"));
         assert!(is_json("application/json; charset=utf-8"));
-        assert!(is_json("application/merge-patch+json"));
+        assert!(!is_json("application/merge-patch+json"));
         assert!(!is_json("text/plain"));
         assert!(!is_json("application/x-www-form-urlencoded"));
     }
