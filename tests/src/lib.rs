@@ -124,7 +124,10 @@ impl TestApp {
         let mut pairs: Vec<(&str, &str)> = vec![
             ("DATABASE_URL", self.db.url.as_str()),
             ("ACCOUNT_PLATFORM_URL", platform_url.as_str()),
-            ("ACCOUNT_PLATFORM_SERVICE_TOKEN", self.platform.service_token()),
+            (
+                "ACCOUNT_PLATFORM_SERVICE_TOKEN",
+                self.platform.service_token(),
+            ),
             ("SECRETS_KEY", TEST_SECRETS_KEY),
             ("BIND_ADDR", "127.0.0.1:0"),
             ("PROVISIONER_STEP_MS", "0"),
@@ -134,11 +137,17 @@ impl TestApp {
             pairs.retain(|(name, _)| name != k);
             pairs.push((k, v));
         }
-        let config = Config::load(&Source::from_pairs(&pairs), false).unwrap_or_else(|e| panic!("test settings: {e}"));
-        let running = server::start(config).await.unwrap_or_else(|e| panic!("server start: {e:#}"));
+        let config = Config::load(&Source::from_pairs(&pairs), false)
+            .unwrap_or_else(|e| panic!("test settings: {e}"));
+        let running = server::start(config)
+            .await
+            .unwrap_or_else(|e| panic!("server start: {e:#}"));
         let url = format!("http://{}", running.addr);
         tokio::spawn(running.server);
-        SecondServer { url, client: self.client.clone() }
+        SecondServer {
+            url,
+            client: self.client.clone(),
+        }
     }
 
     pub async fn spawn() -> TestApp {

@@ -17,7 +17,12 @@ async fn await_phase(app: &TestApp, id: &str, phase: &str) -> i64 {
     let mut since = 0;
     let deadline = Instant::now() + LIMIT;
     loop {
-        let a = app.get(&format!("/v1/public/clusters/{id}/state?since={since}&timeout_seconds=5"), TOKEN_ACME_MEMBER).await;
+        let a = app
+            .get(
+                &format!("/v1/public/clusters/{id}/state?since={since}&timeout_seconds=5"),
+                TOKEN_ACME_MEMBER,
+            )
+            .await;
         assert_eq!(a.status, 200, "{}", a.text());
         let s = a.json();
         since = s["version"].as_i64().unwrap();
@@ -29,16 +34,44 @@ async fn await_phase(app: &TestApp, id: &str, phase: &str) -> i64 {
 }
 
 fn kubectl_strict_check(yaml: &str) -> Option<String> {
-    if Command::new("kubectl").arg("version").arg("--client").output().is_err() {
+    if Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_err()
+    {
         eprintln!("kubectl is not on the PATH: skipping the strict kubeconfig check");
         return None;
     }
     let dir = std::env::temp_dir().join(format!("kubeconfig-{}", uuid::Uuid::new_v4()));
     std::fs::write(&dir, yaml).unwrap();
-    let out = Command::new("kubectl").args(["--kubeconfig", dir.to_str().unwrap(), "config", "view", "--minify", "-o", "json"]).output().unwrap();
-    assert!(out.status.success(), "kubectl refused the kubeconfig: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("kubectl")
+        .args([
+            "--kubeconfig",
+            dir.to_str().unwrap(),
+            "config",
+            "view",
+            "--minify",
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl refused the kubeconfig: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let server = Command::new("kubectl")
-        .args(["--kubeconfig", dir.to_str().unwrap(), "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"])
+        .args([
+            "--kubeconfig",
+            dir.to_str().unwrap(),
+            "config",
+            "view",
+            "--minify",
+            "-o",
+            "jsonpath={.clusters[0].cluster.server}",
+        ])
         .output()
         .unwrap();
     let _ = std::fs::remove_file(&dir);
@@ -46,15 +79,28 @@ fn kubectl_strict_check(yaml: &str) -> Option<String> {
 }
 
 fn openssl_parses_ca(yaml: &str) {
-    let line = yaml.lines().find(|l| l.trim_start().starts_with("certificate-authority-data:")).unwrap();
+    let line = yaml
+        .lines()
+        .find(|l| l.trim_start().starts_with("certificate-authority-data:"))
+        .unwrap();
     let b64 = line.split(':').nth(1).unwrap().trim();
-    let pem = Command::new("base64").arg("-d").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(|mut c| {
-        use std::io::Write;
-        c.stdin.take().unwrap().write_all(b64.as_bytes())?;
-        c.wait_with_output()
-    });
+    let pem = Command::new("base64")
+        .arg("-d")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(b64.as_bytes())?;
+            c.wait_with_output()
+        });
     let Ok(pem) = pem else { return };
-    let Ok(mut child) = Command::new("openssl").args(["x509", "-noout", "-subject"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn() else {
+    let Ok(mut child) = Command::new("openssl")
+        .args(["x509", "-noout", "-subject"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+    else {
         eprintln!("openssl is not on the PATH: skipping the CA parse check");
         return;
     };
@@ -67,7 +113,15 @@ fn openssl_parses_ca(yaml: &str) {
 }
 
 async fn nodes(app: &TestApp, id: &str) -> Vec<Value> {
-    app.get(&format!("/v1/public/clusters/{id}/nodes"), TOKEN_ACME_MEMBER).await.json()["items"].as_array().unwrap().clone()
+    app.get(
+        &format!("/v1/public/clusters/{id}/nodes"),
+        TOKEN_ACME_MEMBER,
+    )
+    .await
+    .json()["items"]
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -78,49 +132,115 @@ async fn the_whole_lifecycle_through_http() {
     let path = format!("/v1/public/clusters/{id}");
     await_phase(&app, &id, "Provisioned").await;
     let cluster = app.get(&path, TOKEN_ACME_MEMBER).await.json();
-    assert_eq!(cluster["hub_registration"], json!({"status": "ready", "reason": null}));
+    assert_eq!(
+        cluster["hub_registration"],
+        json!({"status": "ready", "reason": null})
+    );
     assert_eq!(cluster["node_pools"][0]["status"], "Ready");
     assert_eq!(nodes(&app, &id).await.len(), 2);
     let node_re = regex_lite(&nodes(&app, &id).await);
     assert!(node_re, "node names match the spec's regex");
 
     // The kubeconfig: the same on every download, kubectl's strict check, a parsable CA.
-    let k1 = app.get(&format!("{path}/kubeconfig"), TOKEN_ACME_MEMBER).await;
-    assert_eq!((k1.status, k1.header("content-type").as_deref()), (200, Some("application/yaml")));
-    let k1b = app.get(&format!("{path}/kubeconfig"), TOKEN_ACME_MEMBER).await;
+    let k1 = app
+        .get(&format!("{path}/kubeconfig"), TOKEN_ACME_MEMBER)
+        .await;
+    assert_eq!(
+        (k1.status, k1.header("content-type").as_deref()),
+        (200, Some("application/yaml"))
+    );
+    let k1b = app
+        .get(&format!("{path}/kubeconfig"), TOKEN_ACME_MEMBER)
+        .await;
     assert_eq!(k1.text(), k1b.text());
     let server = kubectl_strict_check(&k1.text());
     if let Some(s) = &server {
-        assert!(s.starts_with("https://") && s.ends_with(".k8s.example.com:6443"), "{s}");
+        assert!(
+            s.starts_with("https://") && s.ends_with(".k8s.example.com:6443"),
+            "{s}"
+        );
     }
     openssl_parses_ca(&k1.text());
-    let kj = app.get(&format!("{path}/kubeconfig?format=json"), TOKEN_ACME_MEMBER).await.json();
+    let kj = app
+        .get(&format!("{path}/kubeconfig?format=json"), TOKEN_ACME_MEMBER)
+        .await
+        .json();
     assert_eq!(kj["kubeconfig"], k1.text());
 
     // Scale the pool.
-    let a = app.patch(&format!("{path}/node-pools/default"), TOKEN_ACME_SUPER_ADMIN, &json!({"count": 3})).await;
-    assert_eq!((a.status, a.json()["status"].clone()), (202, json!("Scaling")));
-    app.wait_for(&path, LIMIT, |c| c["node_pools"][0]["status"] == "Ready" && c["node_pools"][0]["count"] == 3).await;
+    let a = app
+        .patch(
+            &format!("{path}/node-pools/default"),
+            TOKEN_ACME_SUPER_ADMIN,
+            &json!({"count": 3}),
+        )
+        .await;
+    assert_eq!(
+        (a.status, a.json()["status"].clone()),
+        (202, json!("Scaling"))
+    );
+    app.wait_for(&path, LIMIT, |c| {
+        c["node_pools"][0]["status"] == "Ready" && c["node_pools"][0]["count"] == 3
+    })
+    .await;
     assert_eq!(nodes(&app, &id).await.len(), 3);
 
     // Add a pool, then delete it.
-    let a = app.post(&format!("{path}/node-pools"), TOKEN_ACME_SUPER_ADMIN, &json!({"name": "extra", "size": "kube.m5.large", "count": 1})).await;
-    assert_eq!((a.status, a.json()["status"].clone(), a.json()["root_volume_size_gib"].clone()), (202, json!("Provisioning"), json!(60)));
-    app.wait_for(&path, LIMIT, |c| c["node_pools"].as_array().is_some_and(|p| p.len() == 2 && p.iter().all(|p| p["status"] == "Ready"))).await;
+    let a = app
+        .post(
+            &format!("{path}/node-pools"),
+            TOKEN_ACME_SUPER_ADMIN,
+            &json!({"name": "extra", "size": "kube.m5.large", "count": 1}),
+        )
+        .await;
+    assert_eq!(
+        (
+            a.status,
+            a.json()["status"].clone(),
+            a.json()["root_volume_size_gib"].clone()
+        ),
+        (202, json!("Provisioning"), json!(60))
+    );
+    app.wait_for(&path, LIMIT, |c| {
+        c["node_pools"]
+            .as_array()
+            .is_some_and(|p| p.len() == 2 && p.iter().all(|p| p["status"] == "Ready"))
+    })
+    .await;
     assert_eq!(nodes(&app, &id).await.len(), 4);
-    let a = app.delete(&format!("{path}/node-pools/extra"), TOKEN_ACME_SUPER_ADMIN).await;
-    assert_eq!((a.status, a.json()["status"].clone()), (202, json!("Deleting")));
-    app.wait_for(&path, LIMIT, |c| c["node_pools"].as_array().is_some_and(|p| p.len() == 1)).await;
+    let a = app
+        .delete(&format!("{path}/node-pools/extra"), TOKEN_ACME_SUPER_ADMIN)
+        .await;
+    assert_eq!(
+        (a.status, a.json()["status"].clone()),
+        (202, json!("Deleting"))
+    );
+    app.wait_for(&path, LIMIT, |c| {
+        c["node_pools"].as_array().is_some_and(|p| p.len() == 1)
+    })
+    .await;
     assert_eq!(nodes(&app, &id).await.len(), 3);
 
     // Delete a node: it is replaced.
-    let victim = nodes(&app, &id).await[0]["name"].as_str().unwrap().to_owned();
-    let a = app.delete(&format!("{path}/nodes/{victim}"), TOKEN_ACME_SUPER_ADMIN).await;
-    assert_eq!((a.status, a.json()["status"].clone()), (202, json!("Deleting")));
+    let victim = nodes(&app, &id).await[0]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let a = app
+        .delete(&format!("{path}/nodes/{victim}"), TOKEN_ACME_SUPER_ADMIN)
+        .await;
+    assert_eq!(
+        (a.status, a.json()["status"].clone()),
+        (202, json!("Deleting"))
+    );
     let deadline = Instant::now() + LIMIT;
     loop {
         let list = nodes(&app, &id).await;
-        if list.len() == 3 && list.iter().all(|n| n["status"] == "Ready" && n["name"] != victim.as_str()) {
+        if list.len() == 3
+            && list
+                .iter()
+                .all(|n| n["status"] == "Ready" && n["name"] != victim.as_str())
+        {
             break;
         }
         assert!(Instant::now() < deadline, "node never replaced: {list:?}");
@@ -128,34 +248,96 @@ async fn the_whole_lifecycle_through_http() {
     }
 
     // An Elastic IP: allocate, Ready with an address, release, gone.
-    let a = app.post(&format!("{path}/elastic-ips"), TOKEN_ACME_SUPER_ADMIN, &json!({"name": "web", "exposure": "private"})).await;
-    assert_eq!((a.status, a.json()["status"].clone(), a.json()["address"].clone()), (202, json!("Pending"), Value::Null));
+    let a = app
+        .post(
+            &format!("{path}/elastic-ips"),
+            TOKEN_ACME_SUPER_ADMIN,
+            &json!({"name": "web", "exposure": "private"}),
+        )
+        .await;
+    assert_eq!(
+        (
+            a.status,
+            a.json()["status"].clone(),
+            a.json()["address"].clone()
+        ),
+        (202, json!("Pending"), Value::Null)
+    );
     assert_eq!(a.json()["annotation"]["key"], "k8s.example.com/elastic-ip");
     let eip = a.json()["id"].as_str().unwrap().to_owned();
-    let ready = app.wait_for(&format!("{path}/elastic-ips/{eip}"), LIMIT, |e| e["status"] == "Ready").await;
-    assert!(ready["address"].as_str().is_some_and(|a| a.starts_with("10.96.")), "{ready}");
-    let a = app.delete(&format!("{path}/elastic-ips/{eip}"), TOKEN_ACME_SUPER_ADMIN).await;
-    assert_eq!((a.status, a.json()["status"].clone()), (202, json!("Deleting")));
+    let ready = app
+        .wait_for(&format!("{path}/elastic-ips/{eip}"), LIMIT, |e| {
+            e["status"] == "Ready"
+        })
+        .await;
+    assert!(
+        ready["address"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("10.96.")),
+        "{ready}"
+    );
+    let a = app
+        .delete(&format!("{path}/elastic-ips/{eip}"), TOKEN_ACME_SUPER_ADMIN)
+        .await;
+    assert_eq!(
+        (a.status, a.json()["status"].clone()),
+        (202, json!("Deleting"))
+    );
     let deadline = Instant::now() + LIMIT;
-    while app.get(&format!("{path}/elastic-ips/{eip}"), TOKEN_ACME_MEMBER).await.status != 404 {
+    while app
+        .get(&format!("{path}/elastic-ips/{eip}"), TOKEN_ACME_MEMBER)
+        .await
+        .status
+        != 404
+    {
         assert!(Instant::now() < deadline, "Elastic IP never released");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
     // A firewall rule becomes Active.
     let rule = json!({"name": "https", "protocol": "tcp", "source_cidrs": ["203.0.113.0/24"], "port_range": {"from": 443, "to": 443}});
-    let a = app.post(&format!("{path}/firewall-rules"), TOKEN_ACME_SUPER_ADMIN, &rule).await;
-    assert_eq!((a.status, a.json()["status"].clone()), (202, json!("Pending")));
+    let a = app
+        .post(
+            &format!("{path}/firewall-rules"),
+            TOKEN_ACME_SUPER_ADMIN,
+            &rule,
+        )
+        .await;
+    assert_eq!(
+        (a.status, a.json()["status"].clone()),
+        (202, json!("Pending"))
+    );
     let rid = a.json()["id"].as_str().unwrap().to_owned();
-    app.wait_for(&format!("{path}/firewall-rules/{rid}"), LIMIT, |r| r["status"] == "Active").await;
+    app.wait_for(&format!("{path}/firewall-rules/{rid}"), LIMIT, |r| {
+        r["status"] == "Active"
+    })
+    .await;
 
     // Exposure change: public → private; the kubeconfig changes.
-    let a = app.patch(&format!("{path}/exposure"), TOKEN_ACME_SUPER_ADMIN, &json!({"exposure": "private"})).await;
+    let a = app
+        .patch(
+            &format!("{path}/exposure"),
+            TOKEN_ACME_SUPER_ADMIN,
+            &json!({"exposure": "private"}),
+        )
+        .await;
     assert_eq!(a.status, 202, "{}", a.text());
-    assert_eq!((a.json()["exposure"].clone(), a.json()["exposure_change"]["to"].clone()), (json!("public"), json!("private")));
-    let done = app.wait_for(&path, LIMIT, |c| c["exposure_change"].is_null() && c["exposure"] == "private").await;
+    assert_eq!(
+        (
+            a.json()["exposure"].clone(),
+            a.json()["exposure_change"]["to"].clone()
+        ),
+        (json!("public"), json!("private"))
+    );
+    let done = app
+        .wait_for(&path, LIMIT, |c| {
+            c["exposure_change"].is_null() && c["exposure"] == "private"
+        })
+        .await;
     assert!(done["public_hostname"].is_null());
-    let k2 = app.get(&format!("{path}/kubeconfig"), TOKEN_ACME_MEMBER).await;
+    let k2 = app
+        .get(&format!("{path}/kubeconfig"), TOKEN_ACME_MEMBER)
+        .await;
     assert_ne!(k1.text(), k2.text(), "the kubeconfig follows the exposure");
     if let Some(s) = kubectl_strict_check(&k2.text()) {
         assert!(s.ends_with(".internal:6443"), "{s}");
@@ -163,7 +345,10 @@ async fn the_whole_lifecycle_through_http() {
 
     // Delete: Deleting, then gone.
     let a = app.delete(&path, TOKEN_ACME_SUPER_ADMIN).await;
-    assert_eq!((a.status, a.json()["phase"].clone()), (202, json!("Deleting")));
+    assert_eq!(
+        (a.status, a.json()["phase"].clone()),
+        (202, json!("Deleting"))
+    );
     let deadline = Instant::now() + LIMIT;
     while app.get(&path, TOKEN_ACME_MEMBER).await.status != 404 {
         assert!(Instant::now() < deadline, "cluster never deleted");
@@ -175,7 +360,11 @@ async fn the_whole_lifecycle_through_http() {
 }
 
 fn regex_lite(nodes: &[Value]) -> bool {
-    nodes.iter().all(|n| n["name"].as_str().is_some_and(|s| domain::names::NodeName::parse(s).is_ok()))
+    nodes.iter().all(|n| {
+        n["name"]
+            .as_str()
+            .is_some_and(|s| domain::names::NodeName::parse(s).is_ok())
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -183,22 +372,58 @@ async fn with_workers_off_a_cluster_stays_pending() {
     let app = TestApp::spawn_with(&[("RECONCILER_WORKERS", "0")]).await;
     let c = app.create_cluster("idle-1").await;
     let id = c["id"].as_str().unwrap();
-    let s = app.get(&format!("/v1/public/clusters/{id}/state?since=1&timeout_seconds=1"), TOKEN_ACME_MEMBER).await.json();
-    assert_eq!((s["phase"].clone(), s["changed"].clone(), s["version"].clone()), (json!("Pending"), json!(false), json!(1)));
+    let s = app
+        .get(
+            &format!("/v1/public/clusters/{id}/state?since=1&timeout_seconds=1"),
+            TOKEN_ACME_MEMBER,
+        )
+        .await
+        .json();
+    assert_eq!(
+        (
+            s["phase"].clone(),
+            s["changed"].clone(),
+            s["version"].clone()
+        ),
+        (json!("Pending"), json!(false), json!(1))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_injected_failure_gives_failed_with_the_reason() {
-    let app = TestApp::spawn_with(&[("RECONCILER_POLL_MS", "20"), ("PROVISIONER_FAIL_STEPS", "create_control_plane")]).await;
+    let app = TestApp::spawn_with(&[
+        ("RECONCILER_POLL_MS", "20"),
+        ("PROVISIONER_FAIL_STEPS", "create_control_plane"),
+    ])
+    .await;
     let c = app.create_cluster("doomed").await;
     let id = c["id"].as_str().unwrap().to_owned();
     await_phase(&app, &id, "Failed").await;
-    let c = app.get(&format!("/v1/public/clusters/{id}"), TOKEN_ACME_MEMBER).await.json();
-    assert!(c["failure_reason"].as_str().is_some_and(|r| !r.is_empty()), "{c}");
-    let k = app.get(&format!("/v1/public/clusters/{id}/kubeconfig"), TOKEN_ACME_MEMBER).await;
-    assert_eq!((k.status, k.problem_code().as_str()), (409, "cluster_failed"));
+    let c = app
+        .get(&format!("/v1/public/clusters/{id}"), TOKEN_ACME_MEMBER)
+        .await
+        .json();
+    assert!(
+        c["failure_reason"].as_str().is_some_and(|r| !r.is_empty()),
+        "{c}"
+    );
+    let k = app
+        .get(
+            &format!("/v1/public/clusters/{id}/kubeconfig"),
+            TOKEN_ACME_MEMBER,
+        )
+        .await;
+    assert_eq!(
+        (k.status, k.problem_code().as_str()),
+        (409, "cluster_failed")
+    );
     // A failed cluster can still be deleted.
-    assert_eq!(app.delete(&format!("/v1/public/clusters/{id}"), TOKEN_ACME_SUPER_ADMIN).await.status, 202);
+    assert_eq!(
+        app.delete(&format!("/v1/public/clusters/{id}"), TOKEN_ACME_SUPER_ADMIN)
+            .await
+            .status,
+        202
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -208,15 +433,37 @@ async fn a_change_through_one_server_wakes_a_long_poll_on_another() {
     let c = a.create_cluster("shared-1").await;
     let id = c["id"].as_str().unwrap().to_owned();
     let poll = {
-        let url = format!("{}/v1/public/clusters/{id}/state?since=1&timeout_seconds=30", b.url);
+        let url = format!(
+            "{}/v1/public/clusters/{id}/state?since=1&timeout_seconds=30",
+            b.url
+        );
         let client = b.client.clone();
-        tokio::spawn(async move { client.get(url).bearer_auth(TOKEN_ACME_MEMBER).send().await.unwrap().json::<Value>().await.unwrap() })
+        tokio::spawn(async move {
+            client
+                .get(url)
+                .bearer_auth(TOKEN_ACME_MEMBER)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let p = a.patch(&format!("/v1/public/clusters/{id}"), TOKEN_ACME_SUPER_ADMIN, &json!({"description": "changed"})).await;
+    let p = a
+        .patch(
+            &format!("/v1/public/clusters/{id}"),
+            TOKEN_ACME_SUPER_ADMIN,
+            &json!({"description": "changed"}),
+        )
+        .await;
     assert_eq!(p.status, 200);
     let s = poll.await.unwrap();
-    assert_eq!((s["changed"].clone(), s["version"].clone()), (json!(true), json!(2)));
+    assert_eq!(
+        (s["changed"].clone(), s["version"].clone()),
+        (json!(true), json!(2))
+    );
 }
 
 /// The real binary as a child process.
@@ -235,22 +482,36 @@ fn server_bin() -> std::path::PathBuf {
     }
     // target/debug/deps/provisioning-… → target/debug/server
     let exe = std::env::current_exe().unwrap();
-    exe.parent().and_then(|d| d.parent()).map(|d| d.join("server")).unwrap()
+    exe.parent()
+        .and_then(|d| d.parent())
+        .map(|d| d.join("server"))
+        .unwrap()
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn start_binary(app: &TestApp, port: u16, extra: &[(&str, &str)]) -> Proc {
     let bin = server_bin();
-    assert!(bin.exists(), "build the server first (cargo build -p server): {}", bin.display());
+    assert!(
+        bin.exists(),
+        "build the server first (cargo build -p server): {}",
+        bin.display()
+    );
     let mut cmd = Command::new(bin);
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("DATABASE_URL", &app.db.url)
         .env("ACCOUNT_PLATFORM_URL", app.platform.url())
-        .env("ACCOUNT_PLATFORM_SERVICE_TOKEN", app.platform.service_token())
+        .env(
+            "ACCOUNT_PLATFORM_SERVICE_TOKEN",
+            app.platform.service_token(),
+        )
         .env("SECRETS_KEY", TEST_SECRETS_KEY)
         .env("BIND_ADDR", format!("127.0.0.1:{port}"))
         .env("RUST_LOG", "warn")
@@ -264,7 +525,14 @@ fn start_binary(app: &TestApp, port: u16, extra: &[(&str, &str)]) -> Proc {
 
 async fn wait_healthy(client: &reqwest::Client, base: &str) {
     let deadline = Instant::now() + LIMIT;
-    while client.get(format!("{base}/healthz")).send().await.map(|r| r.status().as_u16()).unwrap_or(0) != 200 {
+    while client
+        .get(format!("{base}/healthz"))
+        .send()
+        .await
+        .map(|r| r.status().as_u16())
+        .unwrap_or(0)
+        != 200
+    {
         assert!(Instant::now() < deadline, "server never came up");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -280,7 +548,14 @@ async fn kill_9_mid_provisioning_then_restart_finishes_everything_once() {
     let mut first = start_binary(&app, port, &slow);
     wait_healthy(&app.client, &base).await;
     let body = json!({"organization": "acme", "name": "crash-1", "node_pools": [{"size": "kube.c5.large", "count": 4}]});
-    let a = app.send(app.client.post(format!("{base}/v1/public/clusters")).bearer_auth(TOKEN_ACME_SUPER_ADMIN).json(&body)).await;
+    let a = app
+        .send(
+            app.client
+                .post(format!("{base}/v1/public/clusters"))
+                .bearer_auth(TOKEN_ACME_SUPER_ADMIN)
+                .json(&body),
+        )
+        .await;
     assert_eq!(a.status, 201, "{}", a.text());
     let id = a.json()["id"].as_str().unwrap().to_owned();
     // Wait until the work is under way (a node exists), then kill -9.
@@ -297,13 +572,27 @@ async fn kill_9_mid_provisioning_then_restart_finishes_everything_once() {
     wait_healthy(&app.client, &base).await;
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let c = app.send(app.client.get(format!("{base}/v1/public/clusters/{id}")).bearer_auth(TOKEN_ACME_MEMBER)).await.json();
+        let c = app
+            .send(
+                app.client
+                    .get(format!("{base}/v1/public/clusters/{id}"))
+                    .bearer_auth(TOKEN_ACME_MEMBER),
+            )
+            .await
+            .json();
         if c["phase"] == "Provisioned" {
             break;
         }
-        assert!(Instant::now() < deadline, "never finished after the restart: {c}");
+        assert!(
+            Instant::now() < deadline,
+            "never finished after the restart: {c}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert_eq!(app.count_rows("nodes"), 4, "exactly the pool's count: nothing lost or done twice");
+    assert_eq!(
+        app.count_rows("nodes"),
+        4,
+        "exactly the pool's count: nothing lost or done twice"
+    );
     assert_eq!(app.count_rows("operations WHERE state <> 'done'"), 0);
 }

@@ -65,7 +65,11 @@ pub fn endpoint_for(
     let id: String = cluster_id.simple().to_string().chars().take(8).collect();
     match exposure {
         Exposure::Public => {
-            let host = format!("{name}-{id}{}", config.public_hostname_suffix);
+            let host = domain::model::cluster::public_hostname(
+                cluster_name,
+                cluster_id,
+                &config.public_hostname_suffix,
+            );
             Endpoint {
                 public_hostname: Some(host.clone()),
                 host,

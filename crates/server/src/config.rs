@@ -140,9 +140,11 @@ impl Config {
             identity,
             secrets_key,
             catalog_file: src.get("CATALOG_FILE"),
-            public_hostname_suffix: src
-                .get("PUBLIC_HOSTNAME_SUFFIX")
-                .unwrap_or_else(|| ".k8s.example.com".into()),
+            // Normalized as the provider normalizes it (lowercase, one leading dot).
+            public_hostname_suffix: provisioner_sim::config::parse_hostname_suffix(
+                &src.get("PUBLIC_HOSTNAME_SUFFIX").unwrap_or_else(|| ".k8s.example.com".into()),
+            )
+            .map_err(|e| ConfigError::Invalid { name: "PUBLIC_HOSTNAME_SUFFIX", message: e.to_string() })?,
             annotation_domain: src
                 .get("ANNOTATION_DOMAIN")
                 .unwrap_or_else(|| "k8s.example.com".into()),

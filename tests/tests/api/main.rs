@@ -3,3 +3,11 @@
 #![allow(clippy::unwrap_used)]
 
 mod auth;
+mod auth_servers;
+mod bad_input;
+mod behaviours;
+mod errors;
+mod idempotency;
+mod limits;
+mod pagination;
+mod roles;

@@ -315,6 +315,16 @@ pub struct Cluster {
     pub deleted_at: Option<DateTime<Utc>>,
 }
 
+/// The public API hostname a cluster gets: `<name>-<first 8 hex digits of its id><suffix>`,
+/// the name cut to 54 characters so the first label stays within DNS's 63. Providers use the
+/// same scheme, so the hostname is known from the create on.
+pub fn public_hostname(name: &str, id: Uuid, suffix: &str) -> String {
+    let name: String = name.chars().take(54).collect();
+    let name = name.trim_end_matches('-');
+    let id: String = id.simple().to_string().chars().take(8).collect();
+    format!("{name}-{id}{suffix}")
+}
+
 impl Cluster {
     pub fn is_gone(&self) -> bool {
         self.deleted_at.is_some()

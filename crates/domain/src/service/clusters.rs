@@ -152,8 +152,13 @@ impl Services {
                 return Err(DomainError::PublicExposureUnavailable(zone.zone.id.clone()));
             }
             access::require_credit(&org)?;
+            let id = self.ports.ids.new_id();
+            // "null unless public": a public cluster's hostname is known from the start.
+            let public_hostname = (exposure == Exposure::Public).then(|| {
+                crate::model::cluster::public_hostname(spec.name.as_str(), id, &self.settings.public_hostname_suffix)
+            });
             let cluster = Cluster {
-                id: self.ports.ids.new_id(),
+                id,
                 organization_id: org.id,
                 organization_slug: org.slug.clone(),
                 name: spec.name.clone(),
@@ -166,7 +171,7 @@ impl Services {
                 network_mode: spec.network_mode.unwrap_or(zone.defaults.network_mode),
                 phase: ClusterPhase::Pending,
                 failure_reason: None,
-                public_hostname: None,
+                public_hostname,
                 api_endpoint: None,
                 node_pools: pools,
                 hub_registration: Registration::PENDING,
