@@ -11,6 +11,7 @@ mod auth_servers;
 mod clusters;
 mod error;
 mod feed;
+mod gateway;
 mod idempotency;
 mod operations;
 mod rows;

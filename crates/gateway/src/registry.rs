@@ -1,0 +1,86 @@
+//! The auth servers in memory: a snapshot read from PostgreSQL at start and again every
+//! `reload_interval`, so a change made through the API takes effect within seconds.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use domain::model::auth_server::{AuthServer, AuthServerConfig, OidcConfig};
+use store_postgres::PgStore;
+
+use crate::routes::Route;
+
+/// The auth servers as last read.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    servers: Vec<Arc<AuthServer>>,
+}
+
+impl Snapshot {
+    pub fn new(servers: Vec<AuthServer>) -> Snapshot {
+        Snapshot {
+            servers: servers.into_iter().map(Arc::new).collect(),
+        }
+    }
+
+    /// The server a route names: by organization slug or id, environment and name.
+    pub fn for_route(&self, route: &Route) -> Option<Arc<AuthServer>> {
+        self.servers
+            .iter()
+            .find(|s| {
+                (s.organization_slug == route.organization
+                    || s.organization_id.to_string() == route.organization)
+                    && s.environment.as_str() == route.environment
+                    && s.name.as_str() == route.auth_server
+            })
+            .cloned()
+    }
+}
+
+/// The shared, swappable snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    current: Arc<RwLock<Arc<Snapshot>>>,
+}
+
+impl Registry {
+    pub fn get(&self) -> Arc<Snapshot> {
+        self.current
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn set(&self, snapshot: Snapshot) {
+        *self
+            .current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(snapshot);
+    }
+
+    /// Reads every auth server again; on failure the previous snapshot stays in force.
+    pub async fn reload(&self, store: &PgStore) -> Result<(), domain::ports::storage::StoreError> {
+        let servers = store.all_auth_servers().await?;
+        self.set(Snapshot::new(servers));
+        Ok(())
+    }
+
+    /// Reloads forever, every `interval`.
+    pub async fn keep_fresh(self, store: PgStore, interval: Duration) {
+        let mut tick = tokio::time::interval(interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if let Err(error) = self.reload(&store).await {
+                tracing::warn!(%error, "cannot reload the auth servers; keeping the last ones");
+            }
+        }
+    }
+}
+
+/// The OIDC configuration of a server, if it is one.
+pub fn oidc(server: &AuthServer) -> Option<&OidcConfig> {
+    match &server.config {
+        AuthServerConfig::Oidc(c) => Some(c),
+        _ => None,
+    }
+}
