@@ -12,6 +12,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/postgres.sh"
 
 CARGO_TEST_ARGS=${CARGO_TEST_ARGS:---workspace}
+# The long-poll tests hold a thousand connections at once; 1024 descriptors is not enough.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 TEST_STEPS=${TEST_STEPS:-rust}
 
 # ---- The steps. Each is a function step_NAME, listed in TEST_STEPS (Makefile); each runs with

@@ -20,11 +20,27 @@ struct Series {
 
 #[derive(Default)]
 pub struct Metrics {
+    /// Requests being handled now (state long-polls included).
+    in_flight: std::sync::atomic::AtomicI64,
     // (method, route template, status) → series; a BTreeMap keeps the output stable.
     requests: Mutex<BTreeMap<(String, String, u16), Series>>,
 }
 
+/// Counts a request as in flight until dropped.
+pub struct InFlight<'a>(&'a Metrics);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 impl Metrics {
+    pub fn start_request(&self) -> InFlight<'_> {
+        self.in_flight.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        InFlight(self)
+    }
+
     pub fn record(&self, method: &str, route: &str, status: u16, latency: Duration) {
         let secs = latency.as_secs_f64();
         let Ok(mut map) = self.requests.lock() else {
@@ -44,6 +60,10 @@ impl Metrics {
 
     pub fn render(&self) -> String {
         let mut out = String::new();
+        let in_flight = self.in_flight.load(std::sync::atomic::Ordering::Relaxed);
+        out.push_str("# HELP http_requests_in_flight Requests being handled now, waiting long-polls included.\n");
+        out.push_str("# TYPE http_requests_in_flight gauge\n");
+        let _ = writeln!(out, "http_requests_in_flight {in_flight}");
         let Ok(map) = self.requests.lock() else {
             return out;
         };

@@ -27,7 +27,10 @@ pub async fn observe(
     req.extensions_mut().insert(id.clone());
     let method = req.method().to_string();
     let state = req.app_data::<Data<AppState>>().cloned();
+    let in_flight = state.as_ref().map(|s| s.metrics.clone());
+    let guard = in_flight.as_deref().map(api_metrics_start);
     let mut res = next.call(req).await?;
+    drop(guard);
     let route = res
         .request()
         .match_pattern()
@@ -51,4 +54,8 @@ pub async fn observe(
         "request"
     );
     Ok(res)
+}
+
+fn api_metrics_start(m: &crate::metrics::Metrics) -> crate::metrics::InFlight<'_> {
+    m.start_request()
 }

@@ -11,3 +11,4 @@ mod idempotency;
 mod limits;
 mod pagination;
 mod roles;
+mod regressions;
