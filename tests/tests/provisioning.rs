@@ -610,89 +610,196 @@ async fn a_second_exposure_change_while_one_is_in_flight_is_409() {
     let id = c["id"].as_str().unwrap().to_owned();
     let path = format!("/v1/public/clusters/{id}");
     await_phase(&app, &id, "Provisioned").await;
-    let a = app.patch(&format!("{path}/exposure"), TOKEN_ACME_SUPER_ADMIN, &json!({"exposure": "private"})).await;
+    let a = app
+        .patch(
+            &format!("{path}/exposure"),
+            TOKEN_ACME_SUPER_ADMIN,
+            &json!({"exposure": "private"}),
+        )
+        .await;
     assert_eq!(a.status, 202, "{}", a.text());
     for to in ["public", "private"] {
-        let b = app.patch(&format!("{path}/exposure"), TOKEN_ACME_SUPER_ADMIN, &json!({"exposure": to})).await;
-        assert_eq!((b.status, b.problem_code().as_str()), (409, "change_in_flight"), "{to}");
+        let b = app
+            .patch(
+                &format!("{path}/exposure"),
+                TOKEN_ACME_SUPER_ADMIN,
+                &json!({"exposure": to}),
+            )
+            .await;
+        assert_eq!(
+            (b.status, b.problem_code().as_str()),
+            (409, "change_in_flight"),
+            "{to}"
+        );
     }
     // Nothing was stored for the refused requests: still the first change in flight.
     let c = app.get(&path, TOKEN_ACME_MEMBER).await.json();
-    assert_eq!((c["exposure"].clone(), c["exposure_change"]["to"].clone()), (json!("public"), json!("private")));
+    assert_eq!(
+        (c["exposure"].clone(), c["exposure_change"]["to"].clone()),
+        (json!("public"), json!("private"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slash_30_address_pool_gives_two_elastic_ips_then_503_and_reuses_a_released_one() {
-    let app = TestApp::spawn_with(&[("RECONCILER_POLL_MS", "20"), ("ELASTIC_IP_PRIVATE_CIDR", "192.0.2.0/30")]).await;
+    let app = TestApp::spawn_with(&[
+        ("RECONCILER_POLL_MS", "20"),
+        ("ELASTIC_IP_PRIVATE_CIDR", "192.0.2.0/30"),
+    ])
+    .await;
     let c = app.create_cluster("pool-1").await;
     let id = c["id"].as_str().unwrap().to_owned();
     let path = format!("/v1/public/clusters/{id}");
     await_phase(&app, &id, "Provisioned").await;
     let mut ids = Vec::new();
     for _ in 0..2 {
-        let a = app.post(&format!("{path}/elastic-ips"), TOKEN_ACME_SUPER_ADMIN, &json!({})).await;
+        let a = app
+            .post(
+                &format!("{path}/elastic-ips"),
+                TOKEN_ACME_SUPER_ADMIN,
+                &json!({}),
+            )
+            .await;
         assert_eq!(a.status, 202, "{}", a.text());
         ids.push(a.json()["id"].as_str().unwrap().to_owned());
     }
-    let third = app.post(&format!("{path}/elastic-ips"), TOKEN_ACME_SUPER_ADMIN, &json!({})).await;
-    assert_eq!((third.status, third.problem_code().as_str()), (503, "capacity_exhausted"));
+    let third = app
+        .post(
+            &format!("{path}/elastic-ips"),
+            TOKEN_ACME_SUPER_ADMIN,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(
+        (third.status, third.problem_code().as_str()),
+        (503, "capacity_exhausted")
+    );
     assert!(third.header("retry-after").is_some());
     let mut addresses = Vec::new();
     for e in &ids {
-        let r = app.wait_for(&format!("{path}/elastic-ips/{e}"), LIMIT, |v| v["status"] == "Ready").await;
+        let r = app
+            .wait_for(&format!("{path}/elastic-ips/{e}"), LIMIT, |v| {
+                v["status"] == "Ready"
+            })
+            .await;
         addresses.push(r["address"].as_str().unwrap().to_owned());
     }
     addresses.sort();
-    assert_eq!(addresses, ["192.0.2.1", "192.0.2.2"], "never the network or broadcast address");
+    assert_eq!(
+        addresses,
+        ["192.0.2.1", "192.0.2.2"],
+        "never the network or broadcast address"
+    );
     // Releasing one returns its address to the pool once it is gone.
-    assert_eq!(app.delete(&format!("{path}/elastic-ips/{}", ids[0]), TOKEN_ACME_SUPER_ADMIN).await.status, 202);
+    assert_eq!(
+        app.delete(
+            &format!("{path}/elastic-ips/{}", ids[0]),
+            TOKEN_ACME_SUPER_ADMIN
+        )
+        .await
+        .status,
+        202
+    );
     let deadline = Instant::now() + LIMIT;
     loop {
-        let a = app.post(&format!("{path}/elastic-ips"), TOKEN_ACME_SUPER_ADMIN, &json!({})).await;
+        let a = app
+            .post(
+                &format!("{path}/elastic-ips"),
+                TOKEN_ACME_SUPER_ADMIN,
+                &json!({}),
+            )
+            .await;
         if a.status == 202 {
             let e = a.json()["id"].as_str().unwrap().to_owned();
-            let r = app.wait_for(&format!("{path}/elastic-ips/{e}"), LIMIT, |v| v["status"] == "Ready").await;
+            let r = app
+                .wait_for(&format!("{path}/elastic-ips/{e}"), LIMIT, |v| {
+                    v["status"] == "Ready"
+                })
+                .await;
             assert!(addresses.contains(&r["address"].as_str().unwrap().to_owned()));
             break;
         }
         assert_eq!(a.status, 503);
-        assert!(Instant::now() < deadline, "the released address never came back");
+        assert!(
+            Instant::now() < deadline,
+            "the released address never came back"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_internet_cluster_with_the_public_pool_disabled_gets_503() {
-    let app = TestApp::spawn_with(&[("RECONCILER_WORKERS", "0"), ("ELASTIC_IP_PUBLIC_CIDR", "")]).await;
+    let app =
+        TestApp::spawn_with(&[("RECONCILER_WORKERS", "0"), ("ELASTIC_IP_PUBLIC_CIDR", "")]).await;
     let body = json!({"organization": "acme", "name": "inet-1", "network_mode": "internet",
                       "node_pools": [{"size": "kube.c5.large", "count": 1}]});
-    let c = app.post("/v1/public/clusters", TOKEN_ACME_SUPER_ADMIN, &body).await.json();
+    let c = app
+        .post("/v1/public/clusters", TOKEN_ACME_SUPER_ADMIN, &body)
+        .await
+        .json();
     let id = c["id"].as_str().unwrap();
-    let a = app.post(&format!("/v1/public/clusters/{id}/elastic-ips"), TOKEN_ACME_SUPER_ADMIN, &json!({"exposure": "public"})).await;
-    assert_eq!((a.status, a.problem_code().as_str()), (503, "capacity_exhausted"));
-    let a = app.post(&format!("/v1/public/clusters/{id}/elastic-ips"), TOKEN_ACME_SUPER_ADMIN, &json!({"exposure": "private"})).await;
-    assert_eq!((a.status, a.problem_code().as_str()), (409, "exposure_mismatch"));
+    let a = app
+        .post(
+            &format!("/v1/public/clusters/{id}/elastic-ips"),
+            TOKEN_ACME_SUPER_ADMIN,
+            &json!({"exposure": "public"}),
+        )
+        .await;
+    assert_eq!(
+        (a.status, a.problem_code().as_str()),
+        (503, "capacity_exhausted")
+    );
+    let a = app
+        .post(
+            &format!("/v1/public/clusters/{id}/elastic-ips"),
+            TOKEN_ACME_SUPER_ADMIN,
+            &json!({"exposure": "private"}),
+        )
+        .await;
+    assert_eq!(
+        (a.status, a.problem_code().as_str()),
+        (409, "exposure_mismatch")
+    );
     assert_eq!(app.count_rows("elastic_ips"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_waiting_long_polls_hold_no_database_connection() {
-    let app = TestApp::spawn_with(&[("RECONCILER_WORKERS", "0"), ("DATABASE_POOL_SIZE", "4")]).await;
+    let app =
+        TestApp::spawn_with(&[("RECONCILER_WORKERS", "0"), ("DATABASE_POOL_SIZE", "4")]).await;
     let c = app.create_cluster("waiters").await;
     let id = c["id"].as_str().unwrap().to_owned();
-    let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
     let mut waiters = Vec::new();
     for _ in 0..1000 {
-        let url = format!("{}/v1/public/clusters/{id}/state?since=1&timeout_seconds=60", app.url);
+        let url = format!(
+            "{}/v1/public/clusters/{id}/state?since=1&timeout_seconds=60",
+            app.url
+        );
         let client = client.clone();
         waiters.push(tokio::spawn(async move {
-            client.get(url).bearer_auth(TOKEN_ACME_MEMBER).send().await.ok()?.json::<Value>().await.ok()
+            client
+                .get(url)
+                .bearer_auth(TOKEN_ACME_MEMBER)
+                .send()
+                .await
+                .ok()?
+                .json::<Value>()
+                .await
+                .ok()
         }));
     }
     // Once every waiter is parked, the pool shows no connection in use.
     let deadline = Instant::now() + LIMIT;
     let in_use = loop {
-        let m = app.send(app.request(reqwest::Method::GET, "/metrics", None)).await.text();
+        let m = app
+            .send(app.request(reqwest::Method::GET, "/metrics", None))
+            .await
+            .text();
         let gauge = |state: &str| {
             m.lines()
                 .find(|l| l.starts_with(&format!("db_pool_connections{{state=\"{state}\"}}")))
@@ -712,12 +819,21 @@ async fn a_thousand_waiting_long_polls_hold_no_database_connection() {
         if parked && in_use == 0 {
             break in_use;
         }
-        assert!(Instant::now() < deadline, "connections in use: {in_use}, requests in flight: {in_flight}");
+        assert!(
+            Instant::now() < deadline,
+            "connections in use: {in_use}, requests in flight: {in_flight}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(in_use, 0);
     // One change wakes every waiter.
-    let p = app.patch(&format!("/v1/public/clusters/{id}"), TOKEN_ACME_SUPER_ADMIN, &json!({"description": "wake"})).await;
+    let p = app
+        .patch(
+            &format!("/v1/public/clusters/{id}"),
+            TOKEN_ACME_SUPER_ADMIN,
+            &json!({"description": "wake"}),
+        )
+        .await;
     assert_eq!(p.status, 200);
     let mut woken = 0;
     for w in waiters {

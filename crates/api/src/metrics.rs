@@ -31,13 +31,16 @@ pub struct InFlight<'a>(&'a Metrics);
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        self.0
+            .in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
 impl Metrics {
     pub fn start_request(&self) -> InFlight<'_> {
-        self.in_flight.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         InFlight(self)
     }
 

@@ -13,10 +13,13 @@ use crate::problem::{PROBLEM_JSON, Problem};
 
 pub const JSON: &str = "application/json";
 
+/// Makes the `Location` of a created object.
+type Locator<T> = Box<dyn Fn(&T) -> String + Send + Sync>;
+
 /// Renders `T` as JSON with a fixed status and an optional `Location`.
 pub struct JsonRender<T> {
     status: StatusCode,
-    location: Option<Box<dyn Fn(&T) -> String + Send + Sync>>,
+    location: Option<Locator<T>>,
     request_id: String,
 }
 

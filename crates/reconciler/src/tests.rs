@@ -76,7 +76,10 @@ impl OperationQueue for FakeQueue {
     }
 
     async fn requeue(&self, lease: OperationLease) -> Result<(), StoreError> {
-        self.retried.lock().unwrap().push((lease, "requeued".into(), at(0)));
+        self.retried
+            .lock()
+            .unwrap()
+            .push((lease, "requeued".into(), at(0)));
         self.recorded.cancel();
         Ok(())
     }
@@ -315,10 +318,7 @@ async fn a_lease_too_short_for_a_step_is_given_back_at_once() {
     let metrics = handle.metrics().await;
     handle.join().await;
     let retried = queue.retried();
-    assert_eq!(
-        (retried[0].1.as_str(), retried[0].2),
-        ("requeued", at(0))
-    );
+    assert_eq!((retried[0].1.as_str(), retried[0].2), ("requeued", at(0)));
     assert_eq!(metrics.operations_requeued, 1);
 }
 
@@ -443,10 +443,7 @@ async fn shutdown_abandons_a_step_after_the_grace_and_gives_the_lease_back() {
     );
     handle.join().await;
     let retried = queue.retried();
-    assert_eq!(
-        (retried.len(), retried[0].1.as_str()),
-        (1, "requeued")
-    );
+    assert_eq!((retried.len(), retried[0].1.as_str()), (1, "requeued"));
     assert_eq!(retried[0].2, at(0), "due again at once");
     assert!(queue.finished.lock().unwrap().is_empty());
     assert_eq!(queue.claimed.load(Ordering::SeqCst), 1);

@@ -142,9 +142,13 @@ impl Config {
             catalog_file: src.get("CATALOG_FILE"),
             // Normalized as the provider normalizes it (lowercase, one leading dot).
             public_hostname_suffix: provisioner_sim::config::parse_hostname_suffix(
-                &src.get("PUBLIC_HOSTNAME_SUFFIX").unwrap_or_else(|| ".k8s.example.com".into()),
+                &src.get("PUBLIC_HOSTNAME_SUFFIX")
+                    .unwrap_or_else(|| ".k8s.example.com".into()),
             )
-            .map_err(|e| ConfigError::Invalid { name: "PUBLIC_HOSTNAME_SUFFIX", message: e.to_string() })?,
+            .map_err(|e| ConfigError::Invalid {
+                name: "PUBLIC_HOSTNAME_SUFFIX",
+                message: e.to_string(),
+            })?,
             annotation_domain: src
                 .get("ANNOTATION_DOMAIN")
                 .unwrap_or_else(|| "k8s.example.com".into()),

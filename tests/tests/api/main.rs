@@ -10,5 +10,5 @@ mod errors;
 mod idempotency;
 mod limits;
 mod pagination;
-mod roles;
 mod regressions;
+mod roles;

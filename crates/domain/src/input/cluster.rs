@@ -17,9 +17,20 @@ use crate::validation::Violations;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreateClusterRequest {
     /// Required: the organization's slug (DNS label) or id (UUID). Header and query are not read.
-    #[cfg_attr(feature = "openapi", schema(required = true, min_length = 1, max_length = 63))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, min_length = 1, max_length = 63)
+    )]
     pub organization: Option<String>,
-    #[cfg_attr(feature = "openapi", schema(required = true, pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", min_length = 1, max_length = 63))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            required = true,
+            pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+            min_length = 1,
+            max_length = 63
+        )
+    )]
     pub name: Option<String>,
     /// Zone id; the default zone when omitted.
     pub zone: Option<String>,
@@ -33,7 +44,10 @@ pub struct CreateClusterRequest {
     pub exposure: Option<Exposure>,
     /// Default `intranet`; immutable.
     pub network_mode: Option<NetworkMode>,
-    #[cfg_attr(feature = "openapi", schema(required = true, min_items = 1, max_items = 20))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, min_items = 1, max_items = 20)
+    )]
     pub node_pools: Option<Vec<NodePoolRequest>>,
 }
 

@@ -24,7 +24,11 @@ where
 /// An integer that JSON may also spell as an integral float (`3.0`): JSON Schema counts
 /// `3.0` as an integer, and clients generated from the OpenAPI document may send it.
 fn integral(n: serde_json::Number) -> Option<i64> {
-    n.as_i64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| f as i64))
+    n.as_i64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+            .map(|f| f as i64)
+    })
 }
 
 fn integer_error<E: serde::de::Error>() -> E {

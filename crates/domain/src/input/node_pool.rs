@@ -16,7 +16,14 @@ use crate::validation::Violations;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodePoolRequest {
     /// DNS label; `default` when omitted.
-    #[cfg_attr(feature = "openapi", schema(pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", min_length = 1, max_length = 63))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+            min_length = 1,
+            max_length = 63
+        )
+    )]
     pub name: Option<String>,
     /// A machine tier id from the catalog, e.g. `kube.c5.xlarge`.
     #[cfg_attr(feature = "openapi", schema(required = true, min_length = 1))]

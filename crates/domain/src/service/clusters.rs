@@ -155,7 +155,11 @@ impl Services {
             let id = self.ports.ids.new_id();
             // "null unless public": a public cluster's hostname is known from the start.
             let public_hostname = (exposure == Exposure::Public).then(|| {
-                crate::model::cluster::public_hostname(spec.name.as_str(), id, &self.settings.public_hostname_suffix)
+                crate::model::cluster::public_hostname(
+                    spec.name.as_str(),
+                    id,
+                    &self.settings.public_hostname_suffix,
+                )
             });
             let cluster = Cluster {
                 id,
