@@ -682,7 +682,8 @@ mod oidc {
             match std::process::Command::new("npm")
                 .args(["install", "--prefix"])
                 .arg(&dir)
-                .args(["--no-audit", "--no-fund", "oidc-provider@9.13.3"])
+                // From the lockfile: naming the package would rewrite the exact pins.
+                .args(["--no-audit", "--no-fund"])
                 .output()
             {
                 Ok(out) if out.status.success() => Ok(()),
@@ -1186,5 +1187,148 @@ mod oidc {
             );
         }
         provider.stop().await;
+    }
+
+    /// The same sign-in once in a real browser: Debian's Chromium driven by playwright-core
+    /// (tests/oidc/browser.mjs), installed here when missing; skipped, with the reason
+    /// printed, when it cannot be installed or launched.
+    mod headless_chromium {
+        use super::*;
+
+        const CHROMIUM: &str = "/usr/bin/chromium";
+
+        fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<String, String> {
+            let out = std::process::Command::new(program)
+                .args(args)
+                .envs(env.iter().copied())
+                .output()
+                .map_err(|e| format!("{program} cannot run: {e}"))?;
+            if out.status.success() {
+                Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            } else {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+                Err(format!(
+                    "{program} {} failed ({}): {}",
+                    args.join(" "),
+                    out.status,
+                    tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+                ))
+            }
+        }
+
+        /// Chromium from apt (root only; browser downloads by playwright cannot work here)
+        /// and playwright-core from the package.json beside the provider.
+        fn ensure_browser() -> Result<(), String> {
+            if !std::path::Path::new(CHROMIUM).exists() {
+                if run("id", &["-u"], &[])?.trim() != "0" {
+                    return Err(format!("{CHROMIUM} is missing and apt-get needs root"));
+                }
+                let started = Instant::now();
+                let apt = [("DEBIAN_FRONTEND", "noninteractive")];
+                run("apt-get", &["update", "-q"], &apt)?;
+                run("apt-get", &["install", "-y", "-q", "chromium"], &apt)?;
+                eprintln!("installed chromium with apt-get in {:?}", started.elapsed());
+            }
+            // oidc-provider first: its install is serialised and cached for every test, so
+            // no other npm run shares the directory with the one below.
+            ensure_installed()?;
+            let dir = provider_dir();
+            if !dir
+                .join("node_modules/playwright-core/package.json")
+                .exists()
+            {
+                let dir = dir.to_str().ok_or("the test directory is not UTF-8")?;
+                run(
+                    "npm",
+                    &["install", "--prefix", dir, "--no-audit", "--no-fund"],
+                    &[],
+                )?;
+            }
+            Ok(())
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_browser_code_flow_in_headless_chromium() {
+            if let Err(reason) = ensure_browser() {
+                eprintln!(
+                    "SKIPPED: the headless Chromium test needs chromium and playwright-core: {reason}"
+                );
+                return;
+            }
+            let Some((h, provider, sso, _)) = setup().await else {
+                return;
+            };
+            let page = h.url("/oidc/page?x=1");
+            let run = tokio::process::Command::new("node")
+                .arg(provider_dir().join("browser.mjs"))
+                .arg(&page)
+                .current_dir(provider_dir())
+                .kill_on_drop(true)
+                .output();
+            let out = tokio::time::timeout(Duration::from_secs(180), run)
+                .await
+                .expect("browser.mjs finished within 3 minutes")
+                .expect("node runs");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if out.status.code() == Some(2) {
+                eprintln!("SKIPPED: headless Chromium cannot be launched here: {stderr}");
+                provider.stop().await;
+                return;
+            }
+            assert!(out.status.success(), "browser.mjs: {stderr}");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+                .unwrap_or_else(|e| panic!("browser.mjs output ({e}): {stdout}"));
+
+            // Back on the page first asked for, through the gateway, with the claims upstream.
+            assert_eq!(result["url"].as_str(), Some(page.as_str()), "{result}");
+            let body: Value = serde_json::from_str(result["body"].as_str().unwrap_or_default())
+                .unwrap_or_else(|e| panic!("the upstream's answer ({e}): {result}"));
+            let e = Echo { status: 200, body };
+            assert_eq!(e.body["path"], "/oidc/page", "{:?}", e.body);
+            assert_eq!(e.body["query"], "x=1");
+            assert!(
+                e.header("accept").is_some_and(|a| a.contains("text/html")),
+                "Chromium's own Accept: {:?}",
+                e.header("accept")
+            );
+            assert_eq!(e.header("x-auth-user").as_deref(), Some("alice"));
+            assert_eq!(
+                e.header("x-auth-email").as_deref(),
+                Some("alice@example.com")
+            );
+            assert_eq!(e.header("x-auth-role").as_deref(), Some("admin"));
+            assert_eq!(e.header("x-auth-groups").as_deref(), Some("devs,ops"));
+            assert!(
+                e.header("cookie")
+                    .is_none_or(|c| !c.contains("gateway_session_")),
+                "{:?}",
+                e.header("cookie")
+            );
+
+            // The session cookie as Chromium stored it, and as the callback set it (playwright
+            // reports a cookie without SameSite as Lax, so the header is checked too).
+            let name = format!("gateway_session_{}", sso.id.simple());
+            let cookie = result["cookies"]
+                .as_array()
+                .and_then(|cs| cs.iter().find(|c| c["name"] == name.as_str()))
+                .unwrap_or_else(|| panic!("no {name} in {result}"));
+            assert_eq!(cookie["httpOnly"], true, "{cookie}");
+            assert_eq!(cookie["sameSite"], "Lax", "{cookie}");
+            assert_eq!(cookie["secure"], false, "loopback http: {cookie}");
+            assert_eq!(cookie["path"], "/", "{cookie}");
+            let set_cookie = result["set_cookie"]
+                .as_array()
+                .and_then(|hs| {
+                    hs.iter()
+                        .filter_map(Value::as_str)
+                        .find(|h| h.starts_with(&format!("{name}=")))
+                })
+                .unwrap_or_else(|| panic!("no Set-Cookie for {name} in {result}"));
+            assert!(set_cookie.contains("HttpOnly"), "{set_cookie}");
+            assert!(set_cookie.contains("SameSite=Lax"), "{set_cookie}");
+            provider.stop().await;
+        }
     }
 }
