@@ -13,7 +13,7 @@ TEST_STEPS ?= rust openapi schemathesis
 
 export CARGO_TEST_ARGS TEST_STEPS
 
-.PHONY: help run test fuzz db clean-local
+.PHONY: help run test fuzz bench db clean-local
 
 help: ## this list
 	@echo 'Targets:'
@@ -36,6 +36,9 @@ test: ## every test (libpq-dev and PostgreSQL set up first)
 
 fuzz: ## a long schemathesis run (1000 examples per operation) against server --dev
 	@FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-1000} TEST_STEPS='openapi schemathesis' bash scripts/test.sh
+
+bench: ## measure against the limits (issue 8): writes docs/benchmarks.md (release builds; BENCH_* settings in scripts/bench.sh)
+	@bash scripts/bench.sh
 
 db: ## the PostgreSQL make test uses, kept up until Ctrl-C (prints TEST_DATABASE_URL)
 	@bash scripts/postgres.sh serve
