@@ -483,15 +483,18 @@ impl ClusterRepository for PgStore {
 
     async fn zone_node_demand(&self, zone: String) -> Result<u64, StoreError> {
         self.run_blocking(move |conn| {
-            let sum: Option<i64> = node_pools::table
-                .inner_join(clusters::table)
-                .filter(clusters::zone.eq(zone))
-                .filter(clusters::deleted_at.is_null())
-                .filter(node_pools::status.ne("Deleting"))
-                .select(diesel::dsl::sum(node_pools::count))
-                .first(conn)
+            // One row, kept by a trigger on node_pools (migration zone_usage).
+            #[derive(diesel::QueryableByName)]
+            struct Usage {
+                #[diesel(sql_type = diesel::sql_types::BigInt)]
+                nodes: i64,
+            }
+            let row: Option<Usage> = diesel::sql_query("SELECT nodes FROM zone_usage WHERE zone = $1")
+                .bind::<diesel::sql_types::Text, _>(zone)
+                .get_result(conn)
+                .optional()
                 .map_err(map)?;
-            let sum = sum.unwrap_or(0);
+            let sum = row.map(|u| u.nodes).unwrap_or(0);
             u64::try_from(sum).map_err(|_| corrupt("node demand", &sum.to_string()))
         })
         .await
