@@ -44,14 +44,6 @@ fn snapshot<T>(
         .map_err(StoreError::from)
 }
 
-fn pools_of(conn: &mut PgConnection, id: Uuid) -> Result<Vec<PoolRow>, TxError> {
-    Ok(node_pools::table
-        .filter(node_pools::cluster_id.eq(id))
-        .order((node_pools::created_at.asc(), node_pools::name.asc()))
-        .select(PoolRow::as_select())
-        .load(conn)?)
-}
-
 fn into_cluster(row: ClusterRow, pools: Vec<PoolRow>) -> Result<Cluster, StoreError> {
     let pools = pools
         .into_iter()
@@ -309,21 +301,22 @@ fn commit_in(conn: &mut PgConnection, w: &ClusterWrite) -> Result<i64, TxError> 
 #[async_trait]
 impl ClusterRepository for PgStore {
     async fn cluster(&self, id: Uuid) -> Result<Option<Cluster>, StoreError> {
+        // One statement (a left join) is one round trip and one consistent snapshot: the
+        // hottest read of the API.
         self.run_blocking(move |conn| {
-            let found = snapshot(conn, |conn| {
-                let Some(row) = clusters::table
-                    .find(id)
-                    .select(ClusterRow::as_select())
-                    .first(conn)
-                    .optional()?
-                else {
-                    return Ok(None);
-                };
-                Ok(Some((row, pools_of(conn, id)?)))
-            })?;
-            found
-                .map(|(row, pools)| into_cluster(row, pools))
-                .transpose()
+            let rows: Vec<(ClusterRow, Option<PoolRow>)> = clusters::table
+                .left_join(node_pools::table)
+                .filter(clusters::id.eq(id))
+                .order((node_pools::created_at.asc(), node_pools::name.asc()))
+                .select((ClusterRow::as_select(), Option::<PoolRow>::as_select()))
+                .load(conn)
+                .map_err(map)?;
+            let mut rows = rows.into_iter();
+            let Some((row, first)) = rows.next() else {
+                return Ok(None);
+            };
+            let pools: Vec<PoolRow> = first.into_iter().chain(rows.filter_map(|(_, p)| p)).collect();
+            into_cluster(row, pools).map(Some)
         })
         .await
     }
