@@ -79,32 +79,39 @@ impl Answer {
     }
 }
 
+/// Starts the whole server in-process on a free port over this database and platform, with
+/// provisioning steps of 0 ms and these settings on top; returns its base URL.
+async fn start_server(db_url: &str, platform: &StubHandle, settings: &[(&str, &str)]) -> String {
+    let platform_url = platform.url();
+    let mut pairs: Vec<(&str, &str)> = vec![
+        ("DATABASE_URL", db_url),
+        ("ACCOUNT_PLATFORM_URL", platform_url.as_str()),
+        ("ACCOUNT_PLATFORM_SERVICE_TOKEN", platform.service_token()),
+        ("SECRETS_KEY", TEST_SECRETS_KEY),
+        ("BIND_ADDR", "127.0.0.1:0"),
+        ("PROVISIONER_STEP_MS", "0"),
+        ("DATABASE_POOL_SIZE", "4"),
+    ];
+    for (k, v) in settings {
+        pairs.retain(|(name, _)| name != k);
+        pairs.push((k, v));
+    }
+    let config = Config::load(&Source::from_pairs(&pairs), false)
+        .unwrap_or_else(|e| panic!("test settings: {e}"));
+    let running = server::start(config)
+        .await
+        .unwrap_or_else(|e| panic!("server start: {e:#}"));
+    let url = format!("http://{}", running.addr);
+    tokio::spawn(running.server);
+    url
+}
+
 impl TestApp {
     /// A server with provisioning steps of 0 ms and these extra settings.
     pub async fn spawn_with(settings: &[(&str, &str)]) -> TestApp {
         let db = TestDatabase::create();
         let platform = StubPlatform::start_demo();
-        let platform_url = platform.url();
-        let mut pairs: Vec<(&str, &str)> = vec![
-            ("DATABASE_URL", db.url.as_str()),
-            ("ACCOUNT_PLATFORM_URL", platform_url.as_str()),
-            ("ACCOUNT_PLATFORM_SERVICE_TOKEN", platform.service_token()),
-            ("SECRETS_KEY", TEST_SECRETS_KEY),
-            ("BIND_ADDR", "127.0.0.1:0"),
-            ("PROVISIONER_STEP_MS", "0"),
-            ("DATABASE_POOL_SIZE", "4"),
-        ];
-        for (k, v) in settings {
-            pairs.retain(|(name, _)| name != k);
-            pairs.push((k, v));
-        }
-        let config = Config::load(&Source::from_pairs(&pairs), false)
-            .unwrap_or_else(|e| panic!("test settings: {e}"));
-        let running = server::start(config)
-            .await
-            .unwrap_or_else(|e| panic!("server start: {e:#}"));
-        let url = format!("http://{}", running.addr);
-        tokio::spawn(running.server);
+        let url = start_server(&db.url, &platform, settings).await;
         let client = Client::builder()
             .timeout(Duration::from_secs(90))
             .build()
@@ -120,30 +127,7 @@ impl TestApp {
     /// Another server on the same database and platform (a second process in effect: its own
     /// pool, its own LISTEN connection, its own workers).
     pub async fn second_server(&self, settings: &[(&str, &str)]) -> SecondServer {
-        let platform_url = self.platform.url();
-        let mut pairs: Vec<(&str, &str)> = vec![
-            ("DATABASE_URL", self.db.url.as_str()),
-            ("ACCOUNT_PLATFORM_URL", platform_url.as_str()),
-            (
-                "ACCOUNT_PLATFORM_SERVICE_TOKEN",
-                self.platform.service_token(),
-            ),
-            ("SECRETS_KEY", TEST_SECRETS_KEY),
-            ("BIND_ADDR", "127.0.0.1:0"),
-            ("PROVISIONER_STEP_MS", "0"),
-            ("DATABASE_POOL_SIZE", "4"),
-        ];
-        for (k, v) in settings {
-            pairs.retain(|(name, _)| name != k);
-            pairs.push((k, v));
-        }
-        let config = Config::load(&Source::from_pairs(&pairs), false)
-            .unwrap_or_else(|e| panic!("test settings: {e}"));
-        let running = server::start(config)
-            .await
-            .unwrap_or_else(|e| panic!("server start: {e:#}"));
-        let url = format!("http://{}", running.addr);
-        tokio::spawn(running.server);
+        let url = start_server(&self.db.url, &self.platform, settings).await;
         SecondServer {
             url,
             client: self.client.clone(),
