@@ -130,6 +130,35 @@ fn reason(status: u16) -> &'static str {
         .unwrap_or("Error")
 }
 
+/// OpenAPI links from each create to the operations on the object it made, so clients (and the
+/// schema fuzzer's stateful phase) know where a created id goes. Written on the JSON: utoipa 5's
+/// `Link` serializes its fields in snake_case, which no validator accepts.
+fn add_links(doc: &mut serde_json::Value) {
+    for (create_path, prefix) in [
+        ("/v1/public/clusters", "/v1/public/clusters/{id}"),
+        ("/v1/public/gateway/auth-servers", "/v1/public/gateway/auth-servers/{id}"),
+    ] {
+        let mut targets = Vec::new();
+        for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+            if !path.starts_with(prefix) {
+                continue;
+            }
+            for method in ["get", "patch", "delete", "post"] {
+                if let Some(id) = item[method]["operationId"].as_str() {
+                    targets.push(id.to_owned());
+                }
+            }
+        }
+        let links: serde_json::Map<String, serde_json::Value> = targets
+            .into_iter()
+            .map(|t| (t.clone(), serde_json::json!({"operationId": t, "parameters": {"id": "$response.body#/id"}})))
+            .collect();
+        if let Some(response) = doc["paths"][create_path]["post"]["responses"]["201"].as_object_mut() {
+            response.insert("links".into(), serde_json::Value::Object(links));
+        }
+    }
+}
+
 /// Builds the document once.
 pub fn document() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
@@ -207,8 +236,12 @@ pub fn document() -> utoipa::openapi::OpenApi {
 /// The document as JSON, rendered once.
 pub fn document_json() -> String {
     static JSON: OnceLock<String> = OnceLock::new();
-    JSON.get_or_init(|| document().to_json().unwrap_or_else(|_| "{}".into()))
-        .clone()
+    JSON.get_or_init(|| {
+        let mut doc = serde_json::to_value(document()).unwrap_or_default();
+        add_links(&mut doc);
+        doc.to_string()
+    })
+    .clone()
 }
 
 #[cfg(test)]
