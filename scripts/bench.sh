@@ -19,6 +19,7 @@
 #   BENCH_SETTLE_MS=3000         item 4: pause after the last waiter is sent, before RSS and changes
 #   BENCH_PLATFORM_DURATION=5    item 5: seconds of each wrk run (cache on, cache off)
 #   BENCH_PLATFORM_CONNECTIONS=16
+#   BENCH_GATEWAY_CONNECTIONS="16 64" item 6: wrk connections through each proxy and gateway route
 #   BENCH_DB_POOL_SIZE=16        the servers' DATABASE_POOL_SIZE
 #   BENCH_PROFILE=release        cargo profile of the binaries (only release writes docs/)
 #   BENCH_OUT=docs               where benchmarks.md and benchmarks/ go
@@ -42,6 +43,7 @@ BENCH_GAP_MS=${BENCH_GAP_MS:-100}
 BENCH_SETTLE_MS=${BENCH_SETTLE_MS:-3000}
 BENCH_PLATFORM_DURATION=${BENCH_PLATFORM_DURATION:-5}
 BENCH_PLATFORM_CONNECTIONS=${BENCH_PLATFORM_CONNECTIONS:-16}
+BENCH_GATEWAY_CONNECTIONS=${BENCH_GATEWAY_CONNECTIONS:-16 64}
 BENCH_DB_POOL_SIZE=${BENCH_DB_POOL_SIZE:-16}
 BENCH_PROFILE=${BENCH_PROFILE:-release}
 BENCH_OUT=${BENCH_OUT:-$ROOT/docs}
@@ -116,13 +118,67 @@ start_server() {
 
 metrics() { curl -fsS "$1/metrics"; }
 
-# wrk_run OUT CONNECTIONS SECONDS URL [wrk args...]
-wrk_run() {
+# wrk_plain OUT CONNECTIONS SECONDS URL [wrk args...]: no Authorization header of its own.
+wrk_plain() {
     local out=$1 c=$2 secs=$3 url=$4 threads
     shift 4
     threads=$((c < $(nproc) ? c : $(nproc)))
     say "wrk -t$threads -c$c -d${secs}s --latency $url -> ${out#"$ROOT"/}"
-    wrk -t"$threads" -c"$c" -d"${secs}s" --latency -H "Authorization: Bearer $TOKEN" "$@" "$url" >"$out"
+    wrk -t"$threads" -c"$c" -d"${secs}s" --latency "$@" "$url" >"$out"
+}
+
+# wrk_run OUT CONNECTIONS SECONDS URL [wrk args...]: as the demo super_admin.
+wrk_run() {
+    local out=$1 c=$2 secs=$3 url=$4
+    shift 4
+    wrk_plain "$out" "$c" "$secs" "$url" -H "Authorization: Bearer $TOKEN" "$@"
+}
+
+# wait_200 URL [curl args...]: until URL answers 200 (the gateway re-reads auth servers each second).
+wait_200() {
+    local url=$1 code=""
+    shift
+    for _ in $(seq 1 100); do
+        code=$(curl -sS -o /dev/null -w '%{http_code}' "$@" "$url" 2>/dev/null || true)
+        [[ $code == 200 ]] && return 0
+        sleep 0.2
+    done
+    die "$url answered ${code:-nothing} instead of 200 after 20 s"
+}
+
+# start_bg NAME PROGRAM ARGS...: a process of this run, its output in $WORK/NAME.log; sets BG_PID.
+start_bg() {
+    local name=$1
+    shift
+    "$@" >"$WORK/$name.log" 2>&1 &
+    BG_PID=$!
+    PIDS+=("$BG_PID")
+}
+
+# wait_port NAME PID PORT: until 127.0.0.1:PORT accepts connections.
+wait_port() {
+    local name=$1 pid=$2 port=$3
+    for _ in $(seq 1 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+        kill -0 "$pid" 2>/dev/null || {
+            tail -n 20 "$WORK/$name.log" >&2
+            die "$name exited at start (log: $WORK/$name.log)"
+        }
+        sleep 0.1
+    done
+    die "$name did not listen on :$port (log: $WORK/$name.log)"
+}
+
+# create_auth_server BASE JSON: POSTs an auth server as acme's super_admin; fails loudly.
+create_auth_server() {
+    local base=$1 body=$2 code
+    code=$(curl -sS -o "$WORK/auth-server.json" -w '%{http_code}' -X POST \
+        -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+        "$base/v1/public/gateway/auth-servers" -d "$body")
+    [[ $code == 201 ]] || {
+        cat "$WORK/auth-server.json" >&2
+        die "creating an auth server answered $code"
+    }
 }
 
 cd "$ROOT"
@@ -135,6 +191,11 @@ have wrk || apt_install wrk
 have psql || apt_install postgresql-client
 have pgbench || apt_install postgresql-client
 have curl || apt_install curl
+have openssl || apt_install openssl
+# nginx is in /usr/sbin, which is not on every user's PATH.
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+[[ -x $NGINX ]] && have caddy || apt_install nginx caddy
+[[ -x $NGINX ]] || NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 mkdir -p "$WORK" "$RAW"
 rm -f "$RAW"/*.txt "$RAW"/*.json
 
@@ -143,8 +204,8 @@ profile_flag=(--release)
 if [[ ${BENCH_SKIP_BUILD:-0} == 1 ]]; then
     say "BENCH_SKIP_BUILD=1: using the binaries already built"
 else
-    say "cargo build ${profile_flag[*]} -p server -p platform-stub -p bench"
-    run_child cargo build "${profile_flag[@]}" -p server -p platform-stub -p bench
+    say "cargo build ${profile_flag[*]} -p server -p platform-stub -p gateway -p bench"
+    run_child cargo build "${profile_flag[@]}" -p server -p platform-stub -p gateway -p bench
 fi
 target_subdir=$BENCH_PROFILE
 [[ $BENCH_PROFILE != dev ]] || target_subdir=debug
@@ -174,7 +235,8 @@ STUB_URL="http://127.0.0.1:$stub_port"
 say "starting platform-stub on $STUB_URL"
 PLATFORM_STUB_SERVICE_TOKEN=$STUB_SERVICE_TOKEN "$BIN/platform-stub" --bind "127.0.0.1:$stub_port" \
     >"$WORK/platform-stub.log" 2>&1 &
-PIDS+=("$!")
+PID_STUB=$!
+PIDS+=("$PID_STUB")
 for _ in $(seq 1 50); do
     curl -sS -o /dev/null "$STUB_URL/v1/me" 2>/dev/null && break
     sleep 0.1
@@ -264,6 +326,168 @@ wrk_run "$RAW/platform-cache-off.wrk.txt" "$BENCH_PLATFORM_CONNECTIONS" "$BENCH_
 metrics "http://127.0.0.1:$port_c" >"$RAW/platform-cache-off.metrics-after.txt"
 stop_pid "$PID_C"
 
+say "item 6: the gateway next to nginx and Caddy, all in front of one upstream"
+GW="$WORK/gateway-$RUN_ID"
+rm -rf "$GW"
+mkdir -p "$GW/nginx-upstream" "$GW/nginx-proxy" "$GW/caddy"
+port_up=$(free_port)
+port_nginx=$(free_port)
+port_nginx_basic=$(free_port)
+port_caddy=$(free_port)
+port_gw=$(free_port)
+port_issuer=$(free_port)
+port_api=$(free_port)
+BASIC_USER=bench
+BASIC_PASSWORD="bench-pw-$(head -c 9 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+STATIC_TOKEN="bench-static-token-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+OIDC_CLIENT=bench-gateway
+BASIC_HEADER="Authorization: Basic $(printf '%s:%s' "$BASIC_USER" "$BASIC_PASSWORD" | base64 -w0)"
+
+# nginx_conf DIR SERVERS: an nginx configuration whose files all stay in DIR.
+nginx_conf() {
+    local dir=$1 servers=$2
+    cat >"$dir/nginx.conf" <<NGINX
+worker_processes auto;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $dir/client_body;
+    proxy_temp_path $dir/proxy;
+    fastcgi_temp_path $dir/fastcgi;
+    uwsgi_temp_path $dir/uwsgi;
+    scgi_temp_path $dir/scgi;
+    keepalive_requests 1000000;
+    upstream bench_upstream {
+        server 127.0.0.1:$port_up;
+        keepalive 128;
+        keepalive_requests 1000000;
+    }
+$servers
+}
+NGINX
+}
+# The upstream every proxy forwards to: nginx answering 200 with a 3-byte body.
+nginx_conf "$GW/nginx-upstream" "    server {
+        listen 127.0.0.1:$port_up;
+        location / { return 200 \"ok\\n\"; }
+    }"
+# Connections to the upstream are kept alive, as any proxy in production would be set up.
+proxy_block="proxy_pass http://bench_upstream; proxy_http_version 1.1; proxy_set_header Connection \"\";"
+printf '%s:%s\n' "$BASIC_USER" "$(openssl passwd -apr1 "$BASIC_PASSWORD")" >"$GW/nginx-proxy/htpasswd"
+nginx_conf "$GW/nginx-proxy" "    server {
+        listen 127.0.0.1:$port_nginx;
+        location / { $proxy_block }
+    }
+    server {
+        listen 127.0.0.1:$port_nginx_basic;
+        location / {
+            auth_basic \"bench\";
+            auth_basic_user_file $GW/nginx-proxy/htpasswd;
+            $proxy_block
+        }
+    }"
+cat >"$GW/caddy/Caddyfile" <<CADDY
+{
+    admin off
+    auto_https off
+    storage file_system $GW/caddy/data
+}
+http://127.0.0.1:$port_caddy {
+    basicauth {
+        $BASIC_USER $(caddy hash-password --plaintext "$BASIC_PASSWORD")
+    }
+    reverse_proxy 127.0.0.1:$port_up
+}
+CADDY
+cat >"$GW/routes.toml" <<ROUTES
+[[route]]
+path_prefix = "/basic"
+upstream = "http://127.0.0.1:$port_up"
+organization = "acme"
+environment = "production"
+auth_server = "bench-basic"
+
+[[route]]
+path_prefix = "/token"
+upstream = "http://127.0.0.1:$port_up"
+organization = "acme"
+environment = "production"
+auth_server = "bench-token"
+
+[[route]]
+path_prefix = "/oidc"
+upstream = "http://127.0.0.1:$port_up"
+organization = "acme"
+environment = "production"
+auth_server = "bench-oidc"
+ROUTES
+
+start_bg nginx-upstream "$NGINX" -c "$GW/nginx-upstream/nginx.conf" -p "$GW/nginx-upstream" \
+    -e "$GW/nginx-upstream/error.log" \
+    -g 'daemon off;'
+wait_port nginx-upstream "$BG_PID" "$port_up"
+start_bg nginx-proxy "$NGINX" -c "$GW/nginx-proxy/nginx.conf" -p "$GW/nginx-proxy" \
+    -e "$GW/nginx-proxy/error.log" -g "daemon off;"
+wait_port nginx-proxy "$BG_PID" "$port_nginx_basic"
+start_bg caddy env HOME="$GW/caddy" XDG_DATA_HOME="$GW/caddy/data" XDG_CONFIG_HOME="$GW/caddy/config" \
+    caddy run --config "$GW/caddy/Caddyfile" --adapter caddyfile
+wait_port caddy "$BG_PID" "$port_caddy"
+start_bg oidc-issuer "$BIN/bench-oidc-issuer" --bind "127.0.0.1:$port_issuer" \
+    --audience "$OIDC_CLIENT" --token-out "$GW/oidc-token"
+for _ in $(seq 1 100); do
+    [[ -s $GW/oidc-token ]] && break
+    sleep 0.1
+done
+[[ -s $GW/oidc-token ]] || die "bench-oidc-issuer wrote no token (log: $WORK/oidc-issuer.log)"
+OIDC_TOKEN=$(cat "$GW/oidc-token")
+
+say "creating the gateway's auth servers through server G on :$port_api"
+start_server g "$port_api" TOKEN_CACHE_TTL_S=60
+PID_G=$SERVER_PID
+G_API="http://127.0.0.1:$port_api"
+create_auth_server "$G_API" '{"organization":"acme","name":"bench-basic","environment":"production",
+    "type":"basic","config":{"realm":"bench","credentials":[{"username":"'"$BASIC_USER"'",
+    "password":"'"$BASIC_PASSWORD"'"}]}}'
+create_auth_server "$G_API" '{"organization":"acme","name":"bench-token","environment":"production",
+    "type":"token","config":{"tokens":["'"$STATIC_TOKEN"'"]}}'
+create_auth_server "$G_API" '{"organization":"acme","name":"bench-oidc","environment":"production",
+    "type":"oidc","config":{"issuer_url":"http://127.0.0.1:'"$port_issuer"'",
+    "redirect_path":"/oauth/callback","client_id":"'"$OIDC_CLIENT"'","client_secret":"bench-secret",
+    "authorized_domain":"127.0.0.1:'"$port_gw"'","username_claim":"sub"}}'
+stop_pid "$PID_G"
+
+start_bg gateway env DATABASE_URL="$DB_URL" GATEWAY_BIND_ADDR="127.0.0.1:$port_gw" \
+    SECRETS_KEY="$SECRETS_KEY" GATEWAY_ROUTES_FILE="$GW/routes.toml" RUST_LOG=warn "$BIN/gateway"
+wait_port gateway "$BG_PID" "$port_gw"
+U="http://127.0.0.1"
+wait_200 "$U:$port_nginx/bench"
+wait_200 "$U:$port_nginx_basic/bench" -H "$BASIC_HEADER"
+wait_200 "$U:$port_caddy/bench" -H "$BASIC_HEADER"
+wait_200 "$U:$port_gw/basic/bench" -H "$BASIC_HEADER"
+wait_200 "$U:$port_gw/token/bench" -H "Authorization: Bearer $STATIC_TOKEN"
+wait_200 "$U:$port_gw/oidc/bench" -H "Authorization: Bearer $OIDC_TOKEN"
+
+for c in $BENCH_GATEWAY_CONNECTIONS; do
+    wrk_plain "$RAW/gw-nginx-c$c.wrk.txt" "$c" "$BENCH_DURATION" "$U:$port_nginx/bench"
+    wrk_plain "$RAW/gw-nginx-basic-c$c.wrk.txt" "$c" "$BENCH_DURATION" "$U:$port_nginx_basic/bench" \
+        -H "$BASIC_HEADER"
+    wrk_plain "$RAW/gw-caddy-basic-c$c.wrk.txt" "$c" "$BENCH_DURATION" "$U:$port_caddy/bench" \
+        -H "$BASIC_HEADER"
+    wrk_plain "$RAW/gw-gateway-basic-c$c.wrk.txt" "$c" "$BENCH_DURATION" "$U:$port_gw/basic/bench" \
+        -H "$BASIC_HEADER"
+    wrk_plain "$RAW/gw-gateway-token-c$c.wrk.txt" "$c" "$BENCH_DURATION" "$U:$port_gw/token/bench" \
+        -H "Authorization: Bearer $STATIC_TOKEN"
+    wrk_plain "$RAW/gw-gateway-oidc-c$c.wrk.txt" "$c" "$BENCH_DURATION" "$U:$port_gw/oidc/bench" \
+        -H "Authorization: Bearer $OIDC_TOKEN"
+done
+# Every process of item 6 is stopped here (cleanup would stop them too, on a failure).
+for pid in "${PIDS[@]}"; do
+    [[ $pid == "$PID_STUB" ]] || stop_pid "$pid"
+done
+rm -rf "$GW"
+
 say "describing the machine"
 {
     printf 'date: %s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -273,6 +497,8 @@ say "describing the machine"
     printf 'kernel: %s\n' "$(uname -srm)"
     printf 'PostgreSQL: %s\n' "$(admin_sql 'SHOW server_version')"
     printf 'wrk: %s\n' "$(wrk -v 2>&1 | head -n 1)"
+    printf 'nginx: %s\n' "$("$NGINX" -v 2>&1 | head -n 1)"
+    printf 'Caddy: %s\n' "$(caddy version 2>&1 | head -n 1)"
     printf 'pgbench: %s\n' "$(pgbench --version)"
     printf 'rustc: %s\n' "$(rustc --version)"
     printf 'build profile: %s\n' "$BENCH_PROFILE"
@@ -280,7 +506,8 @@ say "describing the machine"
 {
     for v in BENCH_DURATION BENCH_CONNECTIONS BENCH_CLUSTERS BENCH_POOLS BENCH_LIST_CONNECTIONS \
         BENCH_CREATES BENCH_CREATE_CONCURRENCY BENCH_WAITERS BENCH_WAIT_CLUSTERS BENCH_GAP_MS \
-        BENCH_SETTLE_MS BENCH_PLATFORM_DURATION BENCH_PLATFORM_CONNECTIONS BENCH_DB_POOL_SIZE; do
+        BENCH_SETTLE_MS BENCH_PLATFORM_DURATION BENCH_PLATFORM_CONNECTIONS \
+        BENCH_GATEWAY_CONNECTIONS BENCH_DB_POOL_SIZE; do
         printf '%s=%s\n' "$v" "${!v}"
     done
 } >"$RAW/params.txt"

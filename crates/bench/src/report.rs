@@ -69,6 +69,85 @@ fn errors(r: &WrkRun) -> String {
     }
 }
 
+/// The rows and ratios of item 6 at one connection count.
+struct GatewayRows {
+    rows: Vec<[String; 5]>,
+    ratios: Vec<String>,
+}
+
+fn wrk_cell(w: &WrkRun) -> String {
+    format!(
+        "{} req/s, p50 {}, p99 {}{}",
+        num(w.rps),
+        ms(w.p50_ms),
+        ms(w.p99_ms),
+        errors(w)
+    )
+}
+
+/// Item 6 at `c` connections: the proxies users would otherwise pick, then the gateway's
+/// routes, each goal against the proxy it is measured by.
+fn gateway_rows(raw: &Path, c: u32) -> anyhow::Result<GatewayRows> {
+    let run = |name: &str| wrk_file(raw, &format!("gw-{name}-c{c}.wrk.txt"));
+    let nginx = run("nginx")?;
+    let nginx_basic = run("nginx-basic")?;
+    let caddy = run("caddy-basic")?;
+    let basic = run("gateway-basic")?;
+    let token = run("gateway-token")?;
+    let oidc = run("gateway-oidc")?;
+    let clean = |w: &WrkRun| w.non_2xx + w.socket_errors == 0;
+    let mut rows = Vec::new();
+    for (what, w) in [
+        ("nginx, plain reverse proxy (the ceiling)", &nginx),
+        ("nginx `auth_basic` (htpasswd, apr1)", &nginx_basic),
+        ("Caddy `basicauth` (bcrypt)", &caddy),
+    ] {
+        rows.push([
+            "6".into(),
+            format!("{what}, {c} connections"),
+            wrk_cell(w),
+            "— (reference)".into(),
+            "—".into(),
+        ]);
+    }
+    let basic_ratio = basic.rps / nginx_basic.rps.max(1e-9);
+    rows.push([
+        "6".into(),
+        format!("Gateway, Basic route (Argon2id, cached checks), {c} connections"),
+        format!(
+            "{}; **{basic_ratio:.2} × nginx `auth_basic`**",
+            wrk_cell(&basic)
+        ),
+        format!(
+            "≥ 1.5 × nginx `auth_basic` req/s, p99 ≤ its {}",
+            ms(nginx_basic.p99_ms)
+        ),
+        verdict(basic_ratio >= 1.5 && basic.p99_ms <= nginx_basic.p99_ms && clean(&basic)).into(),
+    ]);
+    let mut ratios = vec![
+        format!("gateway Basic / nginx `auth_basic` at {c}: {basic_ratio:.2}"),
+        format!(
+            "gateway Basic / Caddy `basicauth` at {c}: {:.2}",
+            basic.rps / caddy.rps.max(1e-9)
+        ),
+    ];
+    for (what, short, w) in [
+        ("Token route (static bearer token)", "Token", &token),
+        ("OIDC-Bearer route (RS256 JWT)", "OIDC-Bearer", &oidc),
+    ] {
+        let ratio = w.rps / nginx.rps.max(1e-9);
+        ratios.push(format!("gateway {short} / plain nginx at {c}: {ratio:.2}"));
+        rows.push([
+            "6".into(),
+            format!("Gateway, {what}, {c} connections"),
+            format!("{}; **{ratio:.2} × plain nginx**", wrk_cell(w)),
+            format!("≥ 0.5 × plain nginx ({} req/s)", num(nginx.rps)),
+            verdict(ratio >= 0.5 && clean(w)).into(),
+        ]);
+    }
+    Ok(GatewayRows { rows, ratios })
+}
+
 /// The figures and their chart points.
 pub struct Rendered {
     pub markdown: String,
@@ -251,6 +330,12 @@ pub fn render(raw: &Path, chart_link: &str) -> anyhow::Result<Rendered> {
             }
         ));
     }
+    // 6. The gateway next to nginx and Caddy, in front of the same upstream.
+    for c in list("BENCH_GATEWAY_CONNECTIONS") {
+        let g = gateway_rows(raw, c)?;
+        rows.extend(g.rows);
+        ratios.extend(g.ratios);
+    }
 
     let mut md = String::new();
     let _ = writeln!(md, "# Benchmarks\n");
@@ -281,12 +366,6 @@ pub fn render(raw: &Path, chart_link: &str) -> anyhow::Result<Rendered> {
     let _ = writeln!(
         md,
         "\n![p50 and p99 of GET /v1/public/clusters/{{id}} against connections]({chart_link})\n"
-    );
-    let _ = writeln!(md, "## Not measured yet\n");
-    let _ = writeln!(
-        md,
-        "- TODO (issue 8 item 6): the gateway next to nginx (plain proxy and `auth_basic`) and \
-         Caddy (`basicauth`) at 16 and 64 connections is not part of this run yet.\n"
     );
     let _ = writeln!(md, "## How it was run\n");
     let _ = writeln!(
@@ -321,7 +400,18 @@ const METHOD: &str = "\
   database, one cluster at a time with a pause between; the latency runs from sending the PATCH \
   to each waiter's complete answer.
 - 5: the server's `/metrics` counter `account_platform_calls_total` (both endpoints) before and \
-  after a wrk run of `GET /v1/public/clusters/{id}`, once with the token cache on and once off.";
+  after a wrk run of `GET /v1/public/clusters/{id}`, once with the token cache on and once off.
+- 6: one upstream for every proxy: nginx answering `return 200` with a 3-byte body. In front of \
+  it, each with its own generated configuration on loopback ports: nginx as a plain reverse proxy \
+  and nginx with `auth_basic` (one process, two ports; htpasswd from `openssl passwd -apr1`, \
+  checked on every request), Caddy with `basicauth` (hash from `caddy hash-password`, bcrypt), \
+  and the `gateway` binary with three routes whose auth servers were created through the API: \
+  Basic (one user, Argon2id; the gateway caches successful checks), Token (one static token) and \
+  OIDC (issuer `bench-oidc-issuer` from crates/bench on loopback, RS256; wrk sends one access \
+  token it signed). nginx and the gateway keep upstream connections alive (`keepalive` with \
+  HTTP/1.1 for nginx; Caddy and the gateway pool them by default). Each is measured alone after \
+  a request through it answered 200; wrk, the proxy and the upstream share the two cores, \
+  so the ratios say more than the absolute figures.";
 
 #[cfg(test)]
 mod tests {

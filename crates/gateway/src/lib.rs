@@ -133,6 +133,13 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
             .default_service(web::to(handle))
     })
     .workers(2)
+    // A proxied answer is written in pieces (head, then the streamed body): with Nagle's
+    // algorithm on, the client's delayed ACK holds the last piece back about 40 ms.
+    .on_connect(|conn, _| {
+        if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+            let _ = tcp.set_nodelay(true);
+        }
+    })
     .listen(listener)
     .map_err(|e| StartError::Bind {
         addr: addr.to_string(),

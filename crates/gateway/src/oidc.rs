@@ -52,6 +52,7 @@ struct Discovery {
     jwks_uri: String,
 }
 
+#[derive(Clone)]
 struct VerifyKey {
     kid: Option<String>,
     alg: Algorithm,
@@ -92,7 +93,16 @@ pub struct Oidc {
     session: ChaCha20Poly1305,
     vault: secrets::Vault,
     min_refresh: Duration,
+    /// Bearer tokens already verified (SHA-256 of issuer, client id and token → claims and
+    /// when to forget them), so an RSA check runs once per token and minute, not per request.
+    verified: Mutex<HashMap<[u8; 32], (Map<String, Value>, Instant)>>,
 }
+
+/// How long a verified bearer token is trusted without checking its signature again (never
+/// past its `exp`); also bounds how long a key removed from the issuer's JWKS keeps working.
+const VERIFIED_TTL: Duration = Duration::from_secs(60);
+/// Entries kept at most; the cache is cleared when full (tokens are re-verified, nothing breaks).
+const VERIFIED_MAX: usize = 10_000;
 
 impl std::fmt::Debug for Oidc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -242,6 +252,7 @@ impl Oidc {
             http,
             providers: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
+            verified: Mutex::new(HashMap::new()),
             session: ChaCha20Poly1305::new(Key::from_slice(&derived)),
             vault,
             min_refresh,
@@ -312,6 +323,8 @@ impl Oidc {
             .filter_map(|k| verify_key(&k))
             .collect();
         state.fetched_at = Some(Instant::now());
+        // New keys (a rotation): tokens trusted under the old ones are checked again.
+        lock(&self.verified).clear();
         Ok(())
     }
 
@@ -331,6 +344,22 @@ impl Oidc {
             )));
         }
         let issuer = config.issuer_url.as_str();
+        let cache_key = nonce.is_none().then(|| {
+            use sha2::{Digest, Sha256};
+            let mut h = Sha256::new();
+            for part in [issuer, config.client_id.as_str(), token] {
+                h.update(part.as_bytes());
+                h.update([0u8]);
+            }
+            <[u8; 32]>::from(h.finalize())
+        });
+        if let Some(k) = &cache_key {
+            if let Some((claims, until)) = lock(&self.verified).get(k) {
+                if *until > Instant::now() {
+                    return Ok(claims.clone());
+                }
+            }
+        }
         let provider = self.provider(issuer);
         let mut state = provider.lock().await;
         if state.fetched_at.is_none() {
@@ -353,8 +382,11 @@ impl Oidc {
         validation.validate_aud = false;
         validation.set_issuer(&[issuer]);
         validation.set_required_spec_claims(&["exp", "iss"]);
+        // Verify outside the issuer's lock: signature checks of one issuer run in parallel.
+        let keys: Vec<VerifyKey> = state.keys.iter().filter(|k| fits(k)).cloned().collect();
+        drop(state);
         let mut last = String::from("no key of the issuer fits");
-        for key in state.keys.iter().filter(|k| fits(k)) {
+        for key in &keys {
             match jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, &validation) {
                 Ok(data) => {
                     let claims = data.claims;
@@ -365,6 +397,15 @@ impl Oidc {
                         if claims.get("nonce").and_then(Value::as_str) != Some(expected) {
                             return Err(OidcError::Invalid("nonce".into()));
                         }
+                    }
+                    if let Some(k) = cache_key {
+                        let exp = claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
+                        let left = Duration::from_secs(exp.saturating_sub(now_s()));
+                        let mut cache = lock(&self.verified);
+                        if cache.len() >= VERIFIED_MAX {
+                            cache.clear();
+                        }
+                        cache.insert(k, (claims.clone(), Instant::now() + left.min(VERIFIED_TTL)));
                     }
                     return Ok(claims);
                 }
