@@ -95,8 +95,11 @@ pub struct Oidc {
     min_refresh: Duration,
     /// Bearer tokens already verified (SHA-256 of issuer, client id and token → claims and
     /// when to forget them), so an RSA check runs once per token and minute, not per request.
-    verified: Mutex<HashMap<[u8; 32], (Map<String, Value>, Instant)>>,
+    verified: Mutex<HashMap<[u8; 32], Verified>>,
 }
+
+/// A verified token's claims and when to forget them.
+type Verified = (Map<String, Value>, Instant);
 
 /// How long a verified bearer token is trusted without checking its signature again (never
 /// past its `exp`); also bounds how long a key removed from the issuer's JWKS keeps working.
