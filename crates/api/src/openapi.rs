@@ -136,7 +136,10 @@ fn reason(status: u16) -> &'static str {
 fn add_links(doc: &mut serde_json::Value) {
     for (create_path, prefix) in [
         ("/v1/public/clusters", "/v1/public/clusters/{id}"),
-        ("/v1/public/gateway/auth-servers", "/v1/public/gateway/auth-servers/{id}"),
+        (
+            "/v1/public/gateway/auth-servers",
+            "/v1/public/gateway/auth-servers/{id}",
+        ),
     ] {
         let mut targets = Vec::new();
         for (path, item) in doc["paths"].as_object().into_iter().flatten() {
@@ -153,7 +156,9 @@ fn add_links(doc: &mut serde_json::Value) {
             .into_iter()
             .map(|t| (t.clone(), serde_json::json!({"operationId": t, "parameters": {"id": "$response.body#/id"}})))
             .collect();
-        if let Some(response) = doc["paths"][create_path]["post"]["responses"]["201"].as_object_mut() {
+        if let Some(response) =
+            doc["paths"][create_path]["post"]["responses"]["201"].as_object_mut()
+        {
             response.insert("links".into(), serde_json::Value::Object(links));
         }
     }

@@ -134,7 +134,10 @@ impl BasicVerifier {
             return allow(username);
         }
         let flight = key.map(|k| {
-            let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut flights = self
+                .flights
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             (k, flights.entry(k).or_default().clone())
         });
         let turn = match &flight {
@@ -170,7 +173,10 @@ impl BasicVerifier {
     /// Forgets a flight once nobody else waits on it.
     fn land(&self, flight: Option<([u8; 32], std::sync::Arc<tokio::sync::Mutex<()>>)>) {
         if let Some((key, f)) = flight {
-            let mut flights = self.flights.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut flights = self
+                .flights
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             // Ours and the map's: no one else holds it.
             if std::sync::Arc::strong_count(&f) <= 2 {
                 flights.remove(&key);

@@ -315,7 +315,10 @@ impl ClusterRepository for PgStore {
             let Some((row, first)) = rows.next() else {
                 return Ok(None);
             };
-            let pools: Vec<PoolRow> = first.into_iter().chain(rows.filter_map(|(_, p)| p)).collect();
+            let pools: Vec<PoolRow> = first
+                .into_iter()
+                .chain(rows.filter_map(|(_, p)| p))
+                .collect();
             into_cluster(row, pools).map(Some)
         })
         .await
@@ -482,11 +485,12 @@ impl ClusterRepository for PgStore {
                 #[diesel(sql_type = diesel::sql_types::BigInt)]
                 nodes: i64,
             }
-            let row: Option<Usage> = diesel::sql_query("SELECT nodes FROM zone_usage WHERE zone = $1")
-                .bind::<diesel::sql_types::Text, _>(zone)
-                .get_result(conn)
-                .optional()
-                .map_err(map)?;
+            let row: Option<Usage> =
+                diesel::sql_query("SELECT nodes FROM zone_usage WHERE zone = $1")
+                    .bind::<diesel::sql_types::Text, _>(zone)
+                    .get_result(conn)
+                    .optional()
+                    .map_err(map)?;
             let sum = row.map(|u| u.nodes).unwrap_or(0);
             u64::try_from(sum).map_err(|_| corrupt("node demand", &sum.to_string()))
         })
