@@ -20,7 +20,7 @@ use crate::model::identity::Caller;
 use crate::model::secret::Secret;
 use crate::names::is_dns_label;
 use crate::ports::storage::{AuditEvent, AuthServerChange, AuthServerWrite, StoreError};
-use crate::service::idempotency::{Answer, Begin, IdempotencyRequest};
+use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{MAX_ATTEMPTS, Services, name_taken, parse_id, store_error};
 use crate::validation::Violations;
 
@@ -145,10 +145,7 @@ impl Services {
         let org =
             access::resolve_create_org(self.ports.identity.as_ref(), caller, &spec.organization)
                 .await?;
-        let held = match self.begin(org.id, idempotency).await? {
-            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
-            Begin::Proceed(h) => h,
-        };
+        let held = claim_or_replay!(self, org.id, idempotency);
         let result = async {
             let config = match &spec.config {
                 ConfigSpec::Oidc(o) => AuthServerConfig::Oidc(OidcConfig {
@@ -369,10 +366,7 @@ impl Services {
             return Err(DomainError::NotFound(Resource::AuthServer));
         };
         access::authorize_object(caller, &server.organization_id, Access::Write)?;
-        let held = match self.begin(server.organization_id, idempotency).await? {
-            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
-            Begin::Proceed(h) => h,
-        };
+        let held = claim_or_replay!(self, server.organization_id, idempotency);
         let audit = self.audit(
             caller,
             &server,
@@ -403,10 +397,7 @@ impl Services {
         idempotency: Option<IdempotencyRequest<'_, CredentialView>>,
     ) -> Result<Answer<CredentialView>, DomainError> {
         let server = self.auth_server_for_write(caller, id).await?;
-        let held = match self.begin(server.organization_id, idempotency).await? {
-            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
-            Begin::Proceed(h) => h,
-        };
+        let held = claim_or_replay!(self, server.organization_id, idempotency);
         let result = async {
             let mut v = Violations::new();
             // The body's shape must match the server's type.
@@ -510,10 +501,7 @@ impl Services {
     ) -> Result<Answer<Deleted>, DomainError> {
         let server = self.auth_server_for_write(caller, id).await?;
         let cred = parse_id(credential_id).ok_or(DomainError::NotFound(Resource::Credential))?;
-        let held = match self.begin(server.organization_id, idempotency).await? {
-            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
-            Begin::Proceed(h) => h,
-        };
+        let held = claim_or_replay!(self, server.organization_id, idempotency);
         let result = self
             .change_auth_server(
                 server,

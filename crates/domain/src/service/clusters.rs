@@ -15,7 +15,7 @@ use crate::model::kubeconfig::{self, ClusterCredentials};
 use crate::model::node_pool::{NodePool, PoolStatus};
 use crate::ports::storage::{Change, ClusterWrite, Page, PageRequest, StoreError, UniqueRule};
 use crate::rules::KUBECONFIG_RETRY_AFTER_SECONDS;
-use crate::service::idempotency::{Answer, Begin, IdempotencyRequest};
+use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{MAX_ATTEMPTS, Services, name_taken, require_changeable, store_error};
 
 /// A page of clusters (CONTRACT §1 lists).
@@ -105,10 +105,7 @@ impl Services {
         let org =
             access::resolve_create_org(self.ports.identity.as_ref(), caller, &spec.organization)
                 .await?;
-        let held = match self.begin(org.id, idempotency).await? {
-            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
-            Begin::Proceed(h) => h,
-        };
+        let held = claim_or_replay!(self, org.id, idempotency);
         let result = async {
             let zone = match &spec.zone {
                 None => self.catalog.default_zone(),
@@ -412,10 +409,7 @@ impl Services {
         access::require_writer_somewhere(caller)?;
         let cluster = self.any_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Write)?;
-        let held = match self.begin(cluster.organization_id, idempotency).await? {
-            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
-            Begin::Proceed(h) => h,
-        };
+        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
         let now = self.ports.clock.now();
         let result = async {
             if cluster.is_gone() {

@@ -7,7 +7,7 @@ use crate::model::cluster::{Cluster, Exposure};
 use crate::model::elastic_ip::{ElasticIp, ElasticIpEvent, ElasticIpStatus, ElasticIpView};
 use crate::model::identity::Caller;
 use crate::ports::storage::Change;
-use crate::service::idempotency::{Answer, Begin, IdempotencyRequest};
+use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{Services, parse_id, require_changeable, store_error};
 
 impl Services {
@@ -71,10 +71,7 @@ impl Services {
         idempotency: Option<IdempotencyRequest<'_, ElasticIpView>>,
     ) -> Result<Answer<ElasticIpView>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
-        let held = match self.begin(cluster.organization_id, idempotency).await? {
-            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
-            Begin::Proceed(h) => h,
-        };
+        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
         let result = async {
             let spec = body.validate()?;
             let name = spec
@@ -169,10 +166,7 @@ impl Services {
     ) -> Result<Answer<ElasticIpView>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
         let eip_id = parse_id(eip).ok_or(DomainError::NotFound(Resource::ElasticIp))?;
-        let held = match self.begin(cluster.organization_id, idempotency).await? {
-            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
-            Begin::Proceed(h) => h,
-        };
+        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
         let result = self
             .change_cluster(
                 cluster,

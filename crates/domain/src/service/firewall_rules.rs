@@ -7,7 +7,7 @@ use crate::model::cluster::{Cluster, ClusterPhase};
 use crate::model::firewall::{FirewallEvent, FirewallRule, FirewallRuleStatus};
 use crate::model::identity::Caller;
 use crate::ports::storage::Change;
-use crate::service::idempotency::{Answer, Begin, IdempotencyRequest};
+use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{Services, parse_id, require_changeable, store_error};
 
 impl Services {
@@ -57,10 +57,7 @@ impl Services {
         idempotency: Option<IdempotencyRequest<'_, FirewallRule>>,
     ) -> Result<Answer<FirewallRule>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
-        let held = match self.begin(cluster.organization_id, idempotency).await? {
-            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
-            Begin::Proceed(h) => h,
-        };
+        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
         let result = async {
             let spec = body.validate()?;
             let name = spec
@@ -127,10 +124,7 @@ impl Services {
     ) -> Result<Answer<FirewallRule>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
         let rule_id = parse_id(rule).ok_or(DomainError::NotFound(Resource::FirewallRule))?;
-        let held = match self.begin(cluster.organization_id, idempotency).await? {
-            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
-            Begin::Proceed(h) => h,
-        };
+        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
         let result = self
             .change_cluster(
                 cluster,

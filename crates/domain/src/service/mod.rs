@@ -6,6 +6,20 @@
 //! role there → claim the Idempotency-Key (scoped to that organization) → validate and decide
 //! with the pure rules → commit the whole change, with the stored answer, in one transaction.
 
+/// Claims the request's Idempotency-Key for an organization, or returns at once with the stored
+/// answer of the finished request that used it (one place for the early return every
+/// idempotent use case makes).
+macro_rules! claim_or_replay {
+    ($services:expr, $organization:expr, $request:expr) => {
+        match $services.begin($organization, $request).await? {
+            $crate::service::idempotency::Begin::Replay(r) => {
+                return Ok($crate::service::idempotency::Answer::Replayed(r));
+            }
+            $crate::service::idempotency::Begin::Proceed(held) => held,
+        }
+    };
+}
+
 mod auth_servers;
 mod catalog;
 mod clusters;

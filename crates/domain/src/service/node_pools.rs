@@ -8,7 +8,7 @@ use crate::model::identity::Caller;
 use crate::model::node_pool::{NodePool, PoolEvent, PoolStatus};
 use crate::ports::storage::Change;
 use crate::rules::MAX_POOLS;
-use crate::service::idempotency::{Answer, Begin, IdempotencyRequest};
+use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{Services, require_changeable};
 use crate::validation::Violations;
 
@@ -47,10 +47,7 @@ impl Services {
         idempotency: Option<IdempotencyRequest<'_, NodePool>>,
     ) -> Result<Answer<NodePool>, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
-        let held = match self.begin(cluster.organization_id, idempotency).await? {
-            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
-            Begin::Proceed(h) => h,
-        };
+        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
         let result = async {
             let mut v = Violations::new();
             let spec = body.validate(&mut v, "");
@@ -125,10 +122,7 @@ impl Services {
         idempotency: Option<IdempotencyRequest<'_, NodePool>>,
     ) -> Result<Answer<NodePool>, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
-        let held = match self.begin(cluster.organization_id, idempotency).await? {
-            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
-            Begin::Proceed(h) => h,
-        };
+        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
         let org_id = cluster.organization_id;
         let result = async {
             body.check_shape()?;
@@ -187,10 +181,7 @@ impl Services {
         idempotency: Option<IdempotencyRequest<'_, NodePool>>,
     ) -> Result<Answer<NodePool>, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
-        let held = match self.begin(cluster.organization_id, idempotency).await? {
-            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
-            Begin::Proceed(h) => h,
-        };
+        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
         let result = self
             .change_cluster(
                 cluster,

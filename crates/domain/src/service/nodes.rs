@@ -7,7 +7,7 @@ use crate::model::identity::Caller;
 use crate::model::node::{Node, NodeEvent};
 use crate::names::NodeName;
 use crate::ports::storage::Change;
-use crate::service::idempotency::{Answer, Begin, IdempotencyRequest};
+use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{Services, require_changeable, store_error};
 
 impl Services {
@@ -44,10 +44,7 @@ impl Services {
         let cluster = self.cluster_for_write(caller, id).await?;
         // A name that breaks the node regex cannot exist.
         let name = NodeName::parse(node).map_err(|_| DomainError::NotFound(Resource::Node))?;
-        let held = match self.begin(cluster.organization_id, idempotency).await? {
-            Begin::Replay(r) => return Ok(Answer::Replayed(r)),
-            Begin::Proceed(h) => h,
-        };
+        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
         let result = self
             .change_cluster(
                 cluster,
