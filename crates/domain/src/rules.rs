@@ -21,3 +21,7 @@ pub const KUBECONFIG_RETRY_AFTER_SECONDS: u32 = 5;
 
 /// Static gateway tokens are at least this long (CONTRACT §9).
 pub const MIN_STATIC_TOKEN_LEN: usize = 16;
+/// Credentials (Basic pairs or static tokens) one auth server may hold. Each Basic password
+/// costs an Argon2id hash when it is stored and a verification at the gateway; the bound keeps
+/// one request's hashing, and the gateway's per-request comparison of tokens, small.
+pub const MAX_CREDENTIALS_PER_AUTH_SERVER: usize = 100;

@@ -1,23 +1,33 @@
 //! Basic auth (RFC 7617) against Argon2id hashes, with a short cache of successful checks keyed
 //! by an HMAC of the credentials so Argon2 runs at most once a minute per client credential.
+//!
+//! Argon2id is the expensive part of the gateway (19 MiB and tens of milliseconds a run), and
+//! unknown usernames cost a decoy run so timing does not tell who exists. So a run is only
+//! started under a reserved failed attempt (the limit holds however many guesses arrive at once)
+//! and through the process-wide [`Argon2Gate`]: one run per core, and past [`MAX_WAITING`]
+//! waiting checks a request is answered 503 at once instead of queueing.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use actix_web::http::StatusCode;
-use actix_web::http::header::{HeaderValue, WWW_AUTHENTICATE};
+use actix_web::http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
 use base64::Engine;
 use domain::model::auth_server::{AuthServer, BasicConfig};
 use hmac::{Hmac, Mac};
 use rand::RngCore;
 use sha2::Sha256;
 
-use crate::outcome::{Identity, Outcome};
+use secrets::{Argon2Gate, Queue};
+
+use crate::outcome::{Attempts, Identity, Outcome};
 use crate::problem::{problem, with_header};
 
 const CACHE_TTL: Duration = Duration::from_secs(60);
 const CACHE_MAX: usize = 10_000;
+/// Password checks waiting for a core before new ones are turned away (503).
+pub const MAX_WAITING: usize = 64;
 
 /// Verifies Basic credentials; holds the per-process cache key and the cache.
 pub struct BasicVerifier {
@@ -49,8 +59,7 @@ impl std::fmt::Debug for BasicVerifier {
 }
 
 /// `username:password` from an Authorization value, split at the first colon.
-pub fn parse(value: &HeaderValue) -> Option<(String, String)> {
-    let value = value.to_str().ok()?;
+pub fn parse(value: &str) -> Option<(String, String)> {
     let (scheme, rest) = value.trim().split_once(' ')?;
     if !scheme.eq_ignore_ascii_case("basic") {
         return None;
@@ -63,16 +72,13 @@ pub fn parse(value: &HeaderValue) -> Option<(String, String)> {
     Some((user.to_owned(), password.to_owned()))
 }
 
-fn challenge(server: &AuthServer, basic: &BasicConfig, detail: &str, failed: bool) -> Outcome {
+fn challenge(server: &AuthServer, basic: &BasicConfig, detail: &str) -> Outcome {
     let realm = basic.realm_or(server.name.as_str());
-    Outcome::Deny {
-        response: with_header(
-            problem(StatusCode::UNAUTHORIZED, "unauthorized", detail),
-            WWW_AUTHENTICATE,
-            &format!("Basic realm=\"{realm}\""),
-        ),
-        failed,
-    }
+    Outcome::Deny(with_header(
+        problem(StatusCode::UNAUTHORIZED, "unauthorized", detail),
+        WWW_AUTHENTICATE,
+        &format!("Basic realm=\"{realm}\""),
+    ))
 }
 
 impl BasicVerifier {
@@ -112,13 +118,15 @@ impl BasicVerifier {
         &self,
         server: &AuthServer,
         basic: &BasicConfig,
-        authorization: Option<&HeaderValue>,
+        authorization: Option<&str>,
+        attempts: &Attempts<'_>,
     ) -> Outcome {
         let Some(value) = authorization else {
-            return challenge(server, basic, "Authorization header missing", false);
+            return challenge(server, basic, "Authorization header missing");
         };
         let Some((username, password)) = parse(value) else {
-            return challenge(server, basic, "malformed Basic credentials", true);
+            attempts.record_failure();
+            return challenge(server, basic, "malformed Basic credentials");
         };
         let credential = basic.credentials.iter().find(|c| c.username == username);
         let key = credential.map(|c| {
@@ -150,23 +158,51 @@ impl BasicVerifier {
             self.land(flight);
             return allow(username);
         }
+        // Counted before the check, given back if the password was right.
+        let attempt = match attempts.begin() {
+            Ok(a) => a,
+            Err(response) => {
+                drop(turn);
+                self.land(flight);
+                return Outcome::Deny(response);
+            }
+        };
         let hash = credential.map(|c| c.password_hash.clone());
         let candidate = password;
         // Unknown users cost one decoy verification, so timing does not tell who exists.
-        let matched = tokio::task::spawn_blocking(move || match hash {
-            Some(hash) => secrets::verify_password(&hash, &candidate),
-            None => secrets::dummy_verify(&candidate),
-        })
-        .await
-        .unwrap_or(false);
-        if let (true, Some(key)) = (matched, key) {
-            self.remember(key);
-        }
+        let run = Argon2Gate::global()
+            .run(Queue::AtMost(MAX_WAITING), move || match hash {
+                Some(hash) => secrets::verify_password(&hash, &candidate),
+                None => secrets::dummy_verify(&candidate),
+            })
+            .await;
         drop(turn);
         self.land(flight);
-        match (matched, key) {
-            (true, Some(_)) => allow(username),
-            _ => challenge(server, basic, "invalid credentials", true),
+        let matched = match run {
+            Ok(done) => done.unwrap_or(false) && key.is_some(),
+            Err(secrets::Busy) => {
+                // Not the client's fault: the attempt is not counted.
+                attempt.succeeded();
+                return Outcome::Deny(with_header(
+                    problem(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "service_unavailable",
+                        "too many password checks in progress; try again shortly",
+                    ),
+                    RETRY_AFTER,
+                    "1",
+                ));
+            }
+        };
+        if matched {
+            attempt.succeeded();
+            if let Some(key) = key {
+                self.remember(key);
+            }
+            allow(username)
+        } else {
+            attempt.failed();
+            challenge(server, basic, "invalid credentials")
         }
     }
 
@@ -196,24 +232,20 @@ fn allow(username: String) -> Outcome {
 mod tests {
     use super::*;
 
-    fn header(s: &str) -> HeaderValue {
-        HeaderValue::from_str(s).unwrap_or(HeaderValue::from_static(""))
-    }
-
     #[test]
     fn the_value_splits_at_the_first_colon() {
         let b64 = base64::engine::general_purpose::STANDARD.encode("bob:pa:ss:");
         assert_eq!(
-            parse(&header(&format!("Basic {b64}"))),
+            parse(&format!("Basic {b64}")),
             Some(("bob".into(), "pa:ss:".into()))
         );
         assert_eq!(
-            parse(&header(&format!("basic  {b64}"))),
+            parse(&format!("basic  {b64}")),
             Some(("bob".into(), "pa:ss:".into()))
         );
-        assert_eq!(parse(&header("Basic !!!notbase64")), None);
+        assert_eq!(parse("Basic !!!notbase64"), None);
         let no_colon = base64::engine::general_purpose::STANDARD.encode("bob");
-        assert_eq!(parse(&header(&format!("Basic {no_colon}"))), None);
-        assert_eq!(parse(&header(&format!("Bearer {b64}"))), None);
+        assert_eq!(parse(&format!("Basic {no_colon}")), None);
+        assert_eq!(parse(&format!("Bearer {b64}")), None);
     }
 }

@@ -1,13 +1,25 @@
-//! The API gateway (CONTRACT §9): a reverse proxy that puts each configured path prefix behind
-//! an auth server (OIDC, Basic or Token) read from PostgreSQL and kept fresh in memory.
+//! The API gateway: a reverse proxy that puts each configured host and path prefix behind an
+//! auth server (OIDC, Basic or Token) read from PostgreSQL and kept fresh in memory.
+//!
+//! One request, in order: framing checks ([`request`]), the path's canonical form ([`path`]),
+//! the client as the gateway saw it ([`forwarding`]), the route ([`routes`]), a sign-in callback
+//! if the route's server answers one there, the failed-attempt limit ([`ratelimit`]), the auth
+//! check ([`basic`], [`token`], [`oidc`]), and forwarding exactly the path that was checked
+//! ([`proxy`]). `docs/gateway.md` states what this guarantees.
 
 mod basic;
+mod cookies;
+pub mod forwarding;
+mod metrics;
 mod oidc;
+pub mod outbound;
 mod outcome;
+pub mod path;
 mod problem;
 mod proxy;
 mod ratelimit;
 mod registry;
+mod request;
 pub mod routes;
 pub mod settings;
 mod token;
@@ -17,20 +29,25 @@ use std::sync::Arc;
 
 use actix_web::dev::ServerHandle;
 use actix_web::http::StatusCode;
-use actix_web::http::header::{self, RETRY_AFTER};
+use actix_web::http::header::{self, HeaderValue};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use domain::model::auth_server::{AuthServer, AuthServerConfig};
 use store_postgres::PgStore;
+use tracing::Instrument;
 
 pub use routes::{Route, Routes};
 pub use settings::{Settings, SettingsError};
 
 use crate::basic::BasicVerifier;
-use crate::oidc::Oidc;
-use crate::outcome::Outcome;
+use crate::forwarding::{Claimed, TrustedProxies};
+use crate::metrics::Metrics;
+use crate::oidc::{Oidc, OidcSettings};
+use crate::outbound::Outbound;
+use crate::outcome::{Attempts, Facts, Outcome};
+use crate::path::CanonicalPath;
 use crate::problem::{problem, with_header};
-use crate::ratelimit::FailureLimiter;
-use crate::registry::Registry;
+use crate::ratelimit::{Limiter, Scope};
+use crate::registry::{Registry, Snapshot};
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -48,27 +65,41 @@ pub enum StartError {
 struct State {
     routes: Routes,
     registry: Registry,
+    vault: secrets::Vault,
     basic: BasicVerifier,
     oidc: Oidc,
-    limiter: FailureLimiter,
+    limiter: Limiter,
+    trusted: TrustedProxies,
     upstream: reqwest::Client,
+    metrics: Arc<Metrics>,
 }
 
-/// A started gateway: its address, and the handle that stops it.
+/// A started gateway: its addresses, and the handle that stops it.
 pub struct Running {
     pub addr: SocketAddr,
+    /// Where `/metrics` is served, when an admin address was set.
+    pub admin_addr: Option<SocketAddr>,
     pub handle: ServerHandle,
     server: Option<actix_web::dev::Server>,
+    admin: Option<actix_web::dev::Server>,
     reloader: tokio::task::JoinHandle<()>,
 }
 
 impl Running {
     /// Serves until the server stops (a signal, or `handle.stop`).
     pub async fn wait(mut self) -> std::io::Result<()> {
+        let admin = self.admin.take().map(|a| {
+            let handle = a.handle();
+            (tokio::spawn(a), handle)
+        });
         let result = match self.server.take() {
             Some(server) => server.await,
             None => Ok(()),
         };
+        if let Some((task, handle)) = admin {
+            handle.stop(true).await;
+            let _ = task.await;
+        }
         self.reloader.abort();
         result
     }
@@ -78,8 +109,21 @@ impl Running {
         if let Some(server) = self.server.take() {
             tokio::spawn(server);
         }
+        if let Some(admin) = self.admin.take() {
+            tokio::spawn(admin);
+        }
         self.addr
     }
+}
+
+fn bind(addr: &str) -> Result<(TcpListener, SocketAddr), StartError> {
+    let bind_error = |e: std::io::Error| StartError::Bind {
+        addr: addr.to_owned(),
+        reason: e.to_string(),
+    };
+    let listener = TcpListener::bind(addr).map_err(bind_error)?;
+    let local = listener.local_addr().map_err(bind_error)?;
+    Ok((listener, local))
 }
 
 /// Loads the routes and the auth servers, binds, and returns the server ready to run.
@@ -98,34 +142,47 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
     .await
     .map_err(|e| StartError::Database(e.to_string()))?
     .map_err(|e| StartError::Database(e.to_string()))?;
+    let metrics = Arc::new(Metrics::default());
     let registry = Registry::default();
-    registry
+    let count = registry
         .reload(&store)
         .await
         .map_err(|e| StartError::Database(e.to_string()))?;
-    let reloader = tokio::spawn(registry.clone().keep_fresh(store, settings.reload_interval));
+    metrics.auth_servers(count);
+    warn_about_callbacks(&routes, &registry.get());
+    let reloader = tokio::spawn(registry.clone().keep_fresh(
+        store,
+        settings.reload_interval,
+        metrics.clone(),
+    ));
     let upstream = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(std::time::Duration::from_secs(10))
         .no_proxy()
         .build()
         .map_err(|e| StartError::Database(format!("HTTP client: {e}")))?;
+    let oidc = Oidc::new(
+        vault.clone(),
+        Outbound::new(settings.issuer_networks),
+        &OidcSettings {
+            min_refresh: settings.jwks_min_refresh,
+            session_ttl: settings.session_ttl,
+            session_epoch: settings.session_epoch.clone(),
+            endpoint_hosts: settings.oidc_endpoint_hosts.clone(),
+        },
+    );
     let state = web::Data::new(State {
         routes,
         registry,
+        vault,
         basic: BasicVerifier::default(),
-        oidc: Oidc::new(&settings.secrets_key, vault, settings.jwks_min_refresh),
-        limiter: FailureLimiter::default(),
+        oidc,
+        limiter: Limiter::default(),
+        trusted: settings.trusted_proxies.clone(),
         upstream,
+        metrics: metrics.clone(),
     });
-    let listener = TcpListener::bind(&settings.bind_addr).map_err(|e| StartError::Bind {
-        addr: settings.bind_addr.clone(),
-        reason: e.to_string(),
-    })?;
-    let addr = listener.local_addr().map_err(|e| StartError::Bind {
-        addr: settings.bind_addr.clone(),
-        reason: e.to_string(),
-    })?;
+    let (listener, addr) = bind(&settings.bind_addr)?;
     let server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
@@ -146,10 +203,33 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         reason: e.to_string(),
     })?
     .run();
+    let (admin, admin_addr) = match &settings.admin_bind_addr {
+        None => (None, None),
+        Some(admin_bind) => {
+            let (listener, admin_addr) = bind(admin_bind)?;
+            let metrics = web::Data::from(metrics);
+            let admin = HttpServer::new(move || {
+                App::new()
+                    .app_data(metrics.clone())
+                    .route("/healthz", web::get().to(healthz))
+                    .route("/metrics", web::get().to(render_metrics))
+            })
+            .workers(1)
+            .listen(listener)
+            .map_err(|e| StartError::Bind {
+                addr: admin_addr.to_string(),
+                reason: e.to_string(),
+            })?
+            .run();
+            (Some(admin), Some(admin_addr))
+        }
+    };
     Ok(Running {
         addr,
+        admin_addr,
         handle: server.handle(),
         server: Some(server),
+        admin,
         reloader,
     })
 }
@@ -160,76 +240,244 @@ async fn healthz() -> HttpResponse {
         .body(r#"{"status":"ok"}"#)
 }
 
-/// The OIDC servers of the routes whose `redirect_path` is `path`.
-fn callback_servers(state: &State, path: &str) -> Vec<Arc<AuthServer>> {
-    let snapshot = state.registry.get();
-    let mut servers: Vec<Arc<AuthServer>> = Vec::new();
-    for route in state.routes.iter() {
-        if let Some(server) = snapshot.for_route(route) {
-            let answers_here = registry::oidc(&server).is_some_and(|c| c.redirect_path == path);
-            if answers_here && !servers.iter().any(|s| s.id == server.id) {
-                servers.push(server);
+async fn render_metrics(metrics: web::Data<Metrics>) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
+        .body(metrics.render())
+}
+
+/// Says at start when an OIDC server's redirect path lies on a route of another auth server:
+/// that route keeps its path, so the server's sign-ins cannot complete there.
+fn warn_about_callbacks(routes: &Routes, snapshot: &Snapshot) {
+    for route in routes.iter() {
+        let Some(server) = snapshot.for_route(route) else {
+            continue;
+        };
+        let Some(config) = oidc::config_of(&server) else {
+            continue;
+        };
+        let Ok(callback) = path::normalize(&config.redirect_path) else {
+            continue;
+        };
+        if let Some(owner) = routes.find(route.host.as_deref(), &callback) {
+            let owner_server = snapshot.for_route(owner).map(|s| s.id);
+            if owner_server != Some(server.id) {
+                tracing::warn!(
+                    auth_server = %server.id,
+                    redirect_path = %config.redirect_path,
+                    route = %owner.label(),
+                    "an OIDC redirect path lies on a route of another auth server; sign-ins through it cannot complete"
+                );
             }
         }
     }
-    servers
+}
+
+/// The OIDC servers that answer a sign-in callback at `path`. On a route, only the route's own
+/// server does: a redirect path can never take a path away from another tenant's route. Off
+/// every route, each server of a route whose redirect path this is (the sign-in's state tells
+/// which).
+fn callback_servers(
+    snapshot: &Snapshot,
+    routes: &Routes,
+    matched: Option<&Route>,
+    path: &CanonicalPath,
+) -> Vec<Arc<AuthServer>> {
+    let answers = |server: &AuthServer| {
+        oidc::config_of(server)
+            .is_some_and(|c| path::normalize(&c.redirect_path).is_ok_and(|p| p == *path))
+    };
+    match matched {
+        Some(route) => snapshot
+            .for_route(route)
+            .filter(|s| answers(s))
+            .into_iter()
+            .collect(),
+        None => {
+            let mut servers: Vec<Arc<AuthServer>> = Vec::new();
+            for server in routes.iter().filter_map(|r| snapshot.for_route(r)) {
+                if answers(&server) && !servers.iter().any(|s| s.id == server.id) {
+                    servers.push(server);
+                }
+            }
+            servers
+        }
+    }
 }
 
 async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<State>) -> HttpResponse {
-    let path = req.path().to_owned();
-    let callback = callback_servers(&state, &path);
-    if !callback.is_empty() {
-        return state.oidc.callback(&req, &callback).await;
+    let request_id = problem::choose_request_id(
+        req.headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok()),
+    );
+    let span = tracing::info_span!("request", request_id = %request_id, method = %req.method());
+    let (route, mut response) = problem::REQUEST_ID
+        .scope(
+            request_id.clone(),
+            decide(&req, payload, &state, &request_id).instrument(span),
+        )
+        .await;
+    state.metrics.request(route, response.status().as_u16());
+    if let Ok(v) = HeaderValue::from_str(&request_id) {
+        response
+            .headers_mut()
+            .insert(header::HeaderName::from_static("x-request-id"), v);
     }
-    let Some(route) = state.routes.find(&path) else {
-        return problem(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no route matches this path",
-        );
+    response
+}
+
+fn bad_request(detail: &str) -> HttpResponse {
+    problem(StatusCode::BAD_REQUEST, "bad_request", detail)
+}
+
+/// Everything a request goes through; the route's label (for metrics) and the answer.
+async fn decide(
+    req: &HttpRequest,
+    payload: web::Payload,
+    state: &State,
+    request_id: &str,
+) -> (Option<String>, HttpResponse) {
+    let host = match request::check(req) {
+        Ok(host) => host,
+        Err(request::Malformed::Method) => {
+            let response = problem(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "CONNECT and TRACE are not forwarded",
+            );
+            return (
+                None,
+                with_header(
+                    response,
+                    header::ALLOW,
+                    "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS",
+                ),
+            );
+        }
+        Err(e) => return (None, bad_request(&e.to_string())),
     };
-    let client: IpAddr = req
+    let path = match path::normalize(req.uri().path()) {
+        Ok(p) => p,
+        Err(e) => return (None, bad_request(&e.to_string())),
+    };
+    let headers = req.headers();
+    let values = |name: &str| -> Vec<&str> {
+        headers
+            .get_all(name)
+            .filter_map(|v| v.to_str().ok())
+            .collect()
+    };
+    let forwarded_for = values("x-forwarded-for");
+    let peer = req
         .peer_addr()
         .map(|a| a.ip())
         .unwrap_or(IpAddr::from([0, 0, 0, 0]));
-    if let Some(retry) = state.limiter.blocked(client, route.index) {
-        return with_header(
-            problem(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limited",
-                "too many failed attempts; try again later",
-            ),
-            RETRY_AFTER,
-            &retry.to_string(),
+    let client = forwarding::client_view(
+        peer,
+        host.as_deref(),
+        false,
+        Claimed {
+            forwarded_for: &forwarded_for,
+            forwarded_proto: values("x-forwarded-proto").first().copied(),
+            forwarded_host: values("x-forwarded-host").first().copied(),
+        },
+        &state.trusted,
+    );
+    let host_key = host.as_deref().and_then(routes::host_key);
+    let route = state.routes.find(host_key.as_deref(), &path);
+    let label = route.map(Route::label);
+    let snapshot = state.registry.get();
+    let path_text = path.to_string();
+    let facts = Facts {
+        // A value that is not visible ASCII is no credential: it is read as malformed.
+        authorization: headers
+            .get(header::AUTHORIZATION)
+            .map(|v| v.to_str().unwrap_or("")),
+        cookies: values("cookie"),
+        accepts_html: headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.to_ascii_lowercase().contains("text/html")),
+        navigable: matches!(req.method().as_str(), "GET" | "HEAD"),
+        path: &path_text,
+        query: req.query_string(),
+    };
+
+    let callback = callback_servers(&snapshot, &state.routes, route, &path);
+    if !callback.is_empty() {
+        let attempts = Attempts {
+            limiter: &state.limiter,
+            client: client.addr,
+            scope: Scope::Callback,
+        };
+        if let Some(blocked) = attempts.blocked() {
+            return (label, blocked);
+        }
+        return (
+            label,
+            state.oidc.callback(&facts, &callback, &attempts).await,
         );
     }
-    let Some(server) = state.registry.get().for_route(route) else {
+    let Some(route) = route else {
+        return (
+            None,
+            problem(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no route matches this path",
+            ),
+        );
+    };
+    let attempts = Attempts {
+        limiter: &state.limiter,
+        client: client.addr,
+        scope: Scope::Route(route.index),
+    };
+    if let Some(blocked) = attempts.blocked() {
+        return (label, blocked);
+    }
+    let Some(server) = snapshot.for_route(route) else {
         // Fail closed: a route whose auth server is gone lets nobody through.
-        return with_header(
-            problem(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "service_unavailable",
-                "the auth server of this route does not exist",
+        return (
+            label,
+            with_header(
+                problem(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "service_unavailable",
+                    "the auth server of this route does not exist",
+                ),
+                header::RETRY_AFTER,
+                "5",
             ),
-            RETRY_AFTER,
-            "5",
         );
     };
-    let authorization = req.headers().get(header::AUTHORIZATION);
     let outcome = match &server.config {
-        AuthServerConfig::Basic(basic) => state.basic.check(&server, basic, authorization).await,
-        AuthServerConfig::Token(tokens) => token::check(tokens, authorization),
-        AuthServerConfig::Oidc(config) => state.oidc.check(&server, config, &req).await,
+        AuthServerConfig::Basic(basic) => {
+            state
+                .basic
+                .check(&server, basic, facts.authorization, &attempts)
+                .await
+        }
+        AuthServerConfig::Token(tokens) => {
+            token::check(&state.vault, tokens, facts.authorization, &attempts)
+        }
+        AuthServerConfig::Oidc(config) => {
+            state.oidc.check(&server, config, &facts, &attempts).await
+        }
     };
-    match outcome {
+    let response = match outcome {
         Outcome::Allow(identity) => {
-            proxy::forward(&state.upstream, &req, payload, route, identity).await
+            let checked = proxy::Checked {
+                route,
+                path: &path,
+                identity,
+                client: &client,
+                request_id,
+            };
+            proxy::forward(&state.upstream, req, payload, checked).await
         }
-        Outcome::Deny { response, failed } => {
-            if failed {
-                state.limiter.record_failure(client, route.index);
-            }
-            response
-        }
-    }
+        Outcome::Deny(response) => response,
+    };
+    (label, response)
 }

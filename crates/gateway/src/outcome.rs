@@ -1,6 +1,29 @@
-//! What an auth check decides about one request.
+//! What an auth check reads of a request, and what it decides.
+
+use std::net::IpAddr;
 
 use actix_web::HttpResponse;
+use actix_web::http::StatusCode;
+use actix_web::http::header::RETRY_AFTER;
+
+use crate::problem::{problem, with_header};
+use crate::ratelimit::{Attempt, Limiter, Refusal, Scope};
+
+/// The parts of a request the auth checks read, each taken once from the request.
+#[derive(Debug)]
+pub struct Facts<'a> {
+    /// The one `Authorization` header (a request with two is refused before any check).
+    pub authorization: Option<&'a str>,
+    /// Every `Cookie` header.
+    pub cookies: Vec<&'a str>,
+    /// `Accept` includes `text/html`: a browser, which may be sent to sign in.
+    pub accepts_html: bool,
+    /// GET or HEAD: a navigation a sign-in can return to.
+    pub navigable: bool,
+    /// The canonical path and the query as received.
+    pub path: &'a str,
+    pub query: &'a str,
+}
 
 /// Who the request was authenticated as: the `X-Auth-*` headers to send upstream.
 #[derive(Debug, Default)]
@@ -12,9 +35,52 @@ pub struct Identity {
 
 pub enum Outcome {
     Allow(Identity),
-    /// Refused with this answer; `failed` when wrong credentials were sent (rate limited).
-    Deny {
-        response: HttpResponse,
-        failed: bool,
-    },
+    /// Refused with this answer.
+    Deny(HttpResponse),
+}
+
+/// The failed-attempt limit of one client on one route (or on the sign-in callbacks).
+#[derive(Debug, Clone, Copy)]
+pub struct Attempts<'a> {
+    pub limiter: &'a Limiter,
+    pub client: IpAddr,
+    pub scope: Scope,
+}
+
+impl Attempts<'_> {
+    /// Starts a credential check, or the 429 that refuses it.
+    pub fn begin(&self) -> Result<Attempt, HttpResponse> {
+        self.limiter
+            .begin(self.client, self.scope)
+            .map_err(too_many)
+    }
+
+    /// Counts a failure that needed no check (malformed credentials).
+    pub fn record_failure(&self) {
+        if let Ok(attempt) = self.limiter.begin(self.client, self.scope) {
+            attempt.failed();
+        }
+    }
+
+    /// The 429 for a client whose failures are used up, if they are.
+    pub fn blocked(&self) -> Option<HttpResponse> {
+        self.limiter
+            .blocked(self.client, self.scope)
+            .map(|retry_after| too_many(Refusal::Blocked { retry_after }))
+    }
+}
+
+/// 429 `rate_limited` with `Retry-After`.
+pub fn too_many(refusal: Refusal) -> HttpResponse {
+    let (retry, detail) = match refusal {
+        Refusal::Blocked { retry_after } => {
+            (retry_after, "too many failed attempts; try again later")
+        }
+        Refusal::Busy => (1, "too many attempts in progress; try again in a second"),
+    };
+    with_header(
+        problem(StatusCode::TOO_MANY_REQUESTS, "rate_limited", detail),
+        RETRY_AFTER,
+        &retry.to_string(),
+    )
 }

@@ -1,9 +1,39 @@
-//! RFC 9457 problem details for the gateway's own answers (CONTRACT §1).
+//! RFC 9457 problem details for the gateway's own answers, each carrying the id of the request
+//! (the one in the `X-Request-Id` header and in the log lines of that request).
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{HeaderName, HeaderValue};
 use serde::Serialize;
+
+tokio::task_local! {
+    /// The id of the request being answered.
+    pub static REQUEST_ID: String;
+}
+
+/// The current request's id, or a fresh one outside a request.
+pub fn request_id() -> String {
+    REQUEST_ID
+        .try_with(Clone::clone)
+        .unwrap_or_else(|_| uuid::Uuid::new_v4().to_string())
+}
+
+/// The caller's `X-Request-Id` when it is sane (1-128 visible ASCII characters of the kinds ids
+/// are made of), else a new UUID.
+pub fn choose_request_id(given: Option<&str>) -> String {
+    match given {
+        Some(id)
+            if !id.is_empty()
+                && id.len() <= 128
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)) =>
+        {
+            id.to_owned()
+        }
+        _ => uuid::Uuid::new_v4().to_string(),
+    }
+}
 
 #[derive(Debug, Serialize)]
 struct Problem<'a> {
@@ -16,7 +46,7 @@ struct Problem<'a> {
     request_id: String,
 }
 
-/// A problem+json answer.
+/// A problem+json answer. Never cached: it depends on who asked.
 pub fn problem(status: StatusCode, code: &str, detail: &str) -> HttpResponse {
     let body = Problem {
         kind: "about:blank",
@@ -24,11 +54,12 @@ pub fn problem(status: StatusCode, code: &str, detail: &str) -> HttpResponse {
         status: status.as_u16(),
         code,
         detail,
-        request_id: uuid::Uuid::new_v4().to_string(),
+        request_id: request_id(),
     };
     let json = serde_json::to_string(&body).unwrap_or_else(|_| "{}".into());
     HttpResponse::build(status)
         .content_type("application/problem+json")
+        .insert_header(("cache-control", "no-store"))
         .body(json)
 }
 
@@ -38,4 +69,18 @@ pub fn with_header(mut response: HttpResponse, name: HeaderName, value: &str) ->
         response.headers_mut().insert(name, v);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_sane_request_ids_are_kept() {
+        assert_eq!(choose_request_id(Some("abc-123_x.y:z")), "abc-123_x.y:z");
+        for bad in ["", "a b", "x\r\ny", &"a".repeat(129)] {
+            assert_ne!(choose_request_id(Some(bad)), bad);
+        }
+        assert_eq!(choose_request_id(None).len(), 36);
+    }
 }

@@ -1,13 +1,21 @@
-//! Forwarding: the request goes upstream with its method, path, query and streamed body; the
-//! answer comes back with its status, headers and streamed body. Hop-by-hop headers and the
-//! client's own `X-Auth-*` headers never pass.
+//! Forwarding: the request goes upstream with its method, its canonical path (the one the route
+//! was chosen by), its query and its streamed body; the answer comes back with its status,
+//! headers and streamed body.
+//!
+//! What never passes: hop-by-hop headers; the client's copies of the headers the gateway owns
+//! (identity, forwarding, path overrides: [`crate::forwarding::is_gateway_owned`]); Basic and
+//! Token credentials; the gateway's own cookies, either way (an upstream sharing the gateway's
+//! origin could otherwise plant another tenant's session).
 
 use actix_web::http::StatusCode;
 use actix_web::http::header::{HeaderMap, HeaderName};
 use actix_web::{HttpRequest, HttpResponse, web};
 use futures::StreamExt;
 
+use crate::cookies;
+use crate::forwarding::{ClientView, is_gateway_owned};
 use crate::outcome::Identity;
+use crate::path::CanonicalPath;
 use crate::problem::problem;
 use crate::routes::Route;
 
@@ -24,16 +32,9 @@ const HOP_BY_HOP: &[&str] = &[
     "upgrade",
 ];
 
-/// `X-Auth-User`, `x_auth_user`, `X-AUTH_user`…: all spellings a server might fold together.
-pub fn is_identity_header(name: &str) -> bool {
-    let folded = name.to_ascii_lowercase().replace('_', "-");
-    folded.starts_with("x-auth-")
-}
-
-fn connection_listed(headers: &HeaderMap) -> Vec<String> {
-    headers
-        .get_all("connection")
-        .filter_map(|v| v.to_str().ok())
+fn connection_listed<'a>(values: impl Iterator<Item = &'a [u8]>) -> Vec<String> {
+    values
+        .filter_map(|v| std::str::from_utf8(v).ok())
         .flat_map(|v| v.split(','))
         .map(|t| t.trim().to_ascii_lowercase())
         .filter(|t| !t.is_empty())
@@ -44,96 +45,97 @@ fn is_hop_by_hop(name: &str, listed: &[String]) -> bool {
     HOP_BY_HOP.contains(&name) || listed.iter().any(|l| l == name)
 }
 
-/// The Cookie header less the gateway's own session cookies.
-fn without_session_cookies(value: &str) -> Option<String> {
-    let kept: Vec<&str> = value
-        .split(';')
-        .map(str::trim)
-        .filter(|c| !c.is_empty() && !c.starts_with(crate::oidc::SESSION_COOKIE_PREFIX))
-        .collect();
-    (!kept.is_empty()).then(|| kept.join("; "))
-}
-
-pub async fn forward(
-    client: &reqwest::Client,
-    req: &HttpRequest,
-    payload: web::Payload,
-    route: &Route,
-    identity: Identity,
-) -> HttpResponse {
-    let mut url = format!("{}{}", route.upstream, req.path());
-    if !req.query_string().is_empty() {
-        url.push('?');
-        url.push_str(req.query_string());
-    }
-    let method = match reqwest::Method::from_bytes(req.method().as_str().as_bytes()) {
-        Ok(m) => m,
-        Err(_) => return problem(StatusCode::BAD_REQUEST, "bad_request", "unknown method"),
-    };
-    let listed = connection_listed(req.headers());
-    let mut headers = reqwest::header::HeaderMap::new();
-    for (name, value) in req.headers() {
+/// The request headers that go upstream, before the gateway adds its own.
+fn upstream_headers(
+    headers: &HeaderMap,
+    forward_authorization: bool,
+) -> reqwest::header::HeaderMap {
+    let listed = connection_listed(headers.get_all("connection").map(|v| v.as_bytes()));
+    let mut out = reqwest::header::HeaderMap::new();
+    for (name, value) in headers {
         let n = name.as_str();
         if is_hop_by_hop(n, &listed)
             || n == "host"
-            || is_identity_header(n)
-            || (n == "authorization" && !identity.forward_authorization)
+            || is_gateway_owned(n)
+            || (n == "authorization" && !forward_authorization)
         {
             continue;
         }
         let value = if n == "cookie" {
-            match value.to_str().ok().and_then(without_session_cookies) {
-                Some(v) => match reqwest::header::HeaderValue::from_str(&v) {
-                    Ok(v) => v,
-                    Err(_) => continue,
-                },
-                None => continue,
+            match value
+                .to_str()
+                .ok()
+                .and_then(cookies::without_gateway_cookies)
+            {
+                Some(v) => reqwest::header::HeaderValue::from_str(&v).ok(),
+                None => None,
             }
         } else {
-            match reqwest::header::HeaderValue::from_bytes(value.as_bytes()) {
-                Ok(v) => v,
-                Err(_) => continue,
-            }
+            reqwest::header::HeaderValue::from_bytes(value.as_bytes()).ok()
         };
-        if let Ok(name) = reqwest::header::HeaderName::from_bytes(n.as_bytes()) {
-            headers.append(name, value);
+        if let (Some(value), Ok(name)) =
+            (value, reqwest::header::HeaderName::from_bytes(n.as_bytes()))
+        {
+            out.append(name, value);
         }
     }
-    for (name, value) in identity.headers {
-        if let Ok(v) = reqwest::header::HeaderValue::from_str(&value) {
+    out
+}
+
+/// What the checks established about a request: all that decides what goes upstream.
+pub struct Checked<'a> {
+    pub route: &'a Route,
+    pub path: &'a CanonicalPath,
+    pub identity: Identity,
+    pub client: &'a ClientView,
+    pub request_id: &'a str,
+}
+
+/// Sends the request upstream and streams the answer back.
+pub async fn forward(
+    upstream: &reqwest::Client,
+    req: &HttpRequest,
+    payload: web::Payload,
+    checked: Checked<'_>,
+) -> HttpResponse {
+    let Checked {
+        route,
+        path,
+        identity,
+        client,
+        request_id,
+    } = checked;
+    let url = route.upstream_url(path, req.query_string());
+    let Ok(method) = reqwest::Method::from_bytes(req.method().as_str().as_bytes()) else {
+        return problem(StatusCode::BAD_REQUEST, "bad_request", "unknown method");
+    };
+    let mut headers = upstream_headers(req.headers(), identity.forward_authorization);
+    let mut set = |name: &'static str, value: &str| {
+        // Values the gateway derived; one that is not a valid header value is not sent.
+        if let Ok(v) = reqwest::header::HeaderValue::from_bytes(value.as_bytes()) {
             headers.insert(name, v);
         }
+    };
+    for (name, value) in &identity.headers {
+        set(name, value);
     }
-    if let Some(peer) = req.peer_addr() {
-        let forwarded = match req
-            .headers()
-            .get("x-forwarded-for")
-            .and_then(|v| v.to_str().ok())
-        {
-            Some(prior) => format!("{prior}, {}", peer.ip()),
-            None => peer.ip().to_string(),
-        };
-        if let Ok(v) = reqwest::header::HeaderValue::from_str(&forwarded) {
-            headers.insert("x-forwarded-for", v);
-        }
+    set("x-forwarded-for", &client.forwarded_for);
+    set("x-forwarded-proto", client.proto);
+    if let Some(host) = &client.host {
+        set("x-forwarded-host", host);
     }
-    if let Ok(v) = reqwest::header::HeaderValue::from_str(req.connection_info().host()) {
-        headers.insert("x-forwarded-host", v);
-    }
-    if let Ok(v) = reqwest::header::HeaderValue::from_str(req.connection_info().scheme()) {
-        headers.insert("x-forwarded-proto", v);
-    }
+    set("x-request-id", request_id);
 
     let has_body = req.headers().contains_key("content-length")
         || req.headers().contains_key("transfer-encoding");
-    let mut upstream = client.request(method, &url).headers(headers);
+    let mut outgoing = upstream.request(method, &url).headers(headers);
     if has_body {
-        upstream = upstream.body(reqwest::Body::wrap_stream(sendable(payload)));
+        outgoing = outgoing.body(reqwest::Body::wrap_stream(sendable(payload)));
     }
-    let response = match upstream.send().await {
+    let response = match outgoing.send().await {
         Ok(r) => r,
         Err(error) => {
-            tracing::warn!(upstream = %route.upstream, error = %error.without_url(), "upstream request failed");
+            tracing::warn!(route = %route.label(), error = %error.without_url(), "upstream request failed");
             return problem(
                 StatusCode::BAD_GATEWAY,
                 "bad_gateway",
@@ -141,29 +143,43 @@ pub async fn forward(
             );
         }
     };
+    answer(req, response)
+}
+
+/// The upstream's answer as the client gets it.
+fn answer(req: &HttpRequest, response: reqwest::Response) -> HttpResponse {
     let status =
         StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
     let mut out = HttpResponse::build(status);
-    let listed: Vec<String> = response
-        .headers()
-        .get_all("connection")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|t| t.trim().to_ascii_lowercase())
-        .collect();
+    let listed = connection_listed(
+        response
+            .headers()
+            .get_all("connection")
+            .iter()
+            .map(|v| v.as_bytes()),
+    );
+    let mut cache_control = false;
     for (name, value) in response.headers() {
         let n = name.as_str();
         // actix frames the body itself; a stale length would corrupt a streamed answer.
         if is_hop_by_hop(n, &listed) || n == "content-length" {
             continue;
         }
+        if n == "set-cookie" && value.to_str().map_or(true, cookies::sets_gateway_cookie) {
+            tracing::warn!("an upstream tried to set a gateway cookie; dropped");
+            continue;
+        }
+        cache_control |= n == "cache-control";
         if let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(n.as_bytes()),
             actix_web::http::header::HeaderValue::from_bytes(value.as_bytes()),
         ) {
             out.append_header((name, value));
         }
+    }
+    if !cache_control {
+        // Answered to an authenticated request: no shared cache may keep it for others.
+        out.insert_header(("cache-control", "private"));
     }
     let bodiless = req.method() == actix_web::http::Method::HEAD
         || status == StatusCode::NO_CONTENT
@@ -198,26 +214,39 @@ fn sendable(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use actix_web::http::header::HeaderValue;
 
     #[test]
-    fn identity_headers_in_every_spelling_are_recognised() {
-        for name in [
-            "X-Auth-User",
-            "x_auth_user",
-            "X-AUTH_groups",
-            "x-auth-email",
+    fn owned_headers_credentials_and_gateway_cookies_stay_behind() {
+        let mut h = HeaderMap::new();
+        for (n, v) in [
+            ("x-auth-user", "root"),
+            ("x_auth_role", "admin"),
+            ("forwarded", "for=1.2.3.4"),
+            ("x-forwarded-for", "6.6.6.6"),
+            ("x-real-ip", "6.6.6.6"),
+            ("x-original-url", "/admin"),
+            ("authorization", "Basic eDp5"),
+            (
+                "cookie",
+                "a=1; __Host-gateway_session_abc=s; gateway_login_1=l",
+            ),
+            ("connection", "keep-alive, x-drop-me"),
+            ("x-drop-me", "1"),
+            ("accept", "text/plain"),
         ] {
-            assert!(is_identity_header(name), "{name}");
+            if let (Ok(n), Ok(v)) = (
+                HeaderName::from_bytes(n.as_bytes()),
+                HeaderValue::from_str(v),
+            ) {
+                h.append(n, v);
+            }
         }
-        assert!(!is_identity_header("x-authorization"));
-        assert!(!is_identity_header("authorization"));
-    }
-
-    #[test]
-    fn session_cookies_are_removed_from_the_cookie_header() {
-        let v = format!("a=1; {}abc=x; b=2", crate::oidc::SESSION_COOKIE_PREFIX);
-        assert_eq!(without_session_cookies(&v), Some("a=1; b=2".into()));
-        let only = format!("{}abc=x", crate::oidc::SESSION_COOKIE_PREFIX);
-        assert_eq!(without_session_cookies(&only), None);
+        let out = upstream_headers(&h, false);
+        let mut names: Vec<&str> = out.keys().map(|k| k.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, vec!["accept", "cookie"], "{out:?}");
+        assert_eq!(out.get("cookie").and_then(|v| v.to_str().ok()), Some("a=1"));
+        assert!(upstream_headers(&h, true).contains_key("authorization"));
     }
 }

@@ -4,9 +4,10 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use domain::model::auth_server::{AuthServer, AuthServerConfig, OidcConfig};
+use domain::model::auth_server::AuthServer;
 use store_postgres::PgStore;
 
+use crate::metrics::Metrics;
 use crate::routes::Route;
 
 /// The auth servers as last read.
@@ -58,29 +59,34 @@ impl Registry {
     }
 
     /// Reads every auth server again; on failure the previous snapshot stays in force.
-    pub async fn reload(&self, store: &PgStore) -> Result<(), domain::ports::storage::StoreError> {
+    pub async fn reload(
+        &self,
+        store: &PgStore,
+    ) -> Result<usize, domain::ports::storage::StoreError> {
         let servers = store.all_auth_servers().await?;
+        let count = servers.len();
         self.set(Snapshot::new(servers));
-        Ok(())
+        Ok(count)
     }
 
     /// Reloads forever, every `interval`.
-    pub async fn keep_fresh(self, store: PgStore, interval: Duration) {
+    pub async fn keep_fresh(
+        self,
+        store: PgStore,
+        interval: Duration,
+        metrics: std::sync::Arc<Metrics>,
+    ) {
         let mut tick = tokio::time::interval(interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            if let Err(error) = self.reload(&store).await {
-                tracing::warn!(%error, "cannot reload the auth servers; keeping the last ones");
+            match self.reload(&store).await {
+                Ok(count) => metrics.auth_servers(count),
+                Err(error) => {
+                    metrics.reload_failed();
+                    tracing::warn!(%error, "cannot reload the auth servers; keeping the last ones");
+                }
             }
         }
-    }
-}
-
-/// The OIDC configuration of a server, if it is one.
-pub fn oidc(server: &AuthServer) -> Option<&OidcConfig> {
-    match &server.config {
-        AuthServerConfig::Oidc(c) => Some(c),
-        _ => None,
     }
 }

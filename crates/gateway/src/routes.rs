@@ -1,6 +1,9 @@
-//! The routes file (`GATEWAY_ROUTES_FILE`): which path prefixes go where, behind which auth server.
+//! The routes file (`GATEWAY_ROUTES_FILE`): which hosts and path prefixes go where, behind which
+//! auth server. Prefixes are matched on the canonical path ([`crate::path`]) at whole segments.
 
 use serde::Deserialize;
+
+use crate::path::{self, CanonicalPath};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RoutesError {
@@ -22,6 +25,8 @@ struct RoutesFile {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RouteConfig {
+    /// Optional: the route then matches only requests for this host (any port).
+    host: Option<String>,
     path_prefix: String,
     upstream: String,
     organization: String,
@@ -29,15 +34,19 @@ struct RouteConfig {
     auth_server: String,
 }
 
-/// One protected prefix.
+/// One protected host and prefix.
 #[derive(Debug, Clone)]
 pub struct Route {
     /// Its index in the file: the rate limit counts per route.
     pub index: usize,
-    /// Without a trailing slash (except the root prefix `/`).
-    pub path_prefix: String,
-    /// `scheme://host[:port]`, plus a base path if given, without a trailing slash.
-    pub upstream: String,
+    /// Lower case, without a port or trailing dot; `None` matches every host.
+    pub host: Option<String>,
+    /// The prefix in canonical form.
+    pub prefix: CanonicalPath,
+    /// `scheme://host[:port]` of the upstream, without a path.
+    pub upstream_origin: String,
+    /// The upstream's base path in canonical form (`/` when none was given).
+    pub upstream_base: CanonicalPath,
     /// An organization's slug or id.
     pub organization: String,
     pub environment: String,
@@ -45,19 +54,54 @@ pub struct Route {
 }
 
 impl Route {
-    /// Whether the prefix is a whole-segment prefix of `path`.
-    pub fn matches(&self, path: &str) -> bool {
-        if self.path_prefix == "/" {
-            return path.starts_with('/');
+    /// Whether the route takes a request for `host` (lower case, no port) and `path`.
+    pub fn matches(&self, host: Option<&str>, path: &CanonicalPath) -> bool {
+        let host_ok = match &self.host {
+            None => true,
+            Some(want) => host == Some(want.as_str()),
+        };
+        host_ok && path.starts_with(&self.prefix)
+    }
+
+    /// The absolute URL the upstream is sent for `path` (already matched to this route): the
+    /// upstream's base path, then the whole request path (prefix kept), then the query as
+    /// received.
+    pub fn upstream_url(&self, path: &CanonicalPath, query: &str) -> String {
+        let mut url = format!(
+            "{}{}",
+            self.upstream_origin,
+            path.under(&self.upstream_base)
+        );
+        if !query.is_empty() {
+            url.push('?');
+            url.push_str(query);
         }
-        match path.strip_prefix(self.path_prefix.as_str()) {
-            Some(rest) => rest.is_empty() || rest.starts_with('/'),
-            None => false,
+        url
+    }
+
+    /// How the route is named in logs and metrics: its host and prefix.
+    pub fn label(&self) -> String {
+        match &self.host {
+            Some(h) => format!("{h}{}", self.prefix),
+            None => self.prefix.to_string(),
         }
     }
 }
 
-/// Every route, longest prefix first.
+/// A request host as routes compare it: lower case, no port, no trailing dot.
+pub fn host_key(host: &str) -> Option<String> {
+    let host = host.trim();
+    let without_port = match host.strip_prefix('[') {
+        // An IPv6 literal keeps its brackets.
+        Some(rest) => format!("[{}]", rest.split(']').next()?),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h).to_owned(),
+    };
+    let h = without_port.trim_end_matches('.').to_ascii_lowercase();
+    (!h.is_empty()).then_some(h)
+}
+
+/// Every route, most specific first: routes with a host before those without, then the longest
+/// prefix (in segments), then the order of the file.
 #[derive(Debug, Clone, Default)]
 pub struct Routes {
     routes: Vec<Route>,
@@ -77,57 +121,88 @@ impl Routes {
             toml::from_str(text).map_err(|e| RoutesError::Parse(e.message().to_owned()))?;
         let mut routes = Vec::with_capacity(file.route.len());
         for (index, r) in file.route.into_iter().enumerate() {
-            let invalid = |reason: &str| RoutesError::Invalid {
-                index,
-                reason: reason.to_owned(),
-            };
-            if !r.path_prefix.starts_with('/') {
-                return Err(invalid("path_prefix must start with /"));
-            }
-            let upstream = url::Url::parse(&r.upstream)
-                .map_err(|_| invalid("upstream must be an absolute http(s) URL"))?;
-            if !matches!(upstream.scheme(), "http" | "https") || upstream.host().is_none() {
-                return Err(invalid("upstream must be an absolute http(s) URL"));
-            }
-            if upstream.query().is_some() || upstream.fragment().is_some() {
-                return Err(invalid("upstream takes no query or fragment"));
-            }
-            for (field, value) in [
-                ("organization", &r.organization),
-                ("environment", &r.environment),
-                ("auth_server", &r.auth_server),
-            ] {
-                if value.trim().is_empty() {
-                    return Err(invalid(&format!("{field} must not be empty")));
-                }
-            }
-            let trimmed = r.path_prefix.trim_end_matches('/');
-            routes.push(Route {
-                index,
-                path_prefix: if trimmed.is_empty() {
-                    "/".into()
-                } else {
-                    trimmed.into()
-                },
-                upstream: upstream.as_str().trim_end_matches('/').to_owned(),
-                organization: r.organization,
-                environment: r.environment,
-                auth_server: r.auth_server,
-            });
+            routes.push(route(index, r)?);
         }
-        // Stable: among equal prefixes the first in the file wins.
-        routes.sort_by_key(|r| std::cmp::Reverse(r.path_prefix.len()));
+        // Stable: among equally specific routes the first in the file wins.
+        routes.sort_by_key(|r| {
+            (
+                std::cmp::Reverse(r.host.is_some()),
+                std::cmp::Reverse(r.prefix.segments().len()),
+            )
+        });
         Ok(Routes { routes })
     }
 
-    /// The route of the longest prefix matching `path`.
-    pub fn find(&self, path: &str) -> Option<&Route> {
-        self.routes.iter().find(|r| r.matches(path))
+    /// The most specific route for `host` and `path`.
+    pub fn find(&self, host: Option<&str>, path: &CanonicalPath) -> Option<&Route> {
+        self.routes.iter().find(|r| r.matches(host, path))
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Route> {
         self.routes.iter()
     }
+}
+
+fn route(index: usize, r: RouteConfig) -> Result<Route, RoutesError> {
+    let invalid = |reason: &str| RoutesError::Invalid {
+        index,
+        reason: reason.to_owned(),
+    };
+    // The prefix must already be canonical: a prefix the gateway would rewrite is a prefix
+    // the operator did not mean.
+    let prefix =
+        path::normalize(&r.path_prefix).map_err(|e| invalid(&format!("path_prefix: {e}")))?;
+    let written = r.path_prefix.trim_end_matches('/');
+    let canonical = prefix.to_string();
+    if written != canonical.trim_end_matches('/') {
+        return Err(invalid(&format!(
+            "path_prefix must be a normalised path (it reads as {canonical})"
+        )));
+    }
+    let upstream = url::Url::parse(&r.upstream)
+        .map_err(|_| invalid("upstream must be an absolute http(s) URL"))?;
+    if !matches!(upstream.scheme(), "http" | "https") || upstream.host().is_none() {
+        return Err(invalid("upstream must be an absolute http(s) URL"));
+    }
+    if upstream.query().is_some()
+        || upstream.fragment().is_some()
+        || !upstream.username().is_empty()
+        || upstream.password().is_some()
+    {
+        return Err(invalid("upstream takes no query, fragment or credentials"));
+    }
+    let upstream_base =
+        path::normalize(upstream.path()).map_err(|e| invalid(&format!("upstream path: {e}")))?;
+    let origin = upstream.origin().ascii_serialization();
+    for (field, value) in [
+        ("organization", &r.organization),
+        ("environment", &r.environment),
+        ("auth_server", &r.auth_server),
+    ] {
+        if value.trim().is_empty() {
+            return Err(invalid(&format!("{field} must not be empty")));
+        }
+    }
+    let host = match &r.host {
+        None => None,
+        Some(h) => {
+            let key = host_key(h).ok_or_else(|| invalid("host must not be empty"))?;
+            if h.contains(':') && !h.starts_with('[') || h.contains('/') {
+                return Err(invalid("host is a host name without a port or path"));
+            }
+            Some(key)
+        }
+    };
+    Ok(Route {
+        index,
+        host,
+        prefix,
+        upstream_origin: origin,
+        upstream_base,
+        organization: r.organization,
+        environment: r.environment,
+        auth_server: r.auth_server,
+    })
 }
 
 #[cfg(test)]
@@ -144,34 +219,103 @@ auth_server = "a"
 
 [[route]]
 path_prefix = "/app/admin/"
-upstream = "http://127.0.0.1:9001/"
+upstream = "http://127.0.0.1:9001/base/"
 organization = "acme"
 environment = "production"
 auth_server = "b"
+
+[[route]]
+host = "Tenant.Example.com"
+path_prefix = "/"
+upstream = "http://127.0.0.1:9002"
+organization = "globex"
+environment = "production"
+auth_server = "c"
 "#;
 
+    fn routes() -> Routes {
+        Routes::parse(FILE).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn server(routes: &Routes, host: Option<&str>, path: &str) -> Option<String> {
+        let path = path::normalize(path).ok()?;
+        routes.find(host, &path).map(|r| r.auth_server.clone())
+    }
+
     #[test]
-    fn whole_segment_longest_prefix_wins() {
-        let routes = Routes::parse(FILE).ok().unwrap_or_default();
-        let server = |p: &str| routes.find(p).map(|r| r.auth_server.clone());
-        assert_eq!(server("/app"), Some("a".into()));
-        assert_eq!(server("/app/x"), Some("a".into()));
-        assert_eq!(server("/apple"), None);
-        assert_eq!(server("/app/admin"), Some("b".into()));
-        assert_eq!(server("/app/admin/users"), Some("b".into()));
-        assert_eq!(server("/app/administrator"), Some("a".into()));
-        assert_eq!(server("/other"), None);
+    fn whole_segment_most_specific_route_wins() {
+        let r = routes();
+        for (path, want) in [
+            ("/app", Some("a")),
+            ("/app/x", Some("a")),
+            ("/apple", None),
+            ("/app/admin", Some("b")),
+            ("/app/admin/users", Some("b")),
+            ("/app/administrator", Some("a")),
+            ("/other", None),
+        ] {
+            assert_eq!(
+                server(&r, Some("gw.example.com"), path).as_deref(),
+                want,
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_host_route_wins_for_its_host_only() {
+        let r = routes();
         assert_eq!(
-            routes.find("/app/admin").map(|r| r.upstream.as_str()),
-            Some("http://127.0.0.1:9001")
+            server(&r, Some("tenant.example.com"), "/app").as_deref(),
+            Some("c")
+        );
+        assert_eq!(
+            server(&r, Some("tenant.example.com"), "/x").as_deref(),
+            Some("c")
+        );
+        assert_eq!(server(&r, Some("other.example.com"), "/x"), None);
+        assert_eq!(server(&r, None, "/app").as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn host_keys_drop_ports_case_and_the_trailing_dot() {
+        assert_eq!(
+            host_key("Tenant.Example.COM:8443").as_deref(),
+            Some("tenant.example.com")
+        );
+        assert_eq!(
+            host_key("tenant.example.com.").as_deref(),
+            Some("tenant.example.com")
+        );
+        assert_eq!(host_key("[::1]:80").as_deref(), Some("[::1]"));
+        assert_eq!(host_key(""), None);
+    }
+
+    #[test]
+    fn the_upstream_url_is_base_then_the_whole_path_then_the_query() {
+        let r = routes();
+        let path = path::normalize("/app/admin/%2e%2e/admin/u%41")
+            .unwrap_or_else(|_| path::CanonicalPath::root());
+        let route = r.find(None, &path).map(|r| r.upstream_url(&path, "q=1"));
+        assert_eq!(
+            route.as_deref(),
+            Some("http://127.0.0.1:9001/base/app/admin/uA?q=1")
         );
     }
 
     #[test]
     fn bad_routes_are_refused() {
-        assert!(Routes::parse("[[route]]\npath_prefix = \"x\"").is_err());
-        let bad = FILE.replace("http://127.0.0.1:9000", "ftp://h");
-        assert!(Routes::parse(&bad).is_err());
-        assert!(Routes::parse(&format!("{FILE}\nextra = 1")).is_err());
+        for bad in [
+            FILE.replace("\"/app\"", "\"app\""),
+            FILE.replace("http://127.0.0.1:9000", "ftp://h"),
+            FILE.replace("http://127.0.0.1:9000", "http://u:p@h"),
+            FILE.replace("\"/app\"", "\"/app/../x\""),
+            FILE.replace("\"/app\"", "\"/a%2fpp\""),
+            FILE.replace("\"/app\"", "\"/%61pp\""),
+            FILE.replace("Tenant.Example.com", "tenant.example.com:8443"),
+            format!("{FILE}\nextra = 1"),
+        ] {
+            assert!(Routes::parse(&bad).is_err(), "{bad}");
+        }
     }
 }

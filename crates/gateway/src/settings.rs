@@ -1,8 +1,11 @@
-//! The gateway's settings, read from the environment (CONTRACT §9).
+//! The gateway's settings, read from the environment. `docs/gateway.md` lists them all.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use crate::forwarding::TrustedProxies;
+use crate::outbound::NetworkPolicy;
 
 /// Why the settings were refused; each names the setting and never repeats a secret value.
 #[derive(Debug, thiserror::Error)]
@@ -18,27 +21,56 @@ pub enum SettingsError {
 pub struct Settings {
     pub database_url: String,
     pub bind_addr: String,
-    /// Base64 of 32 bytes; opens the OIDC client secrets and keys the session cookies.
+    /// Where `/metrics` is served, apart from the proxied traffic; `None`: nowhere.
+    pub admin_bind_addr: Option<String>,
+    /// Base64 of 32 bytes; opens the OIDC client secrets and keys the cookies.
     pub secrets_key: String,
     pub routes_file: PathBuf,
     /// The least time between two JWKS fetches caused by an unknown `kid`.
     pub jwks_min_refresh: Duration,
     /// How often the auth servers are read again from the database.
     pub reload_interval: Duration,
+    /// Peers whose `X-Forwarded-*` headers are believed.
+    pub trusted_proxies: TrustedProxies,
+    /// The address classes an issuer (and its endpoints) may be at.
+    pub issuer_networks: NetworkPolicy,
+    /// Hosts besides an issuer's own its `jwks_uri` and `token_endpoint` may be on.
+    pub oidc_endpoint_hosts: Vec<String>,
+    /// How long a browser session lasts.
+    pub session_ttl: Duration,
+    /// Part of the session cookie key: a new value ends every session.
+    pub session_epoch: String,
 }
 
 impl fmt::Debug for Settings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Settings")
             .field("bind_addr", &self.bind_addr)
+            .field("admin_bind_addr", &self.admin_bind_addr)
             .field("routes_file", &self.routes_file)
             .field("jwks_min_refresh", &self.jwks_min_refresh)
             .field("reload_interval", &self.reload_interval)
+            .field("trusted_proxies", &self.trusted_proxies)
+            .field("issuer_networks", &self.issuer_networks)
+            .field("oidc_endpoint_hosts", &self.oidc_endpoint_hosts)
+            .field("session_ttl", &self.session_ttl)
             .finish_non_exhaustive()
     }
 }
 
 pub const DEFAULT_BIND_ADDR: &str = "127.0.0.1:8081";
+const DEFAULT_SESSION_TTL_S: u64 = 8 * 3600;
+
+fn seconds(name: &'static str, value: &str) -> Result<Duration, SettingsError> {
+    value
+        .trim()
+        .parse::<u64>()
+        .map(Duration::from_secs)
+        .map_err(|_| SettingsError::Invalid {
+            name,
+            reason: "must be a whole number of seconds".into(),
+        })
+}
 
 impl Settings {
     pub fn from_env() -> Result<Settings, SettingsError> {
@@ -49,6 +81,8 @@ impl Settings {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Settings, SettingsError> {
         let get = |name| lookup(name).filter(|v| !v.trim().is_empty());
         let required = |name: &'static str| get(name).ok_or(SettingsError::Missing(name));
+        let invalid =
+            |name: &'static str| move |reason: String| SettingsError::Invalid { name, reason };
         let database_url = required("DATABASE_URL")?;
         let secrets_key = required("SECRETS_KEY")?;
         secrets::Vault::from_base64_key(&secrets_key).map_err(|e| SettingsError::Invalid {
@@ -59,20 +93,51 @@ impl Settings {
         let bind_addr = get("GATEWAY_BIND_ADDR").unwrap_or_else(|| DEFAULT_BIND_ADDR.to_owned());
         let jwks_min_refresh = match get("GATEWAY_JWKS_MIN_REFRESH_S") {
             None => Duration::from_secs(60),
-            Some(v) => Duration::from_secs(v.trim().parse::<u64>().map_err(|_| {
-                SettingsError::Invalid {
-                    name: "GATEWAY_JWKS_MIN_REFRESH_S",
-                    reason: "must be a whole number of seconds".into(),
-                }
-            })?),
+            Some(v) => seconds("GATEWAY_JWKS_MIN_REFRESH_S", &v)?,
         };
+        let session_ttl = match get("GATEWAY_SESSION_TTL_S") {
+            None => Duration::from_secs(DEFAULT_SESSION_TTL_S),
+            Some(v) => match seconds("GATEWAY_SESSION_TTL_S", &v)? {
+                d if d.is_zero() => {
+                    return Err(SettingsError::Invalid {
+                        name: "GATEWAY_SESSION_TTL_S",
+                        reason: "must be at least 1".into(),
+                    });
+                }
+                d => d,
+            },
+        };
+        let trusted_proxies = match get("GATEWAY_TRUSTED_PROXIES") {
+            None => TrustedProxies::default(),
+            Some(v) => TrustedProxies::parse(&v).map_err(invalid("GATEWAY_TRUSTED_PROXIES"))?,
+        };
+        let issuer_networks = match get("GATEWAY_ALLOWED_ISSUER_NETWORKS") {
+            None => NetworkPolicy::default(),
+            Some(v) => {
+                NetworkPolicy::parse(&v).map_err(invalid("GATEWAY_ALLOWED_ISSUER_NETWORKS"))?
+            }
+        };
+        let oidc_endpoint_hosts = get("GATEWAY_OIDC_ENDPOINT_HOSTS")
+            .map(|v| {
+                v.split(',')
+                    .map(|h| h.trim().to_ascii_lowercase())
+                    .filter(|h| !h.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
         Ok(Settings {
             database_url,
             bind_addr,
+            admin_bind_addr: get("GATEWAY_ADMIN_BIND_ADDR"),
             secrets_key,
             routes_file,
             jwks_min_refresh,
             reload_interval: Duration::from_secs(1),
+            trusted_proxies,
+            issuer_networks,
+            oidc_endpoint_hosts,
+            session_ttl,
+            session_epoch: get("GATEWAY_SESSION_EPOCH").unwrap_or_default(),
         })
     }
 }
@@ -91,32 +156,54 @@ mod tests {
     }
 
     const KEY: &str = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    const BASE: [(&str, &str); 3] = [
+        ("DATABASE_URL", "x"),
+        ("SECRETS_KEY", KEY),
+        ("GATEWAY_ROUTES_FILE", "routes.toml"),
+    ];
+
+    fn error(pairs: &[(&str, &str)]) -> String {
+        Settings::from_lookup(lookup(pairs))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
 
     #[test]
     fn a_missing_setting_is_named() {
-        let err = Settings::from_lookup(lookup(&[("DATABASE_URL", "postgres://x")]))
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(err.contains("SECRETS_KEY"), "{err}");
-        let err = Settings::from_lookup(lookup(&[("DATABASE_URL", "x"), ("SECRETS_KEY", KEY)]))
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(err.contains("GATEWAY_ROUTES_FILE"), "{err}");
+        assert!(error(&[("DATABASE_URL", "postgres://x")]).contains("SECRETS_KEY"));
+        assert!(
+            error(&[("DATABASE_URL", "x"), ("SECRETS_KEY", KEY)]).contains("GATEWAY_ROUTES_FILE")
+        );
     }
 
     #[test]
     fn defaults_apply() {
-        let s = Settings::from_lookup(lookup(&[
-            ("DATABASE_URL", "x"),
-            ("SECRETS_KEY", KEY),
-            ("GATEWAY_ROUTES_FILE", "routes.toml"),
-        ]))
-        .ok();
+        let s = Settings::from_lookup(lookup(&BASE)).ok();
         let s = s.as_ref();
         assert_eq!(s.map(|s| s.bind_addr.as_str()), Some(DEFAULT_BIND_ADDR));
         assert_eq!(s.map(|s| s.jwks_min_refresh), Some(Duration::from_secs(60)));
+        assert_eq!(
+            s.map(|s| s.session_ttl),
+            Some(Duration::from_secs(8 * 3600))
+        );
+        assert_eq!(s.map(|s| s.trusted_proxies.is_empty()), Some(true));
+        assert_eq!(s.map(|s| s.issuer_networks), Some(NetworkPolicy::default()));
+        assert_eq!(s.map(|s| s.admin_bind_addr.is_none()), Some(true));
         assert!(!format!("{s:?}").contains(KEY));
+    }
+
+    #[test]
+    fn bad_values_are_refused_by_name() {
+        for (name, value) in [
+            ("GATEWAY_TRUSTED_PROXIES", "10.0.0.0/99"),
+            ("GATEWAY_ALLOWED_ISSUER_NETWORKS", "anything"),
+            ("GATEWAY_SESSION_TTL_S", "0"),
+            ("GATEWAY_JWKS_MIN_REFRESH_S", "soon"),
+        ] {
+            let mut pairs = BASE.to_vec();
+            pairs.push((name, value));
+            assert!(error(&pairs).contains(name), "{name}");
+        }
     }
 }

@@ -1,15 +1,15 @@
-//! Static tokens: `Authorization: Bearer <token>` against stored SHA-256 digests.
+//! Static tokens: `Authorization: Bearer <token>` against the stored keyed digests.
 
 use actix_web::http::StatusCode;
-use actix_web::http::header::{HeaderValue, WWW_AUTHENTICATE};
+use actix_web::http::header::WWW_AUTHENTICATE;
 use domain::model::auth_server::TokenConfig;
 
-use crate::outcome::{Identity, Outcome};
+use crate::outcome::{Attempts, Identity, Outcome};
 use crate::problem::{problem, with_header};
 
 /// The bearer token of an Authorization value: `Err(detail)` when the value is no Bearer one.
-pub fn bearer(value: &HeaderValue) -> Result<&str, &'static str> {
-    let value = value.to_str().map_err(|_| "scheme must be Bearer")?.trim();
+pub fn bearer(value: &str) -> Result<&str, &'static str> {
+    let value = value.trim();
     let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
     if !scheme.eq_ignore_ascii_case("bearer") {
         return Err("scheme must be Bearer");
@@ -28,32 +28,43 @@ pub fn refuse(detail: &str, token_sent: bool) -> Outcome {
     } else {
         "Bearer"
     };
-    Outcome::Deny {
-        response: with_header(
-            problem(StatusCode::UNAUTHORIZED, "unauthorized", detail),
-            WWW_AUTHENTICATE,
-            challenge,
-        ),
-        failed: token_sent,
-    }
+    Outcome::Deny(with_header(
+        problem(StatusCode::UNAUTHORIZED, "unauthorized", detail),
+        WWW_AUTHENTICATE,
+        challenge,
+    ))
 }
 
-pub fn check(config: &TokenConfig, authorization: Option<&HeaderValue>) -> Outcome {
+pub fn check(
+    vault: &secrets::Vault,
+    config: &TokenConfig,
+    authorization: Option<&str>,
+    attempts: &Attempts<'_>,
+) -> Outcome {
     let Some(value) = authorization else {
         return refuse("Authorization header missing", false);
     };
     let token = match bearer(value) {
         Ok(t) => t,
-        Err(detail) => return refuse(detail, true),
+        Err(detail) => {
+            attempts.record_failure();
+            return refuse(detail, true);
+        }
+    };
+    let attempt = match attempts.begin() {
+        Ok(a) => a,
+        Err(response) => return Outcome::Deny(response),
     };
     // Every digest is compared (each in constant time), so timing says nothing about which.
     let matched = config
         .tokens
         .iter()
-        .fold(false, |m, t| secrets::token_matches(&t.digest, token) | m);
+        .fold(false, |m, t| vault.token_matches(&t.digest, token) | m);
     if matched {
+        attempt.succeeded();
         Outcome::Allow(Identity::default())
     } else {
+        attempt.failed();
         refuse("invalid bearer token", true)
     }
 }

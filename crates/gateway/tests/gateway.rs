@@ -141,14 +141,17 @@ async fn harness(routes: &[(&str, &str)]) -> Harness {
     let path = std::env::temp_dir().join(format!("gateway-routes-{}.toml", Uuid::new_v4()));
     std::fs::write(&path, routes_toml(upstream, routes)).expect("routes file");
     let key = secrets::Vault::generate_key();
-    let settings = gateway::Settings {
-        database_url: db.url.clone(),
-        bind_addr: "127.0.0.1:0".into(),
-        secrets_key: key.clone(),
-        routes_file: path.clone(),
-        jwks_min_refresh: Duration::from_secs(1),
-        reload_interval: Duration::from_secs(1),
-    };
+    let settings = gateway::Settings::from_lookup(|name| {
+        Some(match name {
+            "DATABASE_URL" => db.url.clone(),
+            "GATEWAY_BIND_ADDR" => "127.0.0.1:0".into(),
+            "SECRETS_KEY" => key.clone(),
+            "GATEWAY_ROUTES_FILE" => path.display().to_string(),
+            "GATEWAY_JWKS_MIN_REFRESH_S" => "1".into(),
+            _ => return None,
+        })
+    })
+    .expect("settings");
     let running = gateway::start(settings).await.expect("gateway starts");
     let gateway = running.spawn();
     Harness {
@@ -219,7 +222,7 @@ fn basic_credential(username: &str, password: &str) -> BasicCredential {
 fn token_credential(token: &str) -> TokenCredential {
     TokenCredential {
         id: Uuid::new_v4(),
-        digest: secrets::digest(token),
+        digest: secrets::legacy_digest(token),
         hint: Secret::new(token).hint(),
     }
 }
@@ -1141,11 +1144,18 @@ mod oidc {
             .unwrap();
         let fresh_auth = reqwest::Url::parse(&header(&fresh, "location").unwrap()).unwrap();
         let fresh_state = query(&fresh_auth, "state").unwrap();
+        let fresh_cookie = header(&fresh, "set-cookie").expect("the sign-in's cookie");
+        let fresh_cookie = fresh_cookie.split(';').next().unwrap().to_owned();
         assert_ne!(fresh_state, state);
         let mut replay = callback.clone();
         replay.set_query(Some(&format!("code={code}&state={fresh_state}")));
-        let r = http().get(replay).send().await.unwrap();
-        assert_eq!(r.status(), 401);
+        let r = http()
+            .get(replay)
+            .header("cookie", &fresh_cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "the provider refuses a code used once");
 
         // The cookie by hand: good on its server, refused tampered or on another server.
         let with_cookie = |path: &str, name: &str, value: &str, accept: &str| {

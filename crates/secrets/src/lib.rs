@@ -1,9 +1,13 @@
-//! The secrets adapter: how the service protects credentials at rest (CONTRACT §9, issue 7).
+//! The secrets adapter: how the service protects credentials at rest.
 //!
 //! - Passwords: Argon2id (OWASP parameters: 19 MiB, 2 passes, 1 lane) as PHC strings, hashed on
-//!   tokio's blocking pool because it is slow by design.
-//! - Static tokens: SHA-256, hex. They are high-entropy (at least 16 characters, CONTRACT §9), so
-//!   a fast digest suffices and lets the gateway look one up per request.
+//!   tokio's blocking pool because it is slow by design, at most one run per core at a time
+//!   ([`Argon2Gate`]).
+//! - Static tokens: HMAC-SHA256 under a key derived from `SECRETS_KEY`. A fast digest lets the
+//!   gateway check one per request; the key means a stolen database is not enough to test
+//!   guesses of a short token offline.
+//! - Keys for other uses (the gateway's cookies) are derived from `SECRETS_KEY` by purpose
+//!   ([`Vault::derive_key`]), so no two uses ever share a key.
 //! - What must be read back (the OIDC client secret, a cluster's bearer token): ChaCha20-Poly1305
 //!   under `SECRETS_KEY`, as `v1:` + base64(nonce || ciphertext).
 //!
@@ -12,6 +16,7 @@
 //! timing-safe with AES and carry-less multiply instructions), and the RustCrypto crate is pure
 //! Rust, so no C toolchain is needed.
 
+mod gate;
 mod key;
 mod password;
 mod seal;
@@ -23,10 +28,13 @@ use async_trait::async_trait;
 use chacha20poly1305::ChaCha20Poly1305;
 use domain::model::secret::{PasswordHash, SealedSecret, Secret, TokenDigest};
 use domain::ports::secrets::{SecretVault, VaultError};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 
+pub use gate::{Argon2Gate, Busy, Queue};
 pub use key::{KEY_SETTING, KeyError};
 pub use password::{dummy_verify, hash_password_blocking, verify_password, verify_password_async};
-pub use token::{digest, token_matches};
+pub use token::legacy_digest;
 
 /// The service's [`SecretVault`]: holds the AEAD key derived from `SECRETS_KEY`.
 ///
@@ -34,6 +42,8 @@ pub use token::{digest, token_matches};
 #[derive(Clone)]
 pub struct Vault {
     cipher: ChaCha20Poly1305,
+    master: [u8; 32],
+    token_key: [u8; 32],
 }
 
 impl Vault {
@@ -43,7 +53,21 @@ impl Vault {
         let key = key::decode(encoded)?;
         Ok(Vault {
             cipher: seal::cipher(&key),
+            master: key,
+            token_key: derive(&key, "static token digest v1"),
         })
+    }
+
+    /// A 32-byte key for one `purpose`, derived from `SECRETS_KEY` (HMAC-SHA256 of the purpose
+    /// under the key, as HKDF's expand step does for one block). Distinct purposes give
+    /// independent keys, so a value made for one use never verifies or opens in another.
+    pub fn derive_key(&self, purpose: &str) -> [u8; 32] {
+        derive(&self.master, purpose)
+    }
+
+    /// Whether `candidate` is the static token `stored` is the digest of (constant time).
+    pub fn token_matches(&self, stored: &TokenDigest, candidate: &str) -> bool {
+        token::matches(&self.token_key, stored, candidate)
     }
 
     /// A new random key, base64 of 32 bytes from the OS generator: for development mode, which
@@ -52,6 +76,17 @@ impl Vault {
     pub fn generate_key() -> String {
         key::generate()
     }
+}
+
+fn derive(master: &[u8; 32], purpose: &str) -> [u8; 32] {
+    let mut mac = match <Hmac<Sha256> as Mac>::new_from_slice(master) {
+        Ok(mac) => mac,
+        // HMAC takes keys of any length.
+        Err(_) => return [0u8; 32],
+    };
+    mac.update(b"kubesvc key derivation\0");
+    mac.update(purpose.as_bytes());
+    mac.finalize().into_bytes().into()
 }
 
 impl fmt::Debug for Vault {
@@ -64,13 +99,19 @@ impl fmt::Debug for Vault {
 impl SecretVault for Vault {
     async fn hash_password(&self, password: &Secret) -> Result<PasswordHash, VaultError> {
         let password = password.clone();
-        tokio::task::spawn_blocking(move || hash_password_blocking(&password))
+        // An administrator's request waits its turn rather than failing.
+        Argon2Gate::global()
+            .run(Queue::Wait, move || hash_password_blocking(&password))
             .await
-            .map_err(|_| VaultError::Internal("the password hashing task did not finish".into()))?
+            .ok()
+            .flatten()
+            .ok_or_else(|| {
+                VaultError::Internal("the password hashing task did not finish".into())
+            })?
     }
 
     fn digest_token(&self, token: &Secret) -> TokenDigest {
-        digest(token.expose())
+        token::keyed_digest(&self.token_key, token.expose())
     }
 
     fn seal(&self, secret: &Secret) -> Result<SealedSecret, VaultError> {
@@ -134,6 +175,26 @@ mod tests {
         let v = vault();
         let sealed = v.seal(&Secret::new("client-secret-1")).unwrap();
         assert_eq!(v.open(&sealed).unwrap().expose(), "client-secret-1");
-        assert_eq!(v.digest_token(&Secret::new("abc")), digest("abc"));
+    }
+
+    #[test]
+    fn token_digests_through_the_port_are_keyed_and_verify() {
+        let v = vault();
+        let d = v.digest_token(&Secret::new("static-token-0123456789"));
+        assert!(d.0.starts_with("k1:"), "{}", d.0);
+        assert!(v.token_matches(&d, "static-token-0123456789"));
+        assert!(!vault().token_matches(&d, "static-token-0123456789"));
+        assert!(v.token_matches(
+            &legacy_digest("old-token-0123456789"),
+            "old-token-0123456789"
+        ));
+    }
+
+    #[test]
+    fn derived_keys_differ_by_purpose_and_by_master_key() {
+        let v = vault();
+        assert_ne!(v.derive_key("a"), v.derive_key("b"));
+        assert_eq!(v.derive_key("a"), v.derive_key("a"));
+        assert_ne!(v.derive_key("a"), vault().derive_key("a"));
     }
 }

@@ -1,28 +1,56 @@
-//! Static tokens: stored as SHA-256 digests and compared in constant time.
+//! Static tokens: stored as an HMAC-SHA256 under a key derived from `SECRETS_KEY` (`k1:` + hex),
+//! compared in constant time. Keyed, so a copy of the database alone does not let anyone test
+//! guesses offline: a static token may be as short as 16 characters, too little entropy to
+//! rest on an unkeyed digest. Digests written before the key was used (plain SHA-256 hex, no
+//! prefix) still verify.
 
 use domain::model::secret::TokenDigest;
+use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-/// The SHA-256 of `token`, lowercase hex: what is stored for a static token.
-pub fn digest(token: &str) -> TokenDigest {
-    let hash = Sha256::digest(token.as_bytes());
-    let mut hex = String::with_capacity(64);
-    for byte in hash {
-        hex.push(char::from(HEX[usize::from(byte >> 4)]));
-        hex.push(char::from(HEX[usize::from(byte & 0x0f)]));
+const KEYED_PREFIX: &str = "k1:";
+
+fn hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }
-    TokenDigest(hex)
+    out
 }
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
+/// `k1:` and the HMAC-SHA256 of `token` under `key`, lowercase hex.
+pub(crate) fn keyed_digest(key: &[u8; 32], token: &str) -> TokenDigest {
+    let mut mac = match <Hmac<Sha256> as Mac>::new_from_slice(key) {
+        Ok(mac) => mac,
+        // HMAC takes keys of any length: unreachable, and an empty digest matches nothing.
+        Err(_) => return TokenDigest(String::new()),
+    };
+    mac.update(token.as_bytes());
+    TokenDigest(format!(
+        "{KEYED_PREFIX}{}",
+        hex(&mac.finalize().into_bytes())
+    ))
+}
 
-/// Whether `candidate` is the token `stored` is the digest of. The digests are compared in
+/// The unkeyed SHA-256 hex digest of earlier versions: verified, never written any more.
+pub fn legacy_digest(token: &str) -> TokenDigest {
+    TokenDigest(hex(&Sha256::digest(token.as_bytes())))
+}
+
+/// Whether `candidate` is the token `stored` was made from. The digests are compared in
 /// constant time, so the time taken says nothing about how much of one matched.
-pub fn token_matches(stored: &TokenDigest, candidate: &str) -> bool {
-    let computed = digest(candidate);
-    // Lengths are public (64 for every digest); only the contents are compared in constant time.
-    stored.0.len() == computed.0.len()
+pub(crate) fn matches(key: &[u8; 32], stored: &TokenDigest, candidate: &str) -> bool {
+    let computed = if stored.0.starts_with(KEYED_PREFIX) {
+        keyed_digest(key, candidate)
+    } else {
+        legacy_digest(candidate)
+    };
+    // Lengths are public (fixed per format); only the contents are compared in constant time.
+    !computed.0.is_empty()
+        && stored.0.len() == computed.0.len()
         && bool::from(stored.0.as_bytes().ct_eq(computed.0.as_bytes()))
 }
 
@@ -30,30 +58,48 @@ pub fn token_matches(stored: &TokenDigest, candidate: &str) -> bool {
 mod tests {
     use super::*;
 
+    const KEY: [u8; 32] = [7u8; 32];
+
     #[test]
-    fn digest_is_stable_lowercase_sha256_hex() {
-        assert_eq!(
-            digest("abc").0,
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-        assert_eq!(digest("token-1234567890"), digest("token-1234567890"));
-        assert_ne!(digest("token-1234567890"), digest("token-1234567891"));
+    fn the_keyed_digest_depends_on_the_key_and_the_token() {
+        let a = keyed_digest(&KEY, "token-1234567890");
+        assert!(a.0.starts_with("k1:") && a.0.len() == 3 + 64, "{}", a.0);
+        assert_eq!(a, keyed_digest(&KEY, "token-1234567890"));
+        assert_ne!(a, keyed_digest(&KEY, "token-1234567891"));
+        assert_ne!(a, keyed_digest(&[8u8; 32], "token-1234567890"));
+        assert!(!a.0.contains("token"));
     }
 
     #[test]
-    fn token_matches_only_the_right_token() {
-        let stored = digest("static-token-0123456789");
-        assert!(token_matches(&stored, "static-token-0123456789"));
-        assert!(!token_matches(&stored, "static-token-012345678"));
-        assert!(!token_matches(&stored, ""));
-        assert!(!token_matches(
+    fn only_the_right_token_matches_in_either_format() {
+        let keyed = keyed_digest(&KEY, "static-token-0123456789");
+        let legacy = legacy_digest("static-token-0123456789");
+        assert_eq!(legacy.0.len(), 64);
+        for stored in [&keyed, &legacy] {
+            assert!(matches(&KEY, stored, "static-token-0123456789"));
+            assert!(!matches(&KEY, stored, "static-token-012345678"));
+            assert!(!matches(&KEY, stored, ""));
+        }
+        // Another key: the keyed digest no longer matches (the legacy one never had a key).
+        assert!(!matches(&[9u8; 32], &keyed, "static-token-0123456789"));
+        assert!(!matches(
+            &KEY,
             &TokenDigest("short".into()),
             "static-token-0123456789"
         ));
-        // A digest stored in upper case is not what this module writes: refused, not guessed.
-        assert!(!token_matches(
-            &TokenDigest(stored.0.to_uppercase()),
+        // Upper case is not what this module writes: refused, not guessed.
+        assert!(!matches(
+            &KEY,
+            &TokenDigest(keyed.0.to_uppercase()),
             "static-token-0123456789"
         ));
+    }
+
+    #[test]
+    fn the_legacy_digest_is_plain_sha256_hex() {
+        assert_eq!(
+            legacy_digest("abc").0,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! issuer URLs, redirect paths, authorized domains, realms, usernames and static tokens.
 
 use std::collections::HashSet;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -12,7 +12,7 @@ use crate::input::nullable;
 use crate::model::auth_server::{AuthServerType, ClaimNames};
 use crate::model::secret::Secret;
 use crate::names::{DnsLabel, OrgRef, is_dns_label};
-use crate::rules::MIN_STATIC_TOKEN_LEN;
+use crate::rules::{MAX_CREDENTIALS_PER_AUTH_SERVER, MIN_STATIC_TOKEN_LEN};
 use crate::validation::Violations;
 
 /// `POST /v1/public/gateway/auth-servers`.
@@ -224,6 +224,13 @@ fn issuer_url_rule(value: &str) -> Result<(), validator::ValidationError> {
         "http" if is_loopback_host(host) => {}
         _ => return Err(rule_error("must use https (http only for a loopback host)")),
     }
+    if let Some(ip) = literal_ip(&url) {
+        if never_an_issuer(ip) {
+            return Err(rule_error(
+                "must not be a link-local, cloud metadata, unspecified, multicast or broadcast address",
+            ));
+        }
+    }
     if url.query().is_some()
         || url.fragment().is_some()
         || !url.username().is_empty()
@@ -236,17 +243,62 @@ fn issuer_url_rule(value: &str) -> Result<(), validator::ValidationError> {
     Ok(())
 }
 
+/// The IP address an URL names literally, if it names one.
+fn literal_ip(url: &url::Url) -> Option<IpAddr> {
+    match url.host()? {
+        url::Host::Ipv4(a) => Some(IpAddr::V4(a)),
+        url::Host::Ipv6(a) => Some(IpAddr::V6(a)),
+        url::Host::Domain(_) => None,
+    }
+}
+
+/// Addresses no OpenID provider can be at, whatever the deployment: link-local (the cloud
+/// metadata services live there: 169.254.169.254, fd00:ec2::254 is unique-local and left to
+/// the gateway's network policy), unspecified, multicast and broadcast. Private and loopback
+/// addresses may be right for one deployment and wrong for another: the gateway decides those
+/// when it connects (its allowed issuer networks), for names as well as literals.
+pub fn never_an_issuer(ip: IpAddr) -> bool {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V6(v6)),
+        v4 => v4,
+    };
+    match ip {
+        IpAddr::V4(a) => {
+            a.is_link_local() || a.is_unspecified() || a.is_multicast() || a.is_broadcast()
+        }
+        IpAddr::V6(a) => {
+            a.is_unspecified() || a.is_multicast() || (a.segments()[0] & 0xffc0) == 0xfe80
+        }
+    }
+}
+
+/// A redirect path is matched against request paths after the gateway has normalised them, so
+/// it must already be in that form: `/`-separated non-empty segments of plain characters, no
+/// `.` or `..` segment, no percent-encoding, no backslash, query or fragment. Anything else
+/// could never be the path a browser comes back to.
 fn redirect_path_rule(value: &str) -> Result<(), validator::ValidationError> {
     if !value.starts_with('/') || value.starts_with("//") {
         return Err(rule_error("must be a path starting with a single '/'"));
     }
-    if value
-        .chars()
-        .any(|c| c.is_whitespace() || c.is_control() || c == '?' || c == '#')
-    {
-        return Err(rule_error(
-            "must be a plain path without spaces, a query or a fragment",
-        ));
+    if value.len() > 1024 {
+        return Err(rule_error("must be at most 1024 characters"));
+    }
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@".contains(c);
+    let body = value.strip_prefix('/').unwrap_or(value);
+    let body = body.strip_suffix('/').unwrap_or(body);
+    if body.is_empty() {
+        return Err(rule_error("must name a path below '/'"));
+    }
+    for segment in body.split('/') {
+        let bare = segment.split(';').next().unwrap_or(segment);
+        if segment.is_empty() || bare == "." || bare == ".." || !segment.chars().all(plain) {
+            return Err(rule_error(
+                "must be a normalised path: non-empty segments of letters, digits and -._~!$&'()*+,;=:@, no '.' or '..' segment, no percent-encoding, query or fragment",
+            ));
+        }
     }
     Ok(())
 }
@@ -347,6 +399,18 @@ fn typed<T: for<'de> Deserialize<'de>>(
     }
 }
 
+/// The bound on credentials per server, checked before anything is hashed.
+fn too_many(v: &mut Violations, field: &str, count: usize) -> bool {
+    let over = count > MAX_CREDENTIALS_PER_AUTH_SERVER;
+    if over {
+        v.push(
+            field,
+            format!("must hold at most {MAX_CREDENTIALS_PER_AUTH_SERVER} credentials"),
+        );
+    }
+    over
+}
+
 fn basic_spec(v: &mut Violations, c: BasicConfigRequest) -> ConfigSpec {
     if let Some(r) = &c.realm {
         check_realm(v, "config.realm", r);
@@ -356,6 +420,12 @@ fn basic_spec(v: &mut Violations, c: BasicConfigRequest) -> ConfigSpec {
             "config.credentials",
             "must hold at least one username/password pair",
         );
+    }
+    if too_many(v, "config.credentials", c.credentials.len()) {
+        return ConfigSpec::Basic {
+            realm: c.realm,
+            credentials: Vec::new(),
+        };
     }
     let mut seen = HashSet::new();
     for (i, cred) in c.credentials.iter().enumerate() {
@@ -389,6 +459,9 @@ fn basic_spec(v: &mut Violations, c: BasicConfigRequest) -> ConfigSpec {
 fn token_spec(v: &mut Violations, c: TokenConfigRequest) -> ConfigSpec {
     if c.tokens.is_empty() {
         v.push("config.tokens", "must hold at least one token");
+    }
+    if too_many(v, "config.tokens", c.tokens.len()) {
+        return ConfigSpec::Token { tokens: Vec::new() };
     }
     let mut seen = HashSet::new();
     for (i, t) in c.tokens.iter().enumerate() {
@@ -686,6 +759,91 @@ mod tests {
             ))
             .is_err()
         );
+    }
+
+    #[test]
+    fn auth_server_redirect_path_is_already_normalised() {
+        for good in ["/callback", "/oauth/callback", "/a/b;v=1/c", "/cb/"] {
+            assert!(
+                oidc(with(oidc_config(), "redirect_path", json!(good))).is_ok(),
+                "{good}"
+            );
+        }
+        for bad in [
+            "/",
+            "/a/../b",
+            "/a/./b",
+            "/a//b",
+            "/%2e%2e/x",
+            "/a%2Fb",
+            "/a\\b",
+            "/..;/x",
+            "/a/..",
+            "/caf\u{e9}",
+        ] {
+            assert!(
+                oidc(with(oidc_config(), "redirect_path", json!(bad)))
+                    .is_err_and(|v| v.has("config.redirect_path")),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn auth_server_issuer_is_never_a_link_local_metadata_or_unspecified_address() {
+        for bad in [
+            "https://169.254.169.254/latest",
+            "https://[fe80::1]/",
+            "https://0.0.0.0/",
+            "https://[::]/",
+            "https://[::ffff:169.254.169.254]/",
+            "https://224.0.0.1/",
+            "https://255.255.255.255/",
+        ] {
+            assert!(
+                oidc(with(oidc_config(), "issuer_url", json!(bad)))
+                    .is_err_and(|v| v.has("config.issuer_url")),
+                "{bad}"
+            );
+        }
+        // Private and loopback addresses are the gateway's network policy to judge.
+        for fine in [
+            "https://10.0.0.5/realms/x",
+            "http://127.0.0.1:3900",
+            "https://[::1]:8443",
+        ] {
+            assert!(
+                oidc(with(oidc_config(), "issuer_url", json!(fine))).is_ok(),
+                "{fine}"
+            );
+        }
+    }
+
+    #[test]
+    fn auth_server_holds_at_most_100_credentials_checked_before_anything_else() {
+        let basic = |n: usize| {
+            let creds: Vec<Value> = (0..n)
+                .map(|i| json!({"username": format!("user{i}"), "password": "p"}))
+                .collect();
+            create(
+                json!({"organization": "acme", "name": "b", "environment": "dev", "type": "basic", "config": {"credentials": creds}}),
+            )
+        };
+        let token = |n: usize| {
+            let tokens: Vec<String> = (0..n).map(|i| format!("static-token-{i:08}-xyz")).collect();
+            create(
+                json!({"organization": "acme", "name": "t", "environment": "dev", "type": "token", "config": {"tokens": tokens}}),
+            )
+        };
+        assert!(basic(MAX_CREDENTIALS_PER_AUTH_SERVER).is_ok());
+        assert!(token(MAX_CREDENTIALS_PER_AUTH_SERVER).is_ok());
+        let over = basic(MAX_CREDENTIALS_PER_AUTH_SERVER + 1)
+            .err()
+            .unwrap_or_default();
+        assert!(over.has("config.credentials"), "{over:?}");
+        // One error for the list, not one per entry.
+        assert_eq!(over.len(), 1, "{over:?}");
+        assert!(token(300).is_err_and(|v| v.has("config.tokens") && v.len() == 1));
     }
 
     #[test]

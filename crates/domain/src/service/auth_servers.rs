@@ -20,6 +20,7 @@ use crate::model::identity::Caller;
 use crate::model::secret::Secret;
 use crate::names::is_dns_label;
 use crate::ports::storage::{AuditEvent, AuthServerChange, AuthServerWrite, StoreError};
+use crate::rules::MAX_CREDENTIALS_PER_AUTH_SERVER;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{MAX_ATTEMPTS, Services, name_taken, parse_id, store_error};
 use crate::validation::Violations;
@@ -399,6 +400,8 @@ impl Services {
         let server = self.auth_server_for_write(caller, id).await?;
         let held = claim_or_replay!(self, server.organization_id, idempotency);
         let result = async {
+            // Checked before anything is hashed, and again below on the row being written.
+            at_capacity(&server)?;
             let mut v = Violations::new();
             // The body's shape must match the server's type.
             let prepared = match (&server.config, &body) {
@@ -448,6 +451,7 @@ impl Services {
                 server,
                 caller,
                 async |current: &AuthServer| {
+                    at_capacity(current)?;
                     let mut next = current.clone();
                     let view = match (&mut next.config, &prepared) {
                         (AuthServerConfig::Basic(b), Prepared::Basic(cred)) => {
@@ -536,6 +540,19 @@ impl Services {
             .await;
         self.settle(held, result).await
     }
+}
+
+/// 422 when the server already holds as many credentials as one may.
+fn at_capacity(server: &AuthServer) -> Result<(), DomainError> {
+    if server.config.credential_count() >= MAX_CREDENTIALS_PER_AUTH_SERVER {
+        return Err(DomainError::validation(
+            "credentials",
+            format!(
+                "this auth server already holds {MAX_CREDENTIALS_PER_AUTH_SERVER} credentials, the most one may; remove one first"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 enum Prepared {

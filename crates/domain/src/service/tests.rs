@@ -1895,6 +1895,7 @@ mod auth_servers {
     };
     use crate::model::secret::{PasswordHash, TokenDigest};
     use crate::ports::storage::{AuthServerChange, AuthServerWrite, UniqueRule};
+    use crate::rules::MAX_CREDENTIALS_PER_AUTH_SERVER;
 
     fn vault(m: &mut Mocks) {
         m.vault
@@ -2094,6 +2095,28 @@ mod auth_servers {
             ))),
             422
         );
+    }
+
+    #[test]
+    fn auth_server_at_its_credential_limit_refuses_another_before_hashing_it() {
+        let mut m = Mocks::new();
+        // No vault expectations: a hash would fail the test.
+        let full: Vec<String> = (0..MAX_CREDENTIALS_PER_AUTH_SERVER)
+            .map(|i| format!("user{i}"))
+            .collect();
+        m.auth_servers.expect_auth_server().returning(move |_| {
+            let names: Vec<&str> = full.iter().map(String::as_str).collect();
+            Ok(Some(basic_server(&names)))
+        });
+        let add: CredentialRequest =
+            serde_json::from_value(json!({"username": "one-more", "password": "pw"})).unwrap();
+        let r = block_on(m.services().add_credential(
+            &super_admin_a(),
+            &uuid::Uuid::from_u128(0xa5).to_string(),
+            add,
+            None,
+        ));
+        assert_eq!(status(r), 422);
     }
 
     #[test]

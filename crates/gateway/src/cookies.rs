@@ -1,0 +1,191 @@
+//! The gateway's own cookies: sealed (ChaCha20-Poly1305 under a key derived from `SECRETS_KEY`
+//! for that one purpose, bound by associated data to the cookie's name), named so they can be
+//! told from an application's, and never passed to or accepted from an upstream.
+//!
+//! - `gateway_session_<auth server>`: a signed-in browser's identity (Path=/, `__Host-` prefix
+//!   whenever the cookie is Secure, so no other host or plain-http page can plant one).
+//! - `gateway_login_<hash of state>`: a sign-in in progress, kept in the browser that started
+//!   it (Path=the redirect path, `__Secure-` prefix when Secure, ten minutes).
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+use rand::RngCore;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Every gateway cookie's name starts so (after a `__Host-`/`__Secure-` prefix).
+pub const NAME_STEM: &str = "gateway_";
+const NONCE_LEN: usize = 12;
+/// Cookie values the gateway will try to open: a sealed session of four claims is well under
+/// this; anything longer was not made here.
+const MAX_VALUE: usize = 4096;
+
+/// Seals and opens one kind of cookie.
+pub struct Sealer {
+    cipher: ChaCha20Poly1305,
+    purpose: &'static str,
+}
+
+impl std::fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sealer")
+            .field("purpose", &self.purpose)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sealer {
+    pub fn new(key: [u8; 32], purpose: &'static str) -> Sealer {
+        Sealer {
+            cipher: ChaCha20Poly1305::new(Key::from_slice(&key)),
+            purpose,
+        }
+    }
+
+    fn aad(&self, name: &str) -> Vec<u8> {
+        format!("{}\0{name}", self.purpose).into_bytes()
+    }
+
+    /// The cookie value for `value`, bound to the cookie `name`.
+    pub fn seal<T: Serialize>(&self, name: &str, value: &T) -> Option<String> {
+        let plain = serde_json::to_vec(value).ok()?;
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::rngs::OsRng.fill_bytes(&mut nonce);
+        let aad = self.aad(name);
+        let ciphertext = self
+            .cipher
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: &plain,
+                    aad: &aad,
+                },
+            )
+            .ok()?;
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&ciphertext);
+        Some(URL_SAFE_NO_PAD.encode(out))
+    }
+
+    /// What a cookie `name` holds, if this gateway sealed it under that name.
+    pub fn open<T: DeserializeOwned>(&self, name: &str, value: &str) -> Option<T> {
+        if value.len() > MAX_VALUE {
+            return None;
+        }
+        let raw = URL_SAFE_NO_PAD.decode(value).ok()?;
+        if raw.len() < NONCE_LEN {
+            return None;
+        }
+        let (nonce, ciphertext) = raw.split_at(NONCE_LEN);
+        let aad = self.aad(name);
+        let plain = self
+            .cipher
+            .decrypt(
+                Nonce::from_slice(nonce),
+                Payload {
+                    msg: ciphertext,
+                    aad: &aad,
+                },
+            )
+            .ok()?;
+        serde_json::from_slice(&plain).ok()
+    }
+}
+
+/// The cookies of a request, by name: every `Cookie` header, split (HTTP/2 clients send one
+/// header per cookie).
+pub fn find<'a>(cookie_headers: &[&'a str], name: &str) -> Option<&'a str> {
+    cookie_headers
+        .iter()
+        .flat_map(|h| h.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v.trim().trim_matches('"'))
+}
+
+/// Whether a cookie name is one of the gateway's (in any prefix form).
+pub fn is_gateway_cookie(name: &str) -> bool {
+    let name = name.trim();
+    let bare = name
+        .strip_prefix("__Host-")
+        .or_else(|| name.strip_prefix("__Secure-"))
+        .unwrap_or(name);
+    bare.to_ascii_lowercase().starts_with(NAME_STEM)
+}
+
+/// A `Cookie` header without the gateway's own cookies, or `None` when nothing is left.
+pub fn without_gateway_cookies(value: &str) -> Option<String> {
+    let kept: Vec<&str> = value
+        .split(';')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .filter(|c| !is_gateway_cookie(c.split('=').next().unwrap_or(c)))
+        .collect();
+    (!kept.is_empty()).then(|| kept.join("; "))
+}
+
+/// Whether a `Set-Cookie` from an upstream would set one of the gateway's cookies. An upstream
+/// shares the gateway's origin, so it could otherwise plant a session of its choosing for
+/// another tenant's route (session fixation across tenants).
+pub fn sets_gateway_cookie(set_cookie: &str) -> bool {
+    is_gateway_cookie(set_cookie.split('=').next().unwrap_or(set_cookie))
+}
+
+/// A `Set-Cookie` value for a gateway cookie.
+pub fn set_cookie(name: &str, value: &str, path: &str, max_age: u64, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!("{name}={value}; Path={path}; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}")
+}
+
+/// A `Set-Cookie` value that removes a gateway cookie.
+pub fn clear_cookie(name: &str, path: &str, secure: bool) -> String {
+    set_cookie(name, "", path, 0, secure)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_value_opens_only_under_its_own_name_and_purpose() {
+        let a = Sealer::new([1u8; 32], "a");
+        let sealed = a.seal("c1", &vec!["x".to_owned()]).unwrap_or_default();
+        assert_eq!(
+            a.open::<Vec<String>>("c1", &sealed),
+            Some(vec!["x".to_owned()])
+        );
+        assert_eq!(a.open::<Vec<String>>("c2", &sealed), None);
+        assert_eq!(
+            Sealer::new([1u8; 32], "b").open::<Vec<String>>("c1", &sealed),
+            None
+        );
+        assert_eq!(
+            Sealer::new([2u8; 32], "a").open::<Vec<String>>("c1", &sealed),
+            None
+        );
+        let mut tampered = sealed.clone();
+        tampered.replace_range(20..21, if &sealed[20..21] == "A" { "B" } else { "A" });
+        assert_eq!(a.open::<Vec<String>>("c1", &tampered), None);
+        assert_eq!(a.open::<Vec<String>>("c1", &"A".repeat(5000)), None);
+    }
+
+    #[test]
+    fn gateway_cookies_are_found_and_stripped_in_every_prefix_form() {
+        let headers = [
+            "a=1; gateway_session_x=abc",
+            "__Host-gateway_session_y=\"q\"",
+        ];
+        assert_eq!(find(&headers, "gateway_session_x"), Some("abc"));
+        assert_eq!(find(&headers, "__Host-gateway_session_y"), Some("q"));
+        assert_eq!(find(&headers, "gateway_session_y"), None);
+        assert_eq!(
+            without_gateway_cookies("a=1; __Host-gateway_session_x=s; GATEWAY_login_1=2; b=2"),
+            Some("a=1; b=2".into())
+        );
+        assert_eq!(without_gateway_cookies("__Secure-gateway_login_1=x"), None);
+        assert!(sets_gateway_cookie("__Host-gateway_session_abc=x; Path=/"));
+        assert!(!sets_gateway_cookie("app_session=x; Path=/"));
+    }
+}

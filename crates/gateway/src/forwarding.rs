@@ -1,0 +1,314 @@
+//! Who the client is, and which headers carry that upstream. The gateway states these from what
+//! it saw itself (the TCP peer, the Host it was asked for, whether the connection was TLS).
+//! Headers that claim them (`Forwarded`, `X-Forwarded-*`, `X-Real-IP` and its cousins) are taken
+//! from the client only when the TCP peer is a trusted proxy (`GATEWAY_TRUSTED_PROXIES`, empty by
+//! default), and are otherwise dropped, so no client can choose the address an upstream logs or
+//! the rate limit counts, nor the host and scheme an upstream builds links from.
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+/// The peers whose forwarding headers are believed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustedProxies(Vec<IpNet>);
+
+impl TrustedProxies {
+    /// A comma-separated list of CIDRs (`10.0.0.0/8, 192.168.1.7/32`); a bare address means
+    /// that one address.
+    pub fn parse(text: &str) -> Result<TrustedProxies, String> {
+        let mut nets = Vec::new();
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let net = match item.parse::<IpNet>() {
+                Ok(n) => n,
+                Err(_) => IpNet::from(
+                    item.parse::<IpAddr>()
+                        .map_err(|_| format!("{item:?} is not a CIDR or an IP address"))?,
+                ),
+            };
+            nets.push(net.trunc());
+        }
+        Ok(TrustedProxies(nets))
+    }
+
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = canonical_ip(ip);
+        self.0.iter().any(|n| n.contains(&ip))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// IPv4-mapped IPv6 addresses (`::ffff:10.0.0.1`) as the IPv4 address they are.
+pub fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// The forwarding headers of a request, as received (all values of each).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Claimed<'a> {
+    pub forwarded_for: &'a [&'a str],
+    pub forwarded_proto: Option<&'a str>,
+    pub forwarded_host: Option<&'a str>,
+}
+
+/// The client as the gateway establishes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientView {
+    /// The client's address: the peer, or (behind trusted proxies) the nearest untrusted
+    /// address of `X-Forwarded-For`.
+    pub addr: IpAddr,
+    /// `http` or `https`, as the client spoke to the first hop.
+    pub proto: &'static str,
+    /// The host (and port) the client asked for, if any.
+    pub host: Option<String>,
+    /// The `X-Forwarded-For` value to send upstream: the believed chain, then the peer.
+    pub forwarded_for: String,
+}
+
+/// Works out the client from the TCP `peer`, the gateway's own view of the request (`host`,
+/// whether it came over TLS) and, when `peer` is trusted, the headers it claims.
+pub fn client_view(
+    peer: IpAddr,
+    own_host: Option<&str>,
+    tls: bool,
+    claimed: Claimed<'_>,
+    trusted: &TrustedProxies,
+) -> ClientView {
+    let peer = canonical_ip(peer);
+    let own_proto = if tls { "https" } else { "http" };
+    if !trusted.contains(peer) {
+        return ClientView {
+            addr: peer,
+            proto: own_proto,
+            host: own_host.map(str::to_owned),
+            forwarded_for: peer.to_string(),
+        };
+    }
+    // The chain as the trusted proxy passed it on; an entry that is not an address ends what
+    // can be believed (everything left of it was written by someone unknown).
+    let mut chain: Vec<IpAddr> = Vec::new();
+    let entries: Vec<&str> = claimed
+        .forwarded_for
+        .iter()
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect();
+    for entry in entries.iter().rev() {
+        match parse_forwarded_addr(entry) {
+            Some(ip) => chain.push(ip),
+            None => break,
+        }
+    }
+    chain.reverse();
+    // The client is the nearest address that is not one of our proxies.
+    let addr = chain
+        .iter()
+        .rev()
+        .find(|ip| !trusted.contains(**ip))
+        .or(chain.first())
+        .copied()
+        .unwrap_or(peer);
+    let proto = match claimed
+        .forwarded_proto
+        .map(|p| p.trim().to_ascii_lowercase())
+    {
+        Some(p) if p == "https" => "https",
+        Some(p) if p == "http" => "http",
+        _ => own_proto,
+    };
+    let host = claimed
+        .forwarded_host
+        .map(str::trim)
+        .filter(|h| is_host_and_port(h))
+        .or(own_host)
+        .map(str::to_owned);
+    let mut forwarded_for: Vec<String> = chain.iter().map(IpAddr::to_string).collect();
+    forwarded_for.push(peer.to_string());
+    ClientView {
+        addr,
+        proto,
+        host,
+        forwarded_for: forwarded_for.join(", "),
+    }
+}
+
+/// An `X-Forwarded-For` entry: an address, perhaps with a port (`1.2.3.4:5`, `[::1]:5`).
+fn parse_forwarded_addr(entry: &str) -> Option<IpAddr> {
+    if let Ok(ip) = entry.parse::<IpAddr>() {
+        return Some(canonical_ip(ip));
+    }
+    if let Ok(sock) = entry.parse::<std::net::SocketAddr>() {
+        return Some(canonical_ip(sock.ip()));
+    }
+    None
+}
+
+/// `host` or `host:port`, in the characters a Host header may hold.
+pub fn is_host_and_port(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= 255
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-.:[]_".contains(&b))
+}
+
+/// Header names folded as servers fold them: lower case, and every character that is not a
+/// letter or digit as `-` (CGI turns `-` into `_`, PHP `.` and ` ` too, so `X_Auth.User`
+/// reaches some applications as `X-Auth-User`).
+pub fn fold(name: &str) -> String {
+    name.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                char::from(b.to_ascii_lowercase())
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// Headers whose meaning the gateway owns: the identity it asserts (`X-Auth-*`), the client it
+/// saw (`X-Forwarded-*`, `Forwarded`, and the client-address headers some frameworks believe),
+/// and the path overrides some frameworks route by (`X-Original-URL`, `X-Rewrite-URL`), which
+/// would let an upstream act on a path the gateway never checked. A client's copies never pass.
+pub fn is_gateway_owned(name: &str) -> bool {
+    let folded = fold(name);
+    folded.starts_with("x-auth-")
+        || folded.starts_with("x-forwarded-")
+        || matches!(
+            folded.as_str(),
+            "forwarded"
+                | "x-real-ip"
+                | "x-client-ip"
+                | "true-client-ip"
+                | "cf-connecting-ip"
+                | "fastly-client-ip"
+                | "x-cluster-client-ip"
+                | "x-original-forwarded-for"
+                | "x-original-url"
+                | "x-original-uri"
+                | "x-rewrite-url"
+                | "x-request-id"
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap_or(IpAddr::from([0, 0, 0, 0]))
+    }
+
+    fn trusted(s: &str) -> TrustedProxies {
+        TrustedProxies::parse(s).unwrap_or_default()
+    }
+
+    #[test]
+    fn an_untrusted_peer_is_the_client_whatever_it_claims() {
+        let v = client_view(
+            ip("203.0.113.9"),
+            Some("gw.example.com"),
+            false,
+            Claimed {
+                forwarded_for: &["6.6.6.6"],
+                forwarded_proto: Some("https"),
+                forwarded_host: Some("evil.example.com"),
+            },
+            &TrustedProxies::default(),
+        );
+        assert_eq!(v.addr, ip("203.0.113.9"));
+        assert_eq!(v.proto, "http");
+        assert_eq!(v.host.as_deref(), Some("gw.example.com"));
+        assert_eq!(v.forwarded_for, "203.0.113.9");
+    }
+
+    #[test]
+    fn behind_trusted_proxies_the_nearest_untrusted_address_is_the_client() {
+        let t = trusted("10.0.0.0/8, 192.0.2.1");
+        let v = client_view(
+            ip("10.0.0.2"),
+            Some("internal:8081"),
+            false,
+            Claimed {
+                forwarded_for: &["6.6.6.6, 198.51.100.7", "192.0.2.1"],
+                forwarded_proto: Some("HTTPS"),
+                forwarded_host: Some("app.example.com"),
+            },
+            &t,
+        );
+        // 6.6.6.6 was written by the client itself: the first proxy saw 198.51.100.7.
+        assert_eq!(v.addr, ip("198.51.100.7"));
+        assert_eq!(v.proto, "https");
+        assert_eq!(v.host.as_deref(), Some("app.example.com"));
+        assert_eq!(
+            v.forwarded_for,
+            "6.6.6.6, 198.51.100.7, 192.0.2.1, 10.0.0.2"
+        );
+    }
+
+    #[test]
+    fn garbage_in_a_trusted_chain_ends_what_is_believed() {
+        let t = trusted("10.0.0.0/8");
+        let v = client_view(
+            ip("::ffff:10.0.0.2"),
+            None,
+            false,
+            Claimed {
+                forwarded_for: &["1.1.1.1, not-an-ip, 198.51.100.7:4711"],
+                forwarded_proto: Some("gopher"),
+                forwarded_host: Some("bad host\r\nx"),
+            },
+            &t,
+        );
+        assert_eq!(v.addr, ip("198.51.100.7"));
+        assert_eq!(v.proto, "http");
+        assert_eq!(v.host, None);
+        assert_eq!(v.forwarded_for, "198.51.100.7, 10.0.0.2");
+    }
+
+    #[test]
+    fn owned_headers_are_recognised_in_every_spelling() {
+        for name in [
+            "X-Auth-User",
+            "x_auth_user",
+            "X-AUTH.groups",
+            "Forwarded",
+            "X-Forwarded-For",
+            "x_forwarded_host",
+            "X-Forwarded-User",
+            "X-Real-IP",
+            "True-Client-IP",
+            "X-Original-URL",
+            "x-rewrite-url",
+            "X-Request-Id",
+        ] {
+            assert!(is_gateway_owned(name), "{name}");
+        }
+        for name in [
+            "authorization",
+            "x-authorization",
+            "content-type",
+            "x-forwarder",
+        ] {
+            assert!(!is_gateway_owned(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn trusted_proxy_lists_parse_cidrs_and_addresses() {
+        assert!(TrustedProxies::parse("").is_ok_and(|t| t.is_empty()));
+        let t = trusted("10.1.2.3/8, ::1");
+        assert!(t.contains(ip("10.200.0.1")));
+        assert!(t.contains(ip("::1")));
+        assert!(!t.contains(ip("11.0.0.1")));
+        assert!(TrustedProxies::parse("10.0.0.0/33").is_err());
+        assert!(TrustedProxies::parse("example.com").is_err());
+    }
+}

@@ -1,0 +1,66 @@
+//! Requests the gateway refuses before reading anything else, because two parties could read
+//! them two ways (RFC 9112 §6.1, §3.2): a body framed by both `Content-Length` and
+//! `Transfer-Encoding`, two lengths, two `Host` headers, a target whose authority and `Host`
+//! disagree, or two `Authorization` headers (the gateway would check one and an upstream might
+//! read the other). Also the methods a gateway has no business forwarding.
+
+use actix_web::HttpRequest;
+use actix_web::http::Method;
+
+/// Why a request is refused before routing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Malformed {
+    #[error("a request may not carry both Content-Length and Transfer-Encoding")]
+    AmbiguousLength,
+    #[error("a request may carry one Content-Length")]
+    TwoLengths,
+    #[error("a request carries exactly one Host header, and a valid one")]
+    Host,
+    #[error("the request target's authority and the Host header disagree")]
+    AuthorityMismatch,
+    #[error("a request may carry one Authorization header")]
+    TwoAuthorizations,
+    #[error("this method is not forwarded")]
+    Method,
+}
+
+/// Whether a header value is a host with an optional port.
+fn valid_host(value: &str) -> bool {
+    crate::forwarding::is_host_and_port(value)
+}
+
+/// The host the request is for: the target's authority (absolute-form) or the `Host` header.
+pub fn check(req: &HttpRequest) -> Result<Option<String>, Malformed> {
+    let headers = req.headers();
+    if matches!(*req.method(), Method::CONNECT | Method::TRACE) {
+        return Err(Malformed::Method);
+    }
+    if headers.contains_key("transfer-encoding") && headers.contains_key("content-length") {
+        return Err(Malformed::AmbiguousLength);
+    }
+    if headers.get_all("content-length").count() > 1 {
+        return Err(Malformed::TwoLengths);
+    }
+    if headers.get_all("authorization").count() > 1 {
+        return Err(Malformed::TwoAuthorizations);
+    }
+    let mut hosts = headers.get_all("host");
+    let host = match (hosts.next(), hosts.next()) {
+        (None, _) => None,
+        (Some(h), None) => Some(
+            h.to_str()
+                .ok()
+                .filter(|h| valid_host(h))
+                .ok_or(Malformed::Host)?
+                .to_owned(),
+        ),
+        (Some(_), Some(_)) => return Err(Malformed::Host),
+    };
+    match (req.uri().authority(), host) {
+        (Some(authority), Some(host)) if !authority.as_str().eq_ignore_ascii_case(&host) => {
+            Err(Malformed::AuthorityMismatch)
+        }
+        (Some(authority), _) => Ok(Some(authority.as_str().to_owned())),
+        (None, host) => Ok(host),
+    }
+}
