@@ -148,6 +148,24 @@ async fn create_validation_is_422_with_the_field() {
             "config.tokens[0]",
         ),
         (set(token("a"), "tokens", json!([])), "config.tokens"),
+        // The gateway matches redirect paths on normalised request paths: only those can match.
+        (
+            set(oidc("a", "prod"), "redirect_path", json!("/cb/../other")),
+            "config.redirect_path",
+        ),
+        (
+            set(oidc("a", "prod"), "redirect_path", json!("/cb/%2e%2e/x")),
+            "config.redirect_path",
+        ),
+        // No provider lives at a cloud metadata or link-local address.
+        (
+            set(
+                oidc("a", "prod"),
+                "issuer_url",
+                json!("https://169.254.169.254/latest"),
+            ),
+            "config.issuer_url",
+        ),
     ];
     for (body, field) in &cases {
         let a = app.post(AUTH_SERVERS, TOKEN_ACME_SUPER_ADMIN, body).await;
@@ -199,6 +217,43 @@ async fn create_validation_is_422_with_the_field() {
     )
     .await;
     assert_eq!(app.count_rows("auth_servers"), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_most_100_credentials_per_server_and_the_bound_is_checked_before_hashing() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    // 300 passwords would be 300 Argon2id hashes: refused whole, with one error for the list.
+    let pairs: Vec<Value> = (0..300)
+        .map(|i| json!({"username": format!("user-{i}"), "password": PASSWORD}))
+        .collect();
+    let mut many = basic("crowd");
+    many["config"]["credentials"] = json!(pairs);
+    let a = app.post(AUTH_SERVERS, TOKEN_ACME_SUPER_ADMIN, &many).await;
+    expect(&a, 422, "validation_failed");
+    assert_eq!(fields(&a), vec!["config.credentials"], "{}", a.text());
+    let tokens: Vec<String> = (0..101).map(|i| format!("{TOKEN}-{i:03}")).collect();
+    let mut over = token("machines");
+    over["config"]["tokens"] = json!(tokens);
+    let a = app.post(AUTH_SERVERS, TOKEN_ACME_SUPER_ADMIN, &over).await;
+    expect(&a, 422, "validation_failed");
+    assert_eq!(fields(&a), vec!["config.tokens"]);
+    assert_eq!(app.count_rows("auth_servers"), 0);
+
+    // Exactly 100 is fine; the 101st through the credentials route is refused the same way.
+    let mut full = token("machines");
+    full["config"]["tokens"] = json!(tokens[..100]);
+    let server = create(&app, &full).await;
+    let a = app
+        .post(
+            &format!("{}/credentials", path(&server)),
+            TOKEN_ACME_SUPER_ADMIN,
+            &json!({"token": tokens[100]}),
+        )
+        .await;
+    expect(&a, 422, "validation_failed");
+    assert_eq!(fields(&a), vec!["credentials"]);
+    no_secret(&a.text());
+    assert_eq!(app.count_rows("auth_server_credentials"), 100);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
