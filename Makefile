@@ -7,9 +7,12 @@ SHELL := bash
 # Package selection for the Rust tests: `make test CARGO_TEST_ARGS='-p domain'`.
 CARGO_TEST_ARGS ?= --workspace
 # The steps `make test` runs, in order; each is a function step_NAME in scripts/test.sh.
-# rust: the Rust tests; openapi: validate /v1/openapi.json; schemathesis: a bounded schema-fuzzing
-# run against `server --dev` (schemathesis.toml). `make fuzz` runs the long one.
-TEST_STEPS ?= rust openapi schemathesis
+# rust: the Rust tests; openapi: validate /v1/openapi.json and lint it with Spectral; client:
+# generate a Python client from it and drive a lifecycle (tests/client); refusals: every body the
+# Rust black-box tests saw refused with 422 is refused by the document too; docs: the /docs
+# reference in headless Chromium (tests/docs); schemathesis: a bounded schema-fuzzing run against
+# `server --dev` (schemathesis.toml). `make fuzz` runs the long one.
+TEST_STEPS ?= rust openapi client refusals docs schemathesis
 
 export CARGO_TEST_ARGS TEST_STEPS
 
@@ -37,7 +40,7 @@ test: ## every test (libpq-dev and PostgreSQL set up first)
 fuzz: ## a long schemathesis run (1000 examples per operation) against server --dev
 	@FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-1000} TEST_STEPS='openapi schemathesis' bash scripts/test.sh
 
-bench: ## measure against the limits (issue 8): writes docs/benchmarks.md (release builds; BENCH_* settings in scripts/bench.sh)
+bench: ## measure against the limits: writes docs/benchmarks.md (release builds; BENCH_* settings in scripts/bench.sh)
 	@bash scripts/bench.sh
 
 db: ## the PostgreSQL make test uses, kept up until Ctrl-C (prints TEST_DATABASE_URL)

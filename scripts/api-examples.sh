@@ -24,8 +24,71 @@ export ADMIN=dev-only-token-acme-super-admin-7c1f0e9a4b2d4c8e9f3a6b5d
 export MEMBER=dev-only-token-acme-member-3e8b2a1c9d7f4e6a8b0c2d4e
 ```
 
-Errors are `application/problem+json` with a stable `code` (see CONTRACT.md §1); the full
+Errors are `application/problem+json` with a stable `code` (see "The rules" below); the full
 schema is served at `GET /v1/openapi.json`.
+
+## The rules
+
+What every route shares. The OpenAPI document (`GET /v1/openapi.json`, or `/docs` in a browser)
+gives each route's own shapes and statuses.
+
+### Errors
+
+Every 4xx and 5xx is `application/problem+json` (RFC 9457): `type` (`about:blank`), `title`,
+`status`, `detail`, `request_id` (also in the `X-Request-Id` header), and a stable `code` a client
+can switch on. A 422 also has `errors`: one `{field, message}` per problem, `field` a path such as
+`node_pools[0].count`.
+
+| Status | `code` | When |
+|---|---|---|
+| 400 | `organization_required`, `invalid_idempotency_key`, `invalid_query`, `unknown_zone`, `unknown_version`, `unknown_machine_tier`, `phase_not_provisioned`, `public_exposure_unavailable` | what the caller cannot fix in the body |
+| 401 | `unauthorized` | no usable bearer token (see Authentication); with `WWW-Authenticate: Bearer` |
+| 402 | `insufficient_credit` | a prepaid organization without credit adds nodes |
+| 403 | `forbidden`, `assistant_not_allowed` | not a member (reads) or not super_admin (writes); the AI assistant's limits |
+| 404 | `not_found` | unknown, gone, or not yours to see (existence is never revealed) |
+| 409 | `name_conflict`, `idempotency_key_reused`, `idempotency_key_in_progress`, `change_in_flight`, `last_pool`, `exposure_mismatch`, `invalid_state`, `cluster_not_provisioned`, `cluster_deleting`, `cluster_failed`, `last_credential`, `concurrent_modification` | the state of things forbids it now |
+| 413 | `payload_too_large` | a body over 1 MiB |
+| 415 | `unsupported_media_type` | a body that is not `application/json` |
+| 422 | `validation_failed` | every other body rule |
+| 500 | `internal_error` | a fault of the service (the detail says nothing more; the log does) |
+| 502 | `auth_backend_unavailable` | the account platform did not answer |
+| 503 | `capacity_exhausted`, `service_unavailable` | with `Retry-After`; a retry may succeed |
+
+Authentication is checked first, then the query parameters: an out-of-range `page` is 400
+`invalid_query` whatever the organization. Another organization's object is 404, as an unknown
+one: nothing about an object is told to someone who may not see it.
+
+### Authentication
+
+`Authorization: Bearer <token>`, the scheme in any case. The four 401 texts: `Authorization header
+missing`, `scheme must be Bearer`, `Bearer token is empty`, `invalid bearer token` (the account
+platform does not know the token).
+
+### Organizations
+
+Collection reads (the cluster list, the catalog, auth servers) are about the organization named
+by the `organization` query parameter, else the `X-Platform-Organization` header, else the
+caller's preferred organization (400 `organization_required` when there is none). A value shaped
+like a UUID is an id, anything else a slug. Creates name it in the body's `organization` field
+(query and header are not read); routes under an object are about the object's organization.
+Reads need member rights (member, project_admin or super_admin), writes super_admin.
+
+### Idempotency
+
+`Idempotency-Key` (8-255 characters of letters, digits, `_`, `-`, `:` and `.`) is honoured on
+every POST and DELETE and on the node-pool PATCH, and ignored elsewhere; keys belong to the
+organization. A retry with the same method, path and body (key order and spacing aside) gets the
+first answer byte for byte, with `Idempotency-Replay: true`, for 24 hours, across restarts. The
+same key with a different request is 409 `idempotency_key_reused`; while the first request is
+still running, 409 `idempotency_key_in_progress`; if the first request died, the key is taken
+over after its 60 s lease. A 5xx is never remembered: the retry runs anew.
+
+### Registration reasons
+
+A cluster's `hub_registration` and `default_environment` carry a `reason` only when not ready,
+one of: `organization quota exceeded`, `name or address conflict in the service hub`,
+`registration rejected by the service hub`, `waiting for the service platform installation`,
+`Door platform installation failed`.
 HEAD
 } >"$OUT"
 

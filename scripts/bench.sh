@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# make bench: measures the service against its limits (issue 8) in one run on this machine and
+# make bench: measures the service against its limits in one run on this machine and
 # writes docs/benchmarks.md, its latency chart and the raw tool output (docs/benchmarks/raw/).
 # It builds release binaries, starts its own platform-stub and server processes on free ports,
 # uses a database kubesvc_bench_<random> (and a pgbench scratch database beside it) that it
 # creates and drops, and never touches another database.
 #
-# Settings (environment; the defaults are the issue's sizes):
+# Item N is the group of rows numbered N in docs/benchmarks.md.
+#
+# Settings (environment; the defaults are the sizes the goals there are stated for):
 #   BENCH_DURATION=10            seconds of each wrk and pgbench run (items 1 and 2)
 #   BENCH_CONNECTIONS="1 16 64"  item 1: wrk connections and pgbench clients
 #   BENCH_CLUSTERS=10000         item 2: clusters seeded (SQL) for acme, each with BENCH_POOLS pools

@@ -23,6 +23,10 @@ TEST_STEPS=${TEST_STEPS:-rust}
 step_rust() {
     local args
     read -r -a args <<<"$CARGO_TEST_ARGS"
+    # Every body a black-box test sees refused with 422 is written here; step refusals checks
+    # that the OpenAPI document refuses it too.
+    rm -rf "$REFUSED_DIR" && mkdir -p "$REFUSED_DIR"
+    export KUBESVC_RECORD_422="$REFUSED_DIR"
     # The crash-and-restart tests run the real `server` binary as a child process.
     say "cargo build -p server --bin server (the binary the process tests start)"
     run_child cargo build -p server --bin server || return $?
@@ -117,10 +121,81 @@ start_fuzz_server() {
 step_openapi() {
     mkdir -p "$ROOT/.local"
     ensure_python_tools || return $?
+    ensure_spectral || return $?
     start_fuzz_server || return $?
     say "validating $FUZZ_URL/v1/openapi.json with openapi-spec-validator"
     curl -fsS "$FUZZ_URL/v1/openapi.json" -o "$ROOT/.local/openapi.json" || return $?
-    "$VENV/bin/openapi-spec-validator" "$ROOT/.local/openapi.json"
+    "$VENV/bin/openapi-spec-validator" "$ROOT/.local/openapi.json" || return $?
+    say "linting it with Spectral $SPECTRAL_VERSION (.spectral.yaml: spectral:oas; any warning fails)"
+    "$SPECTRAL" lint --ruleset "$ROOT/.spectral.yaml" --fail-severity warn "$ROOT/.local/openapi.json"
+}
+
+SPECTRAL_VERSION=6.15.0
+SPECTRAL_DIR="${KUBESVC_CACHE:-$HOME/.cache/kubesvc}/spectral-$SPECTRAL_VERSION"
+SPECTRAL="$SPECTRAL_DIR/node_modules/.bin/spectral"
+
+ensure_spectral() {
+    [[ -x $SPECTRAL ]] && return 0
+    have npm || apt_install nodejs npm
+    say "installing @stoplight/spectral-cli@$SPECTRAL_VERSION into $SPECTRAL_DIR (npm)"
+    mkdir -p "$SPECTRAL_DIR"
+    run_child npm install --prefix "$SPECTRAL_DIR" --no-audit --no-fund --silent \
+        "@stoplight/spectral-cli@$SPECTRAL_VERSION"
+}
+
+# shellcheck disable=SC2317 # steps are called as "step_$step"
+step_client() {
+    mkdir -p "$ROOT/.local"
+    ensure_client_tools || return $?
+    start_fuzz_server || return $?
+    local out="$ROOT/.local/client"
+    say "generating a Python client from $FUZZ_URL/v1/openapi.json (openapi-python-client, tests/client/openapi-python-client.yaml)"
+    rm -rf "$out" && mkdir -p "$out"
+    (cd "$out" && run_child "$CLIENT_VENV/bin/openapi-python-client" generate --url "$FUZZ_URL/v1/openapi.json" \
+        --meta none --output-path "$out/kubesvc_client" \
+        --config "$ROOT/tests/client/openapi-python-client.yaml" --fail-on-warning) || return $?
+    say "driving a lifecycle with it (tests/client/lifecycle.py)"
+    run_child env PYTHONPATH="$out" KUBESVC_URL="$FUZZ_URL" "$CLIENT_VENV/bin/python" "$ROOT/tests/client/lifecycle.py"
+}
+
+# shellcheck disable=SC2317 # steps are called as "step_$step"
+step_docs() {
+    have chromium || apt_install chromium
+    have npm || apt_install nodejs npm
+    if [[ ! -f $ROOT/tests/docs/node_modules/playwright-core/package.json ]]; then
+        say "installing playwright-core into tests/docs (npm, pinned by its package-lock.json)"
+        run_child npm ci --prefix "$ROOT/tests/docs" --no-audit --no-fund --silent || return $?
+    fi
+    start_fuzz_server || return $?
+    say "opening $FUZZ_URL/docs in headless Chromium (tests/docs/check.mjs)"
+    run_child env BASE_URL="$FUZZ_URL" TOKEN="$FUZZ_TOKEN" node "$ROOT/tests/docs/check.mjs"
+}
+
+# shellcheck disable=SC2317 # steps are called as "step_$step"
+step_refusals() {
+    if ! compgen -G "$REFUSED_DIR/*.jsonl" >/dev/null; then
+        say "no refused bodies recorded (step rust writes them): nothing to check"
+        return 0
+    fi
+    ensure_client_tools || return $?
+    start_fuzz_server || return $?
+    curl -fsS "$FUZZ_URL/v1/openapi.json" -o "$ROOT/.local/openapi.json" || return $?
+    say "every body the black-box tests saw refused with 422 is refused by the document too (tests/client/refusals.py)"
+    run_child "$CLIENT_VENV/bin/python" "$ROOT/tests/client/refusals.py" "$ROOT/.local/openapi.json" "$REFUSED_DIR"
+}
+
+REFUSED_DIR="$ROOT/.local/refused-422"
+CLIENT_VENV="${KUBESVC_CACHE:-$HOME/.cache/kubesvc}/client-venv"
+
+ensure_client_tools() {
+    if [[ -x $CLIENT_VENV/bin/openapi-python-client ]] &&
+        "$CLIENT_VENV/bin/pip" freeze 2>/dev/null | grep -qx 'openapi-python-client==0.29.1' &&
+        "$CLIENT_VENV/bin/pip" freeze 2>/dev/null | grep -qx 'openapi-core==0.23.1'; then
+        return 0
+    fi
+    say "installing openapi-python-client into $CLIENT_VENV (pinned in tests/client/requirements.txt)"
+    python3 -m venv "$CLIENT_VENV" || { apt_install python3-venv && python3 -m venv "$CLIENT_VENV"; }
+    "$CLIENT_VENV/bin/pip" install --quiet --disable-pip-version-check -r "$ROOT/tests/client/requirements.txt"
 }
 
 # shellcheck disable=SC2317 # steps are called as "step_$step"

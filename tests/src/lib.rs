@@ -1,6 +1,8 @@
 //! The black-box harness: a fresh database, the stub account platform over real HTTP and the
 //! full server on a free port, driven only through HTTP (zero2prod's `spawn_app`).
 
+pub mod process;
+
 use std::time::Duration;
 
 pub use account_platform::dev::{
@@ -12,6 +14,67 @@ use reqwest::{Client, Method, RequestBuilder, Response};
 use serde_json::Value;
 use server::config::{Config, Source};
 use store_postgres::TestDatabase;
+
+/// What a test sent, kept to be written down if the server refuses it with 422.
+struct Sent {
+    method: String,
+    path: String,
+    content_type: Option<String>,
+    body: Option<Vec<u8>>,
+}
+
+impl Sent {
+    fn of(request: &reqwest::Request) -> Sent {
+        Sent {
+            method: request.method().to_string(),
+            path: request.url().path().to_owned(),
+            content_type: request
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            body: request
+                .body()
+                .and_then(|b| b.as_bytes())
+                .map(<[u8]>::to_vec),
+        }
+    }
+
+    /// With `KUBESVC_RECORD_422` set to a directory, appends the refused request (a JSON body
+    /// only) and the fields the server named to `<dir>/<process id>.jsonl`: `make test` then
+    /// checks that the OpenAPI document refuses each such body too (tests/client/refusals.py).
+    fn record_refusal(&self, answer: &Answer) {
+        let Some(dir) = std::env::var_os("KUBESVC_RECORD_422") else {
+            return;
+        };
+        let is_json = self
+            .content_type
+            .as_deref()
+            .is_some_and(|c| c.starts_with("application/json"));
+        let Some(body) = self.body.as_deref().filter(|_| is_json) else {
+            return;
+        };
+        let Ok(body) = serde_json::from_slice::<Value>(body) else {
+            return;
+        };
+        let fields: Vec<Value> = answer.json()["errors"]
+            .as_array()
+            .map(|errors| errors.iter().map(|e| e["field"].clone()).collect())
+            .unwrap_or_default();
+        let line = serde_json::json!({
+            "method": self.method, "path": self.path, "body": body, "fields": fields,
+        });
+        let file = std::path::Path::new(&dir).join(format!("{}.jsonl", std::process::id()));
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&file)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()));
+        if let Err(e) = written {
+            panic!("recording a refused request in {}: {e}", file.display());
+        }
+    }
+}
 
 /// A fixed test key: base64 of 32 bytes.
 pub const TEST_SECRETS_KEY: &str = "dGVzdC1vbmx5LXNlY3JldHMta2V5LTMyLWJ5dGVzISE=";
@@ -156,18 +219,28 @@ impl TestApp {
     }
 
     pub async fn send(&self, r: RequestBuilder) -> Answer {
-        let res: Response = r
-            .send()
+        let request = r
+            .build()
+            .unwrap_or_else(|e| panic!("request cannot be built: {e}"));
+        // Kept only when refused requests are being recorded (see `Sent::record_refusal`).
+        let sent = std::env::var_os("KUBESVC_RECORD_422").map(|_| Sent::of(&request));
+        let res: Response = self
+            .client
+            .execute(request)
             .await
             .unwrap_or_else(|e| panic!("request failed: {e}"));
         let status = res.status().as_u16();
         let headers = res.headers().clone();
         let body = res.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
-        Answer {
+        let answer = Answer {
             status,
             headers,
             body,
+        };
+        if let Some(sent) = sent.filter(|_| answer.status == 422) {
+            sent.record_refusal(&answer);
         }
+        answer
     }
 
     pub async fn get(&self, path: &str, token: &str) -> Answer {
@@ -304,4 +377,33 @@ impl TestApp {
             .unwrap_or_else(|e| panic!("count {table}: {e}"));
         rows.first().map(|c| c.n).unwrap_or(-1)
     }
+}
+
+// ---- Assertions shared by the black-box tests ----
+
+/// The `id` of an answer's JSON.
+pub fn id(c: &Value) -> String {
+    c["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no id in {c}"))
+        .to_owned()
+}
+
+/// Asserts status and code (and the problem+json shape).
+#[track_caller]
+pub fn expect(a: &Answer, status: u16, code: &str) {
+    assert_eq!(a.status, status, "{}", a.text());
+    assert_eq!(a.problem_code(), code, "{}", a.text());
+}
+
+/// The `field` of each `errors` entry.
+pub fn fields(a: &Answer) -> Vec<String> {
+    a.json()["errors"]
+        .as_array()
+        .map(|e| {
+            e.iter()
+                .map(|x| x["field"].as_str().unwrap_or("?").to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
 }

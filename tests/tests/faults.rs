@@ -1,23 +1,24 @@
-//! Faults (issue 9): the account platform failing in every way, a private PostgreSQL cluster
+//! Faults: the account platform failing in every way, a private PostgreSQL cluster
 //! stopped and restarted under load, SIGKILL of the real server binary during a burst of
 //! idempotent creates, and secrets that must never reach a response or a log line.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use blackbox::process::{Scratch, ServerProcess, free_port};
 use blackbox::*;
 use platform_stub::{DEFAULT_SERVICE_TOKEN, Directory, Fault, StubPlatform};
 use reqwest::{Client, Method};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-/// Faults injected by every test of this file, printed at the end of each (issue 9 asks for
-/// the number in its closing note).
+/// Faults injected by every test of this file, printed at the end of each (the count
+/// shows how much the run exercised).
 static FAULTS: AtomicUsize = AtomicUsize::new(0);
 
 fn fault_injected(what: &str) {
@@ -28,120 +29,6 @@ fn fault_injected(what: &str) {
 // ---------------------------------------------------------------------------------------------
 // The real binary, talked to over HTTP.
 // ---------------------------------------------------------------------------------------------
-
-fn server_bin() -> PathBuf {
-    if let Ok(p) = std::env::var("KUBESVC_SERVER_BIN") {
-        return p.into();
-    }
-    // target/debug/deps/faults-… → target/debug/server
-    let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .and_then(|d| d.parent())
-        .map(|d| d.join("server"))
-        .unwrap()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(what: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("kubesvc-faults-{what}-{}", Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The `server` binary as a child process, its stdout and stderr captured in one file.
-struct ServerProc {
-    child: Child,
-    base: String,
-    log: PathBuf,
-}
-
-impl ServerProc {
-    fn start(env: &[(&str, String)], port: u16, log: PathBuf) -> ServerProc {
-        let bin = server_bin();
-        assert!(
-            bin.exists(),
-            "build the server first (cargo build -p server): {}",
-            bin.display()
-        );
-        let out = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .unwrap();
-        let err = out.try_clone().unwrap();
-        let mut cmd = Command::new(bin);
-        cmd.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("BIND_ADDR", format!("127.0.0.1:{port}"))
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err));
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        ServerProc {
-            child: cmd.spawn().unwrap(),
-            base: format!("http://127.0.0.1:{port}"),
-            log,
-        }
-    }
-
-    fn kill9(&mut self) {
-        self.child.kill().unwrap();
-        let _ = self.child.wait();
-    }
-
-    /// SIGTERM, so the shutdown's own log lines are captured too.
-    fn terminate(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        self.kill9();
-    }
-
-    fn log_text(&self) -> String {
-        String::from_utf8_lossy(&std::fs::read(&self.log).unwrap_or_default()).into_owned()
-    }
-
-    fn log_tail(&self) -> String {
-        let text = self.log_text();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
-    }
-}
-
-impl Drop for ServerProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// HTTP to a server at `base`, answers read whole.
 #[derive(Clone)]
@@ -343,7 +230,7 @@ fn every_route(cluster: &str, node: &str, auth_server: &str, credential: &str) -
             Req {
                 method: Method::from_bytes(r.method.as_bytes()).unwrap(),
                 path,
-                public: matches!(r.access, api::routes::Access::Public),
+                public: matches!(r.role, api::routes::RequiredRole::Public),
                 idempotent: r.idempotent,
                 body,
             }
@@ -733,7 +620,7 @@ async fn a_database_outage_is_503_and_heals_without_a_restart() {
         ("DATABASE_POOL_SIZE", "4".to_owned()),
     ]);
     let port = free_port();
-    let server = ServerProc::start(&env, port, scratch.0.join("server.log"));
+    let server = ServerProcess::start(&env, port, scratch.0.join("server.log"));
     // The client's timeout: no answer may take longer.
     let http = Http::new(&server.base, Duration::from_secs(30));
     http.wait_status("/readyz", 200, Duration::from_secs(60))
@@ -1010,7 +897,7 @@ async fn sigkill_during_idempotent_creates_loses_and_duplicates_nothing() {
         ("RECONCILER_POLL_MS", "20".to_owned()),
     ]);
     let port = free_port();
-    let mut first = ServerProc::start(&env, port, scratch.0.join("first.log"));
+    let mut first = ServerProcess::start(&env, port, scratch.0.join("first.log"));
     let http = Http::new(&first.base, Duration::from_secs(30));
     http.wait_status("/readyz", 200, Duration::from_secs(60))
         .await;
@@ -1081,7 +968,7 @@ async fn sigkill_during_idempotent_creates_loses_and_duplicates_nothing() {
 
     // Restart; re-send each key until it is no longer in progress (a key whose first request
     // died is taken over once its 60 s lease runs out).
-    let second = ServerProc::start(&env, port, scratch.0.join("second.log"));
+    let second = ServerProcess::start(&env, port, scratch.0.join("second.log"));
     http.wait_status("/readyz", 200, Duration::from_secs(60))
         .await;
     let deadline = Instant::now() + Duration::from_secs(80);
@@ -1181,7 +1068,7 @@ async fn secrets_never_reach_a_response_or_a_log_line() {
         ("TOKEN_CACHE_TTL_S", "0".to_owned()),
     ]);
     let port = free_port();
-    let mut server = ServerProc::start(
+    let mut server = ServerProcess::start(
         &[env, vec![("RUST_LOG", "debug".to_owned())]].concat(),
         port,
         scratch.0.join("server.log"),

@@ -1,11 +1,12 @@
-//! Provisioning through HTTP (issue 6): the whole lifecycle observed with the long-poll,
+//! Provisioning through HTTP: the whole lifecycle observed with the long-poll,
 //! kubeconfigs that kubectl's strict check accepts, two servers sharing one database, a crash
 //! and restart of the real binary, and injected failures.
 #![allow(clippy::unwrap_used)]
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use blackbox::process::{Scratch, ServerProcess, free_port};
 use blackbox::*;
 use serde_json::{Value, json};
 
@@ -139,9 +140,20 @@ async fn the_whole_lifecycle_through_http() {
     assert_eq!(cluster["node_pools"][0]["status"], "Ready");
     assert_eq!(nodes(&app, &id).await.len(), 2);
     let node_re = regex_lite(&nodes(&app, &id).await);
-    assert!(node_re, "node names match the spec's regex");
+    assert!(node_re, "node names match the node-name rule");
 
-    // The kubeconfig: the same on every download, kubectl's strict check, a parsable CA.
+    let kubeconfig = the_kubeconfig_is_stable_and_kubectl_accepts_it(&app, &path).await;
+    scale_the_pool(&app, &id, &path).await;
+    add_a_pool_then_delete_it(&app, &id, &path).await;
+    a_deleted_node_is_replaced(&app, &id, &path).await;
+    an_elastic_ip_is_allocated_and_released(&app, &path).await;
+    a_firewall_rule_becomes_active(&app, &path).await;
+    an_exposure_change_reissues_the_kubeconfig(&app, &path, &kubeconfig).await;
+    deleting_removes_everything(&app, &path).await;
+}
+
+/// The kubeconfig: the same on every download, kubectl's strict check, a parsable CA. Returns it.
+async fn the_kubeconfig_is_stable_and_kubectl_accepts_it(app: &TestApp, path: &str) -> String {
     let k1 = app
         .get(&format!("{path}/kubeconfig"), TOKEN_ACME_MEMBER)
         .await;
@@ -166,8 +178,11 @@ async fn the_whole_lifecycle_through_http() {
         .await
         .json();
     assert_eq!(kj["kubeconfig"], k1.text());
+    k1.text()
+}
 
-    // Scale the pool.
+/// The default pool scaled from 2 to 3 nodes.
+async fn scale_the_pool(app: &TestApp, id: &str, path: &str) {
     let a = app
         .patch(
             &format!("{path}/node-pools/default"),
@@ -179,13 +194,15 @@ async fn the_whole_lifecycle_through_http() {
         (a.status, a.json()["status"].clone()),
         (202, json!("Scaling"))
     );
-    app.wait_for(&path, LIMIT, |c| {
+    app.wait_for(path, LIMIT, |c| {
         c["node_pools"][0]["status"] == "Ready" && c["node_pools"][0]["count"] == 3
     })
     .await;
-    assert_eq!(nodes(&app, &id).await.len(), 3);
+    assert_eq!(nodes(app, id).await.len(), 3);
+}
 
-    // Add a pool, then delete it.
+/// A second pool: Provisioning, Ready with its node, then deleted.
+async fn add_a_pool_then_delete_it(app: &TestApp, id: &str, path: &str) {
     let a = app
         .post(
             &format!("{path}/node-pools"),
@@ -201,13 +218,13 @@ async fn the_whole_lifecycle_through_http() {
         ),
         (202, json!("Provisioning"), json!(60))
     );
-    app.wait_for(&path, LIMIT, |c| {
+    app.wait_for(path, LIMIT, |c| {
         c["node_pools"]
             .as_array()
             .is_some_and(|p| p.len() == 2 && p.iter().all(|p| p["status"] == "Ready"))
     })
     .await;
-    assert_eq!(nodes(&app, &id).await.len(), 4);
+    assert_eq!(nodes(app, id).await.len(), 4);
     let a = app
         .delete(&format!("{path}/node-pools/extra"), TOKEN_ACME_SUPER_ADMIN)
         .await;
@@ -215,17 +232,16 @@ async fn the_whole_lifecycle_through_http() {
         (a.status, a.json()["status"].clone()),
         (202, json!("Deleting"))
     );
-    app.wait_for(&path, LIMIT, |c| {
+    app.wait_for(path, LIMIT, |c| {
         c["node_pools"].as_array().is_some_and(|p| p.len() == 1)
     })
     .await;
-    assert_eq!(nodes(&app, &id).await.len(), 3);
+    assert_eq!(nodes(app, id).await.len(), 3);
+}
 
-    // Delete a node: it is replaced.
-    let victim = nodes(&app, &id).await[0]["name"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+/// A deleted node: Deleting, then replaced by a new one (the pool keeps its count).
+async fn a_deleted_node_is_replaced(app: &TestApp, id: &str, path: &str) {
+    let victim = nodes(app, id).await[0]["name"].as_str().unwrap().to_owned();
     let a = app
         .delete(&format!("{path}/nodes/{victim}"), TOKEN_ACME_SUPER_ADMIN)
         .await;
@@ -235,7 +251,7 @@ async fn the_whole_lifecycle_through_http() {
     );
     let deadline = Instant::now() + LIMIT;
     loop {
-        let list = nodes(&app, &id).await;
+        let list = nodes(app, id).await;
         if list.len() == 3
             && list
                 .iter()
@@ -246,8 +262,10 @@ async fn the_whole_lifecycle_through_http() {
         assert!(Instant::now() < deadline, "node never replaced: {list:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
 
-    // An Elastic IP: allocate, Ready with an address, release, gone.
+/// An Elastic IP: Pending, Ready with an address, released, gone.
+async fn an_elastic_ip_is_allocated_and_released(app: &TestApp, path: &str) {
     let a = app
         .post(
             &format!("{path}/elastic-ips"),
@@ -293,8 +311,10 @@ async fn the_whole_lifecycle_through_http() {
         assert!(Instant::now() < deadline, "Elastic IP never released");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
 
-    // A firewall rule becomes Active.
+/// A firewall rule: Pending, then Active.
+async fn a_firewall_rule_becomes_active(app: &TestApp, path: &str) {
     let rule = json!({"name": "https", "protocol": "tcp", "source_cidrs": ["203.0.113.0/24"], "port_range": {"from": 443, "to": 443}});
     let a = app
         .post(
@@ -312,8 +332,10 @@ async fn the_whole_lifecycle_through_http() {
         r["status"] == "Active"
     })
     .await;
+}
 
-    // Exposure change: public → private; the kubeconfig changes.
+/// Exposure public → private: the change finishes and the kubeconfig follows.
+async fn an_exposure_change_reissues_the_kubeconfig(app: &TestApp, path: &str, before: &str) {
     let a = app
         .patch(
             &format!("{path}/exposure"),
@@ -330,7 +352,7 @@ async fn the_whole_lifecycle_through_http() {
         (json!("public"), json!("private"))
     );
     let done = app
-        .wait_for(&path, LIMIT, |c| {
+        .wait_for(path, LIMIT, |c| {
             c["exposure_change"].is_null() && c["exposure"] == "private"
         })
         .await;
@@ -338,19 +360,21 @@ async fn the_whole_lifecycle_through_http() {
     let k2 = app
         .get(&format!("{path}/kubeconfig"), TOKEN_ACME_MEMBER)
         .await;
-    assert_ne!(k1.text(), k2.text(), "the kubeconfig follows the exposure");
+    assert_ne!(before, k2.text(), "the kubeconfig follows the exposure");
     if let Some(s) = kubectl_strict_check(&k2.text()) {
         assert!(s.ends_with(".internal:6443"), "{s}");
     }
+}
 
-    // Delete: Deleting, then gone.
-    let a = app.delete(&path, TOKEN_ACME_SUPER_ADMIN).await;
+/// Delete: Deleting, then gone with everything under it.
+async fn deleting_removes_everything(app: &TestApp, path: &str) {
+    let a = app.delete(path, TOKEN_ACME_SUPER_ADMIN).await;
     assert_eq!(
         (a.status, a.json()["phase"].clone()),
         (202, json!("Deleting"))
     );
     let deadline = Instant::now() + LIMIT;
-    while app.get(&path, TOKEN_ACME_MEMBER).await.status != 404 {
+    while app.get(path, TOKEN_ACME_MEMBER).await.status != 404 {
         assert!(Instant::now() < deadline, "cluster never deleted");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -467,75 +491,107 @@ async fn a_change_through_one_server_wakes_a_long_poll_on_another() {
 }
 
 /// The real binary as a child process.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn server_bin() -> std::path::PathBuf {
-    if let Ok(p) = std::env::var("KUBESVC_SERVER_BIN") {
-        return p.into();
-    }
-    // target/debug/deps/provisioning-… → target/debug/server
-    let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .and_then(|d| d.parent())
-        .map(|d| d.join("server"))
-        .unwrap()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start_binary(app: &TestApp, port: u16, extra: &[(&str, &str)]) -> Proc {
-    let bin = server_bin();
-    assert!(
-        bin.exists(),
-        "build the server first (cargo build -p server): {}",
-        bin.display()
-    );
-    let mut cmd = Command::new(bin);
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("DATABASE_URL", &app.db.url)
-        .env("ACCOUNT_PLATFORM_URL", app.platform.url())
-        .env(
+/// The server binary over the test's database and platform, with these settings on top; its
+/// log goes to `log`.
+fn start_binary(
+    app: &TestApp,
+    port: u16,
+    extra: &[(&str, &str)],
+    log: std::path::PathBuf,
+) -> ServerProcess {
+    let mut settings: Vec<(&str, String)> = vec![
+        ("DATABASE_URL", app.db.url.clone()),
+        ("ACCOUNT_PLATFORM_URL", app.platform.url()),
+        (
             "ACCOUNT_PLATFORM_SERVICE_TOKEN",
-            app.platform.service_token(),
-        )
-        .env("SECRETS_KEY", TEST_SECRETS_KEY)
-        .env("BIND_ADDR", format!("127.0.0.1:{port}"))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    for (k, v) in extra {
-        cmd.env(k, v);
-    }
-    Proc(cmd.spawn().unwrap())
+            app.platform.service_token().to_owned(),
+        ),
+        ("SECRETS_KEY", TEST_SECRETS_KEY.to_owned()),
+        ("RUST_LOG", "warn".to_owned()),
+    ];
+    settings.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+    ServerProcess::start(&settings, port, log)
 }
 
-async fn wait_healthy(client: &reqwest::Client, base: &str) {
+/// `LOG_FORMAT=json`: the lines of one request share its id, from the access line to the
+/// provisioning the request scheduled, and say who asked and for which organization.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_requests_log_lines_share_its_id_down_to_provisioning() {
+    let app = TestApp::spawn_with(&[("RECONCILER_WORKERS", "0")]).await;
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let scratch = Scratch::new("traced");
+    let log = scratch.path("server.json");
+    let settings = [
+        ("LOG_FORMAT", "json"),
+        ("RUST_LOG", "info"),
+        ("PROVISIONER_STEP_MS", "0"),
+    ];
+    let server = start_binary(&app, port, &settings, log.clone());
+    server.wait_healthy(&app.client).await;
+    let request_id = "trace-0123456789-create";
+    let body = json!({"organization": "acme", "name": "traced", "node_pools": [{"size": "kube.c5.large", "count": 1}]});
+    let a = app
+        .send(
+            app.client
+                .post(format!("{base}/v1/public/clusters"))
+                .bearer_auth(TOKEN_ACME_SUPER_ADMIN)
+                .header("X-Request-Id", request_id)
+                .json(&body),
+        )
+        .await;
+    assert_eq!(a.status, 201, "{}", a.text());
+    let id = a.json()["id"].as_str().unwrap().to_owned();
     let deadline = Instant::now() + LIMIT;
-    while client
-        .get(format!("{base}/healthz"))
-        .send()
-        .await
-        .map(|r| r.status().as_u16())
-        .unwrap_or(0)
-        != 200
-    {
-        assert!(Instant::now() < deadline, "server never came up");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    loop {
+        let c = app
+            .send(
+                app.client
+                    .get(format!("{base}/v1/public/clusters/{id}"))
+                    .bearer_auth(TOKEN_ACME_SUPER_ADMIN),
+            )
+            .await;
+        if c.json()["phase"] == "Provisioned" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never Provisioned: {}", c.text());
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    drop(server);
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let ours = |l: &&Value| l["span"]["request_id"] == request_id;
+    let access = lines
+        .iter()
+        .filter(ours)
+        .find(|l| l["target"] == "access")
+        .unwrap_or_else(|| panic!("no access line of the request: {lines:#?}"));
+    assert_eq!(access["span"]["name"], "request");
+    assert_eq!(access["span"]["route"], "/v1/public/clusters");
+    assert_eq!(access["span"]["organization"], ACME_ID.to_string());
+    assert!(
+        access["span"]["caller"]
+            .as_str()
+            .is_some_and(|c| !c.is_empty())
+    );
+    let steps: Vec<&Value> = lines
+        .iter()
+        .filter(ours)
+        .filter(|l| l["span"]["name"] == "operation")
+        .collect();
+    assert!(
+        steps
+            .iter()
+            .any(|l| l["fields"]["message"] == "reconcile step"),
+        "no provisioning line carries the request's id: {lines:#?}"
+    );
+    assert!(steps.iter().all(|l| l["span"]["cluster_id"] == id.as_str()));
+    // No line of the log holds the bearer token.
+    let text = serde_json::to_string(&lines).unwrap();
+    assert!(!text.contains(TOKEN_ACME_SUPER_ADMIN));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -545,8 +601,9 @@ async fn kill_9_mid_provisioning_then_restart_finishes_everything_once() {
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let slow = [("PROVISIONER_STEP_MS", "150"), ("RECONCILER_POLL_MS", "20")];
-    let mut first = start_binary(&app, port, &slow);
-    wait_healthy(&app.client, &base).await;
+    let scratch = Scratch::new("kill-9");
+    let mut first = start_binary(&app, port, &slow, scratch.path("first.log"));
+    first.wait_healthy(&app.client).await;
     let body = json!({"organization": "acme", "name": "crash-1", "node_pools": [{"size": "kube.c5.large", "count": 4}]});
     let a = app
         .send(
@@ -564,12 +621,11 @@ async fn kill_9_mid_provisioning_then_restart_finishes_everything_once() {
         assert!(Instant::now() < deadline, "provisioning never started");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    first.0.kill().unwrap();
-    let _ = first.0.wait();
+    first.kill9();
     // A restart with a short lease would wait out the dead worker's 30 s lease; the default
     // lease is kept, so this proves the lease is taken over once it runs out.
-    let _second = start_binary(&app, port, &slow);
-    wait_healthy(&app.client, &base).await;
+    let second = start_binary(&app, port, &slow, scratch.path("second.log"));
+    second.wait_healthy(&app.client).await;
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let c = app

@@ -1,4 +1,4 @@
-//! The settings of the HTTP account platform client (CONTRACT §11's `ACCOUNT_PLATFORM_*`,
+//! The settings of the HTTP account platform client (`ACCOUNT_PLATFORM_*`,
 //! `TOKEN_CACHE_TTL_S`, `ORG_CACHE_TTL_S`).
 
 use std::time::Duration;
@@ -25,7 +25,8 @@ pub struct PlatformConfig {
 }
 
 impl PlatformConfig {
-    /// The defaults of CONTRACT §11 for everything but the two required settings.
+    /// The documented defaults (docs/configuration.md) for everything but the two required
+    /// settings.
     pub fn new(base_url: impl Into<String>, service_token: Secret) -> Self {
         Self {
             base_url: base_url.into(),

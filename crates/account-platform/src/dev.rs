@@ -1,4 +1,4 @@
-//! The development platform (CONTRACT §11): a fixed demo directory of organizations, users and
+//! The development platform: a fixed demo directory of organizations, users and
 //! tokens, served in process by [`DevAccountPlatform`] in `--dev` mode and over HTTP by the
 //! `platform-stub` crate. Never used outside development mode and tests.
 
@@ -268,6 +268,14 @@ impl IdentityProvider for DevAccountPlatform {
 
     async fn organization(&self, org: &OrgRef) -> Result<Option<Organization>, IdentityError> {
         Ok(self.directory.organization(org).cloned())
+    }
+
+    /// The directory is in memory: always fresh.
+    async fn organization_fresh(
+        &self,
+        org: &OrgRef,
+    ) -> Result<Option<Organization>, IdentityError> {
+        self.organization(org).await
     }
 }
 

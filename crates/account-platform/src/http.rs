@@ -1,5 +1,5 @@
 //! The identity port over HTTP: `GET /v1/me` and `GET /v1/organizations/{ref}` of the account
-//! platform (CONTRACT §10), behind two bounded TTL caches, with counters for `/metrics`.
+//! platform, behind two bounded TTL caches, with counters for `/metrics`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -109,6 +109,11 @@ fn org_key(r: &OrgRef) -> OrgKey {
         OrgRef::Id(s) => format!("id:{s}"),
         OrgRef::Slug(s) => format!("slug:{s}"),
     }
+}
+
+/// The request failed before any answer arrived, for a reason other than the time limit.
+fn is_lost_connection(e: &reqwest::Error) -> bool {
+    !e.is_timeout() && (e.is_connect() || e.is_request())
 }
 
 /// What went wrong on one call, before it becomes an `IdentityError`.
@@ -227,16 +232,23 @@ impl HttpAccountPlatform {
         url: &str,
         auth: HeaderValue,
     ) -> Result<T, CallError> {
-        let sent = self
-            .inner
-            .client
-            .get(url)
-            .header(AUTHORIZATION, auth)
-            .header(ACCEPT, "application/json")
-            .send()
-            .await;
-        let resp = match sent {
+        let send = || {
+            self.inner
+                .client
+                .get(url)
+                .header(AUTHORIZATION, auth.clone())
+                .header(ACCEPT, "application/json")
+                .send()
+        };
+        let resp = match send().await {
             Ok(r) => r,
+            // A kept-alive connection the platform closed while the request was on its way
+            // fails without an answer; a GET is safe to send again, once, on a new connection
+            // (what browsers and Go's client do). A timeout is not retried: it spent the budget.
+            Err(e) if is_lost_connection(&e) => match send().await {
+                Ok(r) => r,
+                Err(e) => return Err(CallError::Unavailable(self.describe(&e))),
+            },
             Err(e) => return Err(CallError::Unavailable(self.describe(&e))),
         };
         match resp.status() {
@@ -313,7 +325,7 @@ impl IdentityProvider for HttpAccountPlatform {
     async fn organization(&self, r: &OrgRef) -> Result<Option<Organization>, IdentityError> {
         let m = &self.inner.metrics;
         if !r.is_well_formed() {
-            // No organization can have this name (spec §5: 404); the platform need not be asked.
+            // No organization can have this name (the route answers 404); the platform need not be asked.
             return Ok(None);
         }
         // Ids are compared as UUIDs; the hyphenated lowercase form is the cache's one spelling.
@@ -343,6 +355,24 @@ impl IdentityProvider for HttpAccountPlatform {
                 OrgRef::Slug(_) => OrgRef::Id(o.id.hyphenated().to_string()),
             };
             cache.insert(org_key(&other), org.clone()).await;
+        }
+        Ok(org)
+    }
+
+    /// Straight to the platform; the answer replaces what the cache held under both names, so
+    /// reads after a credit change see it too.
+    async fn organization_fresh(&self, r: &OrgRef) -> Result<Option<Organization>, IdentityError> {
+        if !r.is_well_formed() {
+            return Ok(None);
+        }
+        let org = self.fetch_organization(r).await?;
+        if let (Some(cache), Some(o)) = (&self.inner.orgs, &org) {
+            for name in [
+                OrgRef::Id(o.id.hyphenated().to_string()),
+                OrgRef::Slug(o.slug.clone()),
+            ] {
+                cache.insert(org_key(&name), org.clone()).await;
+            }
         }
         Ok(org)
     }

@@ -1,5 +1,5 @@
-//! Adapters of the identity port: the account platform over HTTP (CONTRACT §10) with its caches
-//! and metrics, and the in-process development platform with its demo directory (CONTRACT §11).
+//! Adapters of the identity port: the account platform over HTTP with its caches
+//! and metrics, and the in-process development platform with its demo directory.
 
 pub mod config;
 pub mod dev;

@@ -109,6 +109,78 @@ mod failures {
         assert!(reason.contains("connection failed"), "{reason}");
     }
 
+    /// A platform on a raw socket: each connection is answered by `answers[n]` in turn for
+    /// its requests (`true` answers the caller, `false` reads the request and closes the
+    /// connection without a word); counts the requests it read.
+    async fn socket_platform(
+        per_connection: Vec<Vec<bool>>,
+    ) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let read = std::sync::Arc::new(AtomicUsize::new(0));
+        let counter = read.clone();
+        tokio::spawn(async move {
+            let body = serde_json::json!({
+                "user": {"id": "u1"}, "preferred_organization": null, "memberships": []
+            })
+            .to_string();
+            for answers in per_connection {
+                let (mut sock, _) = listener.accept().await.unwrap();
+                for answer in answers {
+                    let mut request = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                        let n = sock.read(&mut buf).await.unwrap();
+                        if n == 0 {
+                            return;
+                        }
+                        request.extend_from_slice(&buf[..n]);
+                    }
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    if !answer {
+                        break;
+                    }
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    sock.write_all(head.as_bytes()).await.unwrap();
+                    sock.write_all(body.as_bytes()).await.unwrap();
+                }
+            }
+        });
+        (url, read)
+    }
+
+    fn socket_client(url: String) -> HttpAccountPlatform {
+        let cfg = PlatformConfig::new(url, Secret::new("service-token-0123456789"))
+            .with_token_cache_ttl(Duration::ZERO);
+        client(cfg)
+    }
+
+    #[tokio::test]
+    async fn a_kept_alive_connection_closed_under_a_get_is_retried_once_on_a_new_one() {
+        // The first connection answers once, then closes under the second request; the second
+        // connection answers it.
+        let (url, read) = socket_platform(vec![vec![true, false], vec![true]]).await;
+        let p = socket_client(url);
+        for _ in 0..2 {
+            let c = p.caller(&Secret::new(CANARY)).await.unwrap();
+            assert_eq!(c.user.id, "u1");
+        }
+        assert_eq!(read.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn a_platform_that_keeps_dropping_requests_is_tried_twice_then_unavailable() {
+        let (url, read) = socket_platform(vec![vec![false], vec![false], vec![true]]).await;
+        let reason = assert_unavailable(socket_client(url).caller(&Secret::new(CANARY)).await);
+        assert!(reason.contains("request failed"), "{reason}");
+        assert_eq!(read.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
     #[tokio::test]
     async fn a_hanging_platform_times_out() {
         let stub = StubPlatform::start_demo();
@@ -295,6 +367,32 @@ mod organizations {
             .await
             .unwrap();
         assert_eq!(stub.org_calls(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_fresh_read_asks_the_platform_and_refreshes_both_names() {
+        let stub = StubPlatform::start_demo();
+        let p = client(config(&stub));
+        let by_slug = OrgRef::classify("globex");
+        let by_id = OrgRef::classify(&GLOBEX_ID.to_string());
+        let credit =
+            |o: Option<domain::model::identity::Organization>| o.map(|o| o.billing.credit_cents);
+        let cached = credit(p.organization(&by_slug).await.unwrap());
+        // The platform's credit changes; the cache still says what it said.
+        let mut changed = p.organization(&by_id).await.unwrap().unwrap();
+        changed.billing.credit_cents = 0;
+        stub.add_organization(changed);
+        stub.reset_counters();
+        assert_eq!(credit(p.organization(&by_slug).await.unwrap()), cached);
+        assert_eq!(stub.org_calls(), 0);
+        // A fresh read goes to the platform every time, and what it learns is what reads see.
+        for _ in 0..2 {
+            assert_eq!(credit(p.organization_fresh(&by_id).await.unwrap()), Some(0));
+        }
+        assert_eq!(stub.org_calls(), 2);
+        assert_eq!(credit(p.organization(&by_slug).await.unwrap()), Some(0));
+        assert_eq!(credit(p.organization(&by_id).await.unwrap()), Some(0));
+        assert_eq!(stub.org_calls(), 2);
     }
 
     #[tokio::test]

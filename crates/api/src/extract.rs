@@ -1,5 +1,5 @@
 //! Extractors: the request id, the authenticated caller, the Idempotency-Key, query
-//! parameters and JSON bodies. Each failure is a problem+json answer with the spec's status.
+//! parameters and JSON bodies. Each failure is a problem+json answer with its documented status.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -10,18 +10,21 @@ use actix_web::http::header;
 use actix_web::web::{Bytes, Data};
 use actix_web::{FromRequest, HttpMessage, HttpRequest};
 use domain::DomainError;
+use domain::access::OrgSelector;
+use domain::error::AuthFailure;
 use domain::model::idempotency::RequestFingerprint;
 use domain::model::identity::Caller;
+use domain::model::secret::Secret;
 use domain::names::IdempotencyKey;
 use domain::service::{IdempotencyRequest, Render, Services};
 use domain::validation::{Violations, redact_serde_message};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::problem::ApiError;
+use crate::problem::{ApiError, Failure, RequestError};
 use crate::state::AppState;
 
-/// Largest request body accepted (CONTRACT §1: 413 past it).
+/// Largest request body accepted; a larger one is 413.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
 
 /// The id of this request (echoed from `X-Request-Id` when sane, else a new UUID).
@@ -53,6 +56,33 @@ pub fn request_id(req: &HttpRequest) -> String {
         .unwrap_or_default()
 }
 
+/// Reads `Authorization: Bearer <token>`. The scheme matches without
+/// regard to case; nothing or only spaces after it is an empty token.
+pub fn bearer_token(header: Option<&str>) -> Result<Secret, AuthFailure> {
+    let value = match header {
+        None => return Err(AuthFailure::Missing),
+        Some(v) if v.trim().is_empty() => return Err(AuthFailure::Missing),
+        Some(v) => v.trim_start(),
+    };
+    let (scheme, rest) = match value.find(char::is_whitespace) {
+        Some(i) => (&value[..i], &value[i..]),
+        None => (value, ""),
+    };
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(AuthFailure::NotBearer);
+    }
+    let token = rest.trim();
+    if token.is_empty() {
+        return Err(AuthFailure::EmptyToken);
+    }
+    // A token never holds whitespace or control characters: refuse it here rather than
+    // forward it to the platform.
+    if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(AuthFailure::InvalidToken);
+    }
+    Ok(Secret::new(token))
+}
+
 fn header_str<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
     req.headers()
         .get(name)
@@ -69,7 +99,13 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub fn error(&self, e: DomainError) -> ApiError {
+    /// The organization a collection read names: the `organization` query parameter wins over
+    /// the `X-Platform-Organization` header; neither means the caller's preferred one.
+    pub fn organization(&self, query: &Query) -> OrgSelector {
+        OrgSelector::first_named([query.get("organization"), self.org_header.as_deref()])
+    }
+
+    pub fn error(&self, e: impl Into<Failure>) -> ApiError {
         ApiError::new(e, self.request_id.clone())
     }
 }
@@ -88,15 +124,17 @@ impl FromRequest for Ctx {
                     request_id,
                 ));
             };
-            let auth = header_str(&req, header::AUTHORIZATION.as_str());
+            let token = bearer_token(header_str(&req, header::AUTHORIZATION.as_str()))
+                .map_err(|f| ApiError::new(DomainError::Unauthorized(f), request_id.clone()))?;
             let caller = state
                 .services
-                .authenticate(auth)
+                .authenticate(&token)
                 .await
                 .map_err(|e| ApiError::new(e, request_id.clone()))?;
+            tracing::Span::current().record("caller", tracing::field::display(&caller.user.id));
             let org_header = header_str(&req, "X-Platform-Organization").map(str::to_owned);
             Ok(Ctx {
-                services: state.services.clone(),
+                services: state.services.for_request(&request_id),
                 caller,
                 request_id,
                 org_header,
@@ -167,7 +205,7 @@ impl FromRequest for Query {
                 Ok(Query(map))
             }
             Err(_) => Err(ApiError::new(
-                DomainError::InvalidQuery {
+                RequestError::InvalidQuery {
                     parameter: "query",
                     message: "the query string could not be decoded".into(),
                 },
@@ -192,7 +230,7 @@ fn is_json(content_type: &str) -> bool {
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase();
-    // CONTRACT §1: any other media type is 415 (parameters such as charset are fine).
+    // Any other media type is 415 (parameters such as charset are fine).
     essence == "application/json"
 }
 
@@ -239,29 +277,35 @@ impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
             .and_then(|v| v.parse::<usize>().ok());
         let bytes = Bytes::from_request(req, payload);
         Box::pin(async move {
-            let fail = |e: DomainError| ApiError::new(e, rid.clone());
+            let fail = |e: Failure| ApiError::new(e, rid.clone());
             if let Some(ct) = &content_type {
                 if !is_json(ct) {
-                    return Err(fail(DomainError::UnsupportedMediaType));
+                    return Err(fail(RequestError::UnsupportedMediaType.into()));
                 }
             }
             if declared_len.is_some_and(|n| n > MAX_BODY_BYTES) {
-                return Err(fail(DomainError::PayloadTooLarge {
-                    limit: MAX_BODY_BYTES,
-                }));
+                return Err(fail(
+                    RequestError::PayloadTooLarge {
+                        limit: MAX_BODY_BYTES,
+                    }
+                    .into(),
+                ));
             }
             let bytes = bytes.await.map_err(|e| {
                 if e.as_response_error().status_code()
                     == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE
                 {
-                    fail(DomainError::PayloadTooLarge {
-                        limit: MAX_BODY_BYTES,
-                    })
+                    fail(
+                        RequestError::PayloadTooLarge {
+                            limit: MAX_BODY_BYTES,
+                        }
+                        .into(),
+                    )
                 } else {
-                    fail(DomainError::validation("", "the body could not be read"))
+                    fail(DomainError::validation("", "the body could not be read").into())
                 }
             })?;
-            let (value, json) = parse_body::<T>(&bytes).map_err(fail)?;
+            let (value, json) = parse_body::<T>(&bytes).map_err(|e| fail(e.into()))?;
             Ok(Body { value, json })
         })
     }
@@ -270,6 +314,51 @@ impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bearer_header_missing() {
+        assert_eq!(bearer_token(None), Err(AuthFailure::Missing));
+        assert_eq!(bearer_token(Some("")), Err(AuthFailure::Missing));
+    }
+
+    #[test]
+    fn bearer_scheme_must_be_bearer_case_insensitive() {
+        assert_eq!(
+            bearer_token(Some("Basic dXNlcjpwYXNz")),
+            Err(AuthFailure::NotBearer)
+        );
+        assert_eq!(bearer_token(Some("Token abc")), Err(AuthFailure::NotBearer));
+        assert_eq!(
+            bearer_token(Some("Bearertoken")),
+            Err(AuthFailure::NotBearer)
+        );
+        assert_eq!(
+            bearer_token(Some("bearer abc")).map(|s| s.expose().to_owned()),
+            Ok("abc".to_owned())
+        );
+        assert_eq!(
+            bearer_token(Some("BEARER abc")).map(|s| s.expose().to_owned()),
+            Ok("abc".to_owned())
+        );
+    }
+
+    #[test]
+    fn bearer_nothing_or_only_spaces_is_an_empty_token() {
+        assert_eq!(bearer_token(Some("Bearer")), Err(AuthFailure::EmptyToken));
+        assert_eq!(bearer_token(Some("Bearer ")), Err(AuthFailure::EmptyToken));
+        assert_eq!(
+            bearer_token(Some("Bearer     ")),
+            Err(AuthFailure::EmptyToken)
+        );
+    }
+
+    #[test]
+    fn bearer_token_with_inner_space_is_invalid() {
+        assert_eq!(
+            bearer_token(Some("Bearer a b")),
+            Err(AuthFailure::InvalidToken)
+        );
+    }
 
     #[test]
     fn json_media_types() {

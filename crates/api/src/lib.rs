@@ -6,6 +6,7 @@ pub mod metrics;
 pub mod middleware;
 pub mod openapi;
 pub mod problem;
+pub mod query;
 pub mod render;
 pub mod routes;
 pub mod state;
@@ -13,7 +14,7 @@ pub mod views;
 
 use actix_web::web::{self, ServiceConfig};
 
-pub use state::{AppState, MetricsSource, Readiness};
+pub use state::{AppState, MetricsRefresh, Readiness};
 
 /// Registers the application on a `ServiceConfig`: state, body limits, every route and the
 /// 404 answer. The caller wraps the app with [`middleware::observe`].

@@ -1,29 +1,83 @@
-//! Request metrics in the Prometheus text format: requests by route template and status, and
-//! latency histograms. Hand-written: a handful of counters does not need a metrics framework.
+//! `/metrics`: one registry of the Prometheus project's client (`prometheus-client`), rendered
+//! in the OpenMetrics text format. The API's own series (requests by route template and
+//! status, latency histograms, requests in flight) are registered here; the adapters add theirs
+//! as collectors ([`Metrics::register`]), read at each scrape.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::Mutex;
 use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 
 /// Histogram bucket bounds, in seconds.
 const BUCKETS: [f64; 12] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
 ];
 
-#[derive(Default)]
-struct Series {
-    count: u64,
-    sum: f64,
-    buckets: [u64; BUCKETS.len()],
+/// The media type of the rendering.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    method: String,
+    /// The route template (`/v1/public/clusters/{id}`), never the path: ids would make a
+    /// series per object.
+    route: String,
+    status: u16,
 }
 
-#[derive(Default)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    method: String,
+    route: String,
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
+}
+
+#[derive(Debug)]
 pub struct Metrics {
-    /// Requests being handled now (state long-polls included).
-    in_flight: std::sync::atomic::AtomicI64,
-    // (method, route template, status) → series; a BTreeMap keeps the output stable.
-    requests: Mutex<BTreeMap<(String, String, u16), Series>>,
+    registry: Registry,
+    in_flight: Gauge,
+    requests: Family<RequestLabels, Counter>,
+    durations: Family<RouteLabels, Histogram, fn() -> Histogram>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let in_flight = Gauge::default();
+        registry.register(
+            "http_requests_in_flight",
+            "Requests being handled now, waiting long-polls included",
+            in_flight.clone(),
+        );
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "Requests by method, route template and status",
+            requests.clone(),
+        );
+        let durations = Family::<RouteLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+            latency_histogram,
+        );
+        registry.register(
+            "http_request_duration_seconds",
+            "Request latency by method and route template",
+            durations.clone(),
+        );
+        Metrics {
+            registry,
+            in_flight,
+            requests,
+            durations,
+        }
+    }
 }
 
 /// Counts a request as in flight until dropped.
@@ -31,90 +85,41 @@ pub struct InFlight<'a>(&'a Metrics);
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.0
-            .in_flight
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        self.0.in_flight.dec();
     }
 }
 
 impl Metrics {
+    /// Adds an adapter's series, read at each scrape.
+    pub fn register(&mut self, collector: Box<dyn Collector>) {
+        self.registry.register_collector(collector);
+    }
+
     pub fn start_request(&self) -> InFlight<'_> {
-        self.in_flight
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.in_flight.inc();
         InFlight(self)
     }
 
     pub fn record(&self, method: &str, route: &str, status: u16, latency: Duration) {
-        let secs = latency.as_secs_f64();
-        let Ok(mut map) = self.requests.lock() else {
-            return;
-        };
-        let s = map
-            .entry((method.to_owned(), route.to_owned(), status))
-            .or_default();
-        s.count += 1;
-        s.sum += secs;
-        for (i, bound) in BUCKETS.iter().enumerate() {
-            if secs <= *bound {
-                s.buckets[i] += 1;
-            }
-        }
+        self.requests
+            .get_or_create(&RequestLabels {
+                method: method.to_owned(),
+                route: route.to_owned(),
+                status,
+            })
+            .inc();
+        self.durations
+            .get_or_create(&RouteLabels {
+                method: method.to_owned(),
+                route: route.to_owned(),
+            })
+            .observe(latency.as_secs_f64());
     }
 
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let in_flight = self.in_flight.load(std::sync::atomic::Ordering::Relaxed);
-        out.push_str("# HELP http_requests_in_flight Requests being handled now, waiting long-polls included.\n");
-        out.push_str("# TYPE http_requests_in_flight gauge\n");
-        let _ = writeln!(out, "http_requests_in_flight {in_flight}");
-        let Ok(map) = self.requests.lock() else {
-            return out;
-        };
-        out.push_str("# HELP http_requests_total Requests by method, route template and status.\n");
-        out.push_str("# TYPE http_requests_total counter\n");
-        for ((m, r, st), s) in map.iter() {
-            let _ = writeln!(
-                out,
-                "http_requests_total{{method=\"{m}\",route=\"{r}\",status=\"{st}\"}} {}",
-                s.count
-            );
-        }
-        out.push_str(
-            "# HELP http_request_duration_seconds Request latency by method and route template.\n",
-        );
-        out.push_str("# TYPE http_request_duration_seconds histogram\n");
-        let mut by_route: BTreeMap<(&str, &str), Series> = BTreeMap::new();
-        for ((m, r, _), s) in map.iter() {
-            let t = by_route.entry((m.as_str(), r.as_str())).or_default();
-            t.count += s.count;
-            t.sum += s.sum;
-            for i in 0..BUCKETS.len() {
-                t.buckets[i] += s.buckets[i];
-            }
-        }
-        for ((m, r), s) in by_route {
-            for (i, bound) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(
-                    out,
-                    "http_request_duration_seconds_bucket{{method=\"{m}\",route=\"{r}\",le=\"{bound}\"}} {}",
-                    s.buckets[i]
-                );
-            }
-            let _ = writeln!(
-                out,
-                "http_request_duration_seconds_bucket{{method=\"{m}\",route=\"{r}\",le=\"+Inf\"}} {}",
-                s.count
-            );
-            let _ = writeln!(
-                out,
-                "http_request_duration_seconds_sum{{method=\"{m}\",route=\"{r}\"}} {}",
-                s.sum
-            );
-            let _ = writeln!(
-                out,
-                "http_request_duration_seconds_count{{method=\"{m}\",route=\"{r}\"}} {}",
-                s.count
-            );
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
         }
         out
     }
@@ -122,26 +127,43 @@ impl Metrics {
 
 #[cfg(test)]
 mod tests {
+    use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+    use prometheus_client::metrics::MetricType;
+    use prometheus_client::metrics::gauge::ConstGauge;
+
     use super::*;
 
+    #[derive(Debug)]
+    struct Fixed;
+
+    impl Collector for Fixed {
+        fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+            let m = encoder.encode_descriptor("fixed_value", "A test", None, MetricType::Gauge)?;
+            ConstGauge::new(7).encode(m)
+        }
+    }
+
     #[test]
-    fn counts_by_route_template_and_status_with_a_histogram() {
-        let m = Metrics::default();
-        m.record(
-            "GET",
-            "/v1/public/clusters/{id}",
-            200,
-            Duration::from_millis(3),
-        );
-        m.record(
-            "GET",
-            "/v1/public/clusters/{id}",
-            404,
-            Duration::from_millis(30),
-        );
+    fn counts_by_route_template_and_status_with_a_histogram_and_collectors() {
+        let mut m = Metrics::default();
+        m.register(Box::new(Fixed));
+        let route = "/v1/public/clusters/{id}";
+        m.record("GET", route, 200, Duration::from_millis(3));
+        m.record("GET", route, 404, Duration::from_millis(30));
+        let held = m.start_request();
         let text = m.render();
-        assert!(text.contains("http_requests_total{method=\"GET\",route=\"/v1/public/clusters/{id}\",status=\"200\"} 1"));
-        assert!(text.contains("http_request_duration_seconds_bucket{method=\"GET\",route=\"/v1/public/clusters/{id}\",le=\"0.005\"} 1"));
-        assert!(text.contains("http_request_duration_seconds_count{method=\"GET\",route=\"/v1/public/clusters/{id}\"} 2"));
+        drop(held);
+        for line in [
+            format!("http_requests_total{{method=\"GET\",route=\"{route}\",status=\"200\"}} 1"),
+            format!(
+                "http_request_duration_seconds_bucket{{le=\"0.005\",method=\"GET\",route=\"{route}\"}} 1"
+            ),
+            format!("http_request_duration_seconds_count{{method=\"GET\",route=\"{route}\"}} 2"),
+            "http_requests_in_flight 1".to_owned(),
+            "fixed_value 7".to_owned(),
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"), "{text}");
     }
 }

@@ -10,6 +10,7 @@ use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::web::Data;
 use actix_web::{Error, HttpMessage};
+use tracing::Instrument;
 
 use crate::extract::RequestId;
 use crate::state::AppState;
@@ -26,15 +27,25 @@ pub async fn observe(
     );
     req.extensions_mut().insert(id.clone());
     let method = req.method().to_string();
+    let route = req
+        .match_pattern()
+        .unwrap_or_else(|| "unmatched".to_owned());
+    // Every line logged while the request is served (the store's blocking pool, the account
+    // platform's client, the use cases) is inside this span; the extractor records the caller
+    // and the domain the organization once they are known.
+    let span = tracing::info_span!(
+        "request",
+        method = %method,
+        route = %route,
+        request_id = %id.0,
+        caller = tracing::field::Empty,
+        organization = tracing::field::Empty,
+    );
     let state = req.app_data::<Data<AppState>>().cloned();
     let in_flight = state.as_ref().map(|s| s.metrics.clone());
     let guard = in_flight.as_deref().map(api_metrics_start);
-    let mut res = next.call(req).await?;
+    let mut res = next.call(req).instrument(span.clone()).await?;
     drop(guard);
-    let route = res
-        .request()
-        .match_pattern()
-        .unwrap_or_else(|| "unmatched".to_owned());
     let status = res.status().as_u16();
     let latency = started.elapsed();
     if let Ok(v) = HeaderValue::from_str(&id.0) {
@@ -44,6 +55,7 @@ pub async fn observe(
     if let Some(state) = state {
         state.metrics.record(&method, &route, status, latency);
     }
+    let _inside = span.enter();
     tracing::info!(
         target: "access",
         method = %method,

@@ -13,10 +13,11 @@ pub trait Readiness: Send + Sync {
     async fn ready(&self) -> Result<(), String>;
 }
 
-/// Extra lines for `/metrics` from the adapters (account platform, pool, queue).
+/// A metric that must be read asynchronously (a database query) before a scrape is rendered:
+/// `refresh` reads it; the collector registered for it encodes what was read.
 #[async_trait]
-pub trait MetricsSource: Send + Sync {
-    async fn render(&self, out: &mut String);
+pub trait MetricsRefresh: Send + Sync {
+    async fn refresh(&self);
 }
 
 #[derive(Clone)]
@@ -24,5 +25,5 @@ pub struct AppState {
     pub services: Services,
     pub readiness: Arc<dyn Readiness>,
     pub metrics: Arc<Metrics>,
-    pub sources: Vec<Arc<dyn MetricsSource>>,
+    pub refresh: Vec<Arc<dyn MetricsRefresh>>,
 }

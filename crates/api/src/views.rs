@@ -1,5 +1,5 @@
 //! Response shapes the API adds around the domain's objects: list envelopes, the state
-//! long-poll answer and the kubeconfig answers (CONTRACT §1, §4, §5).
+//! long-poll answer and the kubeconfig answers.
 
 use domain::model::auth_server::AuthServerView;
 use domain::model::cluster::{Cluster, ClusterPhase};

@@ -69,7 +69,7 @@ fn errors(r: &WrkRun) -> String {
     }
 }
 
-/// The rows and ratios of item 6 at one connection count.
+/// The rows and ratios of item 6 (the gateway beside nginx and Caddy) at one connection count.
 struct GatewayRows {
     rows: Vec<[String; 5]>,
     ratios: Vec<String>,

@@ -1,4 +1,4 @@
-//! The access policy of spec §5: reading the bearer token, resolving the organization of a
+//! The access policy: authenticating the bearer token, resolving the organization of a
 //! request, and the member / project_admin / super_admin rights, with the rule that existence
 //! is never revealed to someone who may not see it.
 
@@ -10,34 +10,7 @@ use crate::model::secret::Secret;
 use crate::names::OrgRef;
 use crate::ports::identity::{IdentityError, IdentityProvider};
 
-/// Reads `Authorization: Bearer <token>` (spec §5, CONTRACT §12). The scheme matches without
-/// regard to case; nothing or only spaces after it is an empty token.
-pub fn bearer_token(header: Option<&str>) -> Result<Secret, AuthFailure> {
-    let value = match header {
-        None => return Err(AuthFailure::HeaderMissing),
-        Some(v) if v.trim().is_empty() => return Err(AuthFailure::HeaderMissing),
-        Some(v) => v.trim_start(),
-    };
-    let (scheme, rest) = match value.find(char::is_whitespace) {
-        Some(i) => (&value[..i], &value[i..]),
-        None => (value, ""),
-    };
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return Err(AuthFailure::SchemeNotBearer);
-    }
-    let token = rest.trim();
-    if token.is_empty() {
-        return Err(AuthFailure::TokenEmpty);
-    }
-    // A token never holds whitespace or control characters: refuse it here rather than
-    // forward it to the platform.
-    if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(AuthFailure::InvalidToken);
-    }
-    Ok(Secret::new(token))
-}
-
-/// Maps the platform's answer about a token onto the spec's statuses (401 / 502).
+/// Maps the platform's answer about a token onto the caller's answer (401 / 502).
 pub fn identity_error(e: IdentityError) -> DomainError {
     match e {
         IdentityError::InvalidToken => DomainError::Unauthorized(AuthFailure::InvalidToken),
@@ -45,13 +18,12 @@ pub fn identity_error(e: IdentityError) -> DomainError {
     }
 }
 
-/// Authenticates a request: header → token → caller.
+/// Authenticates a bearer token: the caller it belongs to, as the platform says.
 pub async fn authenticate(
     identity: &dyn IdentityProvider,
-    header: Option<&str>,
+    token: &Secret,
 ) -> Result<Caller, DomainError> {
-    let token = bearer_token(header).map_err(DomainError::Unauthorized)?;
-    identity.caller(&token).await.map_err(identity_error)
+    identity.caller(token).await.map_err(identity_error)
 }
 
 /// Read or write: member rights or super_admin.
@@ -73,17 +45,25 @@ fn check_role(caller: &Caller, organization_id: &Uuid, access: Access) -> Result
     }
 }
 
-/// By-id routes: the object's organization decides (spec §5 behaviour 3); another
+/// By-id routes: the object's organization decides; another
 /// organization's object is 403, never 404, so ids cannot be probed for existence beyond that.
 pub fn authorize_object(
     caller: &Caller,
     organization_id: &Uuid,
     access: Access,
 ) -> Result<(), DomainError> {
+    acting_for(organization_id);
     check_role(caller, organization_id, access)
 }
 
-/// Writers who are super_admin nowhere get 403 before anything is loaded (spec §5).
+/// Names the organization a request turned out to be about on the current span (the API's
+/// request span has the field; elsewhere this does nothing), so its log lines can be found by
+/// organization.
+fn acting_for(organization_id: &Uuid) {
+    tracing::Span::current().record("organization", tracing::field::display(organization_id));
+}
+
+/// Writers who are super_admin nowhere get 403 before anything is loaded.
 pub fn require_writer_somewhere(caller: &Caller) -> Result<(), DomainError> {
     if caller.is_super_admin_anywhere() {
         Ok(())
@@ -93,7 +73,7 @@ pub fn require_writer_somewhere(caller: &Caller) -> Result<(), DomainError> {
 }
 
 /// The assistant may read Elastic IPs but not allocate or release them, nor change firewall
-/// rules (spec §1, CONTRACT §10).
+/// rules.
 pub fn require_not_assistant(caller: &Caller) -> Result<(), DomainError> {
     if caller.client == ClientKind::Assistant {
         Err(DomainError::Forbidden(Forbidden::AssistantNotAllowed))
@@ -102,20 +82,32 @@ pub fn require_not_assistant(caller: &Caller) -> Result<(), DomainError> {
     }
 }
 
-/// The first non-empty of query, header, preferred organization (spec §5).
-pub fn collection_org_ref(
-    caller: &Caller,
-    query: Option<&str>,
-    header: Option<&str>,
-) -> Result<OrgRef, DomainError> {
-    let given = [query, header]
-        .into_iter()
-        .flatten()
-        .map(str::trim)
-        .find(|v| !v.is_empty());
-    match given {
-        Some(v) => Ok(OrgRef::classify(v)),
-        None => caller
+/// The organization a collection read is about, as the request named it: by an id or slug,
+/// or not at all, which means the caller's preferred organization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OrgSelector {
+    Named(String),
+    Preferred,
+}
+
+impl OrgSelector {
+    /// The first of `candidates` that names something (absent and blank ones do not), else
+    /// the preferred organization. The caller decides which candidate wins by their order.
+    pub fn first_named<'a>(candidates: impl IntoIterator<Item = Option<&'a str>>) -> Self {
+        candidates
+            .into_iter()
+            .flatten()
+            .map(str::trim)
+            .find(|v| !v.is_empty())
+            .map_or(OrgSelector::Preferred, |v| OrgSelector::Named(v.to_owned()))
+    }
+}
+
+/// The organization a selector names, or the caller's preferred one.
+pub fn collection_org_ref(caller: &Caller, org: &OrgSelector) -> Result<OrgRef, DomainError> {
+    match org {
+        OrgSelector::Named(v) => Ok(OrgRef::classify(v)),
+        OrgSelector::Preferred => caller
             .preferred_organization
             .map(|id| OrgRef::Id(id.to_string()))
             .ok_or(DomainError::OrganizationRequired),
@@ -139,12 +131,14 @@ async fn outsider(identity: &dyn IdentityProvider, r: &OrgRef) -> DomainError {
 pub async fn resolve_collection_org(
     identity: &dyn IdentityProvider,
     caller: &Caller,
-    query: Option<&str>,
-    header: Option<&str>,
+    org: &OrgSelector,
 ) -> Result<OrgSummary, DomainError> {
-    let r = collection_org_ref(caller, query, header)?;
+    let r = collection_org_ref(caller, org)?;
     match caller.membership_by_ref(&r) {
-        Some(m) if m.role.can_read() => Ok(m.organization.clone()),
+        Some(m) if m.role.can_read() => {
+            acting_for(&m.organization.id);
+            Ok(m.organization.clone())
+        }
         Some(_) => Err(DomainError::Forbidden(Forbidden::NotMember)),
         None => Err(outsider(identity, &r).await),
     }
@@ -161,6 +155,7 @@ pub async fn resolve_create_org(
         None => Err(outsider(identity, r).await),
         Some(m) if !m.role.can_write() => Err(DomainError::Forbidden(Forbidden::NotSuperAdmin)),
         Some(m) => {
+            acting_for(&m.organization.id);
             let by_id = OrgRef::Id(m.organization.id.to_string());
             match identity
                 .organization(&by_id)
@@ -174,8 +169,16 @@ pub async fn resolve_create_org(
     }
 }
 
-/// CONTRACT §10: prepaid without credit may not add nodes (402).
-pub fn require_credit(org: &Organization) -> Result<(), DomainError> {
+/// A change that adds nodes (a new cluster or pool, a higher count or max_nodes) needs the
+/// organization's billing to allow it: a prepaid organization without credit may not (402).
+/// The billing is read fresh from the platform, never from a cache: credit that ran out a
+/// second ago must refuse the next node, while reads may go on using cached organizations.
+pub async fn require_credit(identity: &dyn IdentityProvider, id: &Uuid) -> Result<(), DomainError> {
+    let org = identity
+        .organization_fresh(&OrgRef::Id(id.to_string()))
+        .await
+        .map_err(identity_error)?
+        .ok_or(DomainError::NotFound(Resource::Organization))?;
     if org.billing.may_add_nodes() {
         Ok(())
     } else {
@@ -183,67 +186,22 @@ pub fn require_credit(org: &Organization) -> Result<(), DomainError> {
     }
 }
 
-/// The organization's billing, for by-id changes that add nodes.
-pub async fn organization_by_id(
-    identity: &dyn IdentityProvider,
-    id: &Uuid,
-) -> Result<Organization, DomainError> {
-    identity
-        .organization(&OrgRef::Id(id.to_string()))
-        .await
-        .map_err(identity_error)?
-        .ok_or(DomainError::NotFound(Resource::Organization))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn bearer_header_missing() {
-        assert_eq!(bearer_token(None), Err(AuthFailure::HeaderMissing));
-        assert_eq!(bearer_token(Some("")), Err(AuthFailure::HeaderMissing));
-    }
-
-    #[test]
-    fn bearer_scheme_must_be_bearer_case_insensitive() {
-        assert_eq!(
-            bearer_token(Some("Basic dXNlcjpwYXNz")),
-            Err(AuthFailure::SchemeNotBearer)
-        );
-        assert_eq!(
-            bearer_token(Some("Token abc")),
-            Err(AuthFailure::SchemeNotBearer)
-        );
-        assert_eq!(
-            bearer_token(Some("Bearertoken")),
-            Err(AuthFailure::SchemeNotBearer)
-        );
-        assert_eq!(
-            bearer_token(Some("bearer abc")).map(|s| s.expose().to_owned()),
-            Ok("abc".to_owned())
-        );
-        assert_eq!(
-            bearer_token(Some("BEARER abc")).map(|s| s.expose().to_owned()),
-            Ok("abc".to_owned())
-        );
-    }
-
-    #[test]
-    fn bearer_nothing_or_only_spaces_is_an_empty_token() {
-        assert_eq!(bearer_token(Some("Bearer")), Err(AuthFailure::TokenEmpty));
-        assert_eq!(bearer_token(Some("Bearer ")), Err(AuthFailure::TokenEmpty));
-        assert_eq!(
-            bearer_token(Some("Bearer     ")),
-            Err(AuthFailure::TokenEmpty)
-        );
-    }
-
-    #[test]
-    fn bearer_token_with_inner_space_is_invalid() {
-        assert_eq!(
-            bearer_token(Some("Bearer a b")),
-            Err(AuthFailure::InvalidToken)
-        );
+    fn the_first_candidate_that_names_something_wins() {
+        let named = |v: &str| OrgSelector::Named(v.into());
+        for (candidates, want) in [
+            ([Some("acme"), Some("globex")], named("acme")),
+            ([Some(""), Some("globex")], named("globex")),
+            ([Some("  "), Some(" globex ")], named("globex")),
+            ([None, Some("acme")], named("acme")),
+            ([None, None], OrgSelector::Preferred),
+            ([Some(""), Some(" ")], OrgSelector::Preferred),
+        ] {
+            assert_eq!(OrgSelector::first_named(candidates), want, "{candidates:?}");
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! The domain of the managed-Kubernetes cluster service and the gateway's auth servers: every
-//! rule of the spec, the state machines, the access policy, the ports the adapters implement and
+//! rule of the product, the state machines, the access policy, the ports the adapters implement and
 //! the use cases that tie them together. Pure: no database, HTTP, runtime or other I/O here.
 
 pub mod access;

@@ -7,12 +7,12 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::{Serialize, Serializer};
 
-/// RFC 1123 label as CONTRACT §12 pins it: lowercase ASCII, 1-63 characters.
+/// An RFC 1123 label: lowercase ASCII, 1-63 characters.
 pub const DNS_LABEL_PATTERN: &str = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 pub const DNS_LABEL_MAX: usize = 63;
-/// Spec §2: worker node names.
+/// Worker node names.
 pub const NODE_NAME_PATTERN: &str = "^[a-z0-9][-a-z0-9.]{0,252}[a-z0-9]$";
-/// Spec §4: the Idempotency-Key header.
+/// The Idempotency-Key header.
 pub const IDEMPOTENCY_KEY_PATTERN: &str = r"^[A-Za-z0-9_\-:.]{8,255}$";
 
 #[expect(
@@ -97,7 +97,7 @@ impl AsRef<str> for DnsLabel {
     }
 }
 
-/// A worker node name (spec §2 regex, at most 254 characters).
+/// A worker node name (DNS subdomain form, at most 254 characters).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct NodeName(String);
 
@@ -121,7 +121,7 @@ impl fmt::Display for NodeName {
     }
 }
 
-/// The `Idempotency-Key` header (spec §4 pattern).
+/// The `Idempotency-Key` header (8-255 characters of its pattern).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IdempotencyKey(String);
 
@@ -136,7 +136,7 @@ impl IdempotencyKey {
     }
 }
 
-/// How a caller names an organization: spec §5's UUID rule decides between id and slug.
+/// How a caller names an organization: a UUID is an id, anything else a slug.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum OrgRef {
     /// A 36-character value with dashes at 8, 13, 18 and 23. It may still not be a valid UUID
@@ -146,7 +146,8 @@ pub enum OrgRef {
 }
 
 impl OrgRef {
-    /// Applies the spec's rule: shape decides, not content.
+    /// A UUID-shaped value is an id, anything else a slug: the shape decides, not whether an
+    /// organization of that id exists.
     pub fn classify(value: &str) -> Self {
         let b = value.as_bytes();
         let looks_like_id =
@@ -215,7 +216,7 @@ mod tests {
     }
 
     #[test]
-    fn node_name_follows_the_spec_regex_up_to_254_characters() {
+    fn node_name_follows_the_node_name_rule_up_to_254_characters() {
         assert!(NodeName::parse("ab").is_ok());
         assert!(NodeName::parse("prod-1-default-x1.y").is_ok());
         assert!(NodeName::parse(&"a".repeat(254)).is_ok());

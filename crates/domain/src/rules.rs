@@ -1,4 +1,4 @@
-//! The numeric limits of spec §8 and CONTRACT.md, in one place: validation, the catalog's
+//! The numeric limits, in one place: validation, the catalog's
 //! published constraints and the tests all read these.
 
 pub const MIN_POOLS: usize = 1;
@@ -16,10 +16,10 @@ pub const SIZE_DEFAULT: u32 = 20;
 pub const SIZE_MAX: u32 = 100;
 pub const TIMEOUT_SECONDS_DEFAULT: u32 = 25;
 pub const TIMEOUT_SECONDS_MAX: u32 = 60;
-/// Seconds a client waits before asking for a kubeconfig again (spec §5 behaviour 5).
+/// Seconds a client waits before asking for a kubeconfig again.
 pub const KUBECONFIG_RETRY_AFTER_SECONDS: u32 = 5;
 
-/// Static gateway tokens are at least this long (CONTRACT §9).
+/// Static gateway tokens are at least this long.
 pub const MIN_STATIC_TOKEN_LEN: usize = 16;
 /// Credentials (Basic pairs or static tokens) one auth server may hold. Each Basic password
 /// costs an Argon2id hash when it is stored and a verification at the gateway; the bound keeps

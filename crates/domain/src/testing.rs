@@ -158,9 +158,11 @@ impl<T: Serialize> Render<T> for JsonRender {
         }
     }
 
+    /// A stand-in for the API's rendering: what the use cases depend on is only that a
+    /// transient failure renders as a 5xx, which is never stored.
     fn err(&self, error: &DomainError) -> StoredResponse {
         StoredResponse {
-            status: error.status(),
+            status: if error.is_transient() { 503 } else { 400 },
             headers: vec![],
             body: error.code().as_bytes().to_vec(),
         }
@@ -214,9 +216,13 @@ impl Mocks {
 
     /// The platform knows these organizations.
     pub fn with_organizations(mut self, orgs: Vec<Organization>) -> Self {
+        let fresh = orgs.clone();
         self.identity
             .expect_organization()
             .returning(move |r| Ok(orgs.iter().find(|o| r.matches(&o.id, &o.slug)).cloned()));
+        self.identity
+            .expect_organization_fresh()
+            .returning(move |r| Ok(fresh.iter().find(|o| r.matches(&o.id, &o.slug)).cloned()));
         self
     }
 }

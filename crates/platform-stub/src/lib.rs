@@ -1,4 +1,4 @@
-//! A small HTTP account platform (CONTRACT §10) for the project's own tests and manual runs:
+//! A small HTTP account platform for the project's own tests and manual runs:
 //! `GET /v1/me` and `GET /v1/organizations/{id-or-slug}` answered from a [`Directory`], with call
 //! counters and fault modes (500, garbage, hang; stopping it gives refused connections).
 
@@ -30,7 +30,7 @@ const HANG_FOR: Duration = Duration::from_secs(3600);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[repr(u8)]
 pub enum Fault {
-    /// Answers as CONTRACT §10 says.
+    /// Answers as the account platform does (docs/configuration.md, "The account platform").
     #[default]
     Normal = 0,
     /// 500 with a small JSON body.

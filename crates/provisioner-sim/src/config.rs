@@ -48,7 +48,7 @@ pub const PROVISIONER_FLAKY_STEPS: &str = "PROVISIONER_FLAKY_STEPS";
 /// Fault injection: the share (0.0 to 1.0) of flaky steps that fail transiently. Default 0.0.
 pub const PROVISIONER_FLAKY_RATE: &str = "PROVISIONER_FLAKY_RATE";
 /// Fault injection: how hub registration and the default environment end. `ready` (the
-/// default), or one of the spec's reason texts, which makes the step it belongs to end `failed`
+/// default), or one of the registration reason texts, which makes the step it belongs to end `failed`
 /// with that reason: `organization quota exceeded`, `name or address conflict in the service
 /// hub` and `registration rejected by the service hub` fail the hub registration;
 /// `waiting for the service platform installation` and `Door platform installation failed`
@@ -357,7 +357,7 @@ mod tests {
     }
 
     #[test]
-    fn no_settings_give_the_contracts_defaults() {
+    fn no_settings_give_the_documented_defaults() {
         let c = parse(&[]).unwrap();
         assert_eq!(c, SimConfig::default());
         assert_eq!(c.zone_max_nodes, 10_000);

@@ -97,6 +97,7 @@ fn lease(attempts: i32, expires_at: DateTime<Utc>) -> OperationLease {
             generation: 1,
             attempts,
             last_error: None,
+            request_id: None,
         },
         lease_id: Uuid::from_u128(8),
         expires_at,

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use chrono::{DateTime, Utc};
 use domain::ports::storage::OperationLease;
 use domain::reconcile::{Outcome, Progress, ReconcileError, StepReport, reconcile_step_report};
+use tracing::Instrument;
 
 use crate::{Shared, backoff};
 
@@ -33,7 +34,14 @@ pub(crate) async fn run(shared: Arc<Shared>, name: String) {
             Ok(Some(lease)) => {
                 shared.counters.claimed.fetch_add(1, Ordering::Relaxed);
                 shared.counters.busy.fetch_add(1, Ordering::Relaxed);
-                work_on(&shared, &name, lease).await;
+                // Every line of this work carries the cluster and the request that asked for
+                // it, so `LOG_FORMAT=json` lines join the request's own.
+                let span = tracing::info_span!(
+                    "operation",
+                    cluster_id = %lease.operation.cluster_id,
+                    request_id = lease.operation.request_id.as_deref().unwrap_or(""),
+                );
+                work_on(&shared, &name, lease).instrument(span).await;
                 shared.counters.busy.fetch_sub(1, Ordering::Relaxed);
             }
             Ok(None) => idle(&shared).await,

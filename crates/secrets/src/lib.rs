@@ -11,7 +11,7 @@
 //! - What must be read back (the OIDC client secret, a cluster's bearer token): ChaCha20-Poly1305
 //!   under `SECRETS_KEY`, as `v1:` + base64(nonce || ciphertext).
 //!
-//! ChaCha20-Poly1305 rather than AES-256-GCM: both are AEADs the contract allows, but
+//! ChaCha20-Poly1305 rather than AES-256-GCM: both are sound AEADs for this, but
 //! ChaCha20-Poly1305 is constant time in plain software on any CPU (AES-GCM is only fast and
 //! timing-safe with AES and carry-less multiply instructions), and the RustCrypto crate is pure
 //! Rust, so no C toolchain is needed.

@@ -1,4 +1,4 @@
-//! Settings from the environment (CONTRACT §11). Each problem names the setting; outside
+//! Settings from the environment. Each problem names the setting; outside
 //! development mode a missing required setting stops the server at once.
 
 use std::collections::HashMap;

@@ -2,6 +2,7 @@
 //! thin shell around [`start`], and black-box tests start the same thing in-process.
 
 pub mod config;
+mod metrics;
 mod system;
 
 use std::net::SocketAddr;
@@ -41,71 +42,6 @@ impl api::Readiness for StoreReadiness {
     }
 }
 
-struct PoolMetrics(PgStore);
-
-#[async_trait]
-impl api::MetricsSource for PoolMetrics {
-    async fn render(&self, out: &mut String) {
-        let (connections, idle) = self.0.pool_state();
-        out.push_str("# HELP db_pool_connections Database connections open, and idle.\n# TYPE db_pool_connections gauge\n");
-        out.push_str(&format!("db_pool_connections{{state=\"open\"}} {connections}\ndb_pool_connections{{state=\"idle\"}} {idle}\n"));
-    }
-}
-
-struct QueueMetrics(reconciler::MetricsReader);
-
-#[async_trait]
-impl api::MetricsSource for QueueMetrics {
-    async fn render(&self, out: &mut String) {
-        let m = self.0.read().await;
-        out.push_str("# HELP provisioning_queue_depth Operations not yet done, across every process.\n# TYPE provisioning_queue_depth gauge\n");
-        if let Some(depth) = m.queue_depth {
-            out.push_str(&format!("provisioning_queue_depth {depth}\n"));
-        }
-        out.push_str("# HELP provisioning_workers_busy Workers of this process holding a lease.\n# TYPE provisioning_workers_busy gauge\n");
-        out.push_str(&format!("provisioning_workers_busy {}\n", m.busy_workers));
-        out.push_str("# HELP provisioning_steps_total Reconcile steps done by this process.\n# TYPE provisioning_steps_total counter\n");
-        out.push_str(&format!("provisioning_steps_total {}\n", m.steps));
-        out.push_str("# HELP provisioning_operations_total Operations by outcome in this process.\n# TYPE provisioning_operations_total counter\n");
-        for (outcome, n) in [
-            ("claimed", m.operations_claimed),
-            ("finished", m.operations_finished),
-            ("retried", m.operations_retried),
-            ("failed", m.operations_failed),
-            ("requeued", m.operations_requeued),
-        ] {
-            out.push_str(&format!(
-                "provisioning_operations_total{{outcome=\"{outcome}\"}} {n}\n"
-            ));
-        }
-    }
-}
-
-struct PlatformMetrics(Arc<account_platform::PlatformMetrics>);
-
-#[async_trait]
-impl api::MetricsSource for PlatformMetrics {
-    async fn render(&self, out: &mut String) {
-        let s = self.0.snapshot();
-        out.push_str("# HELP account_platform_calls_total Calls to the account platform.\n# TYPE account_platform_calls_total counter\n");
-        out.push_str(&format!(
-            "account_platform_calls_total{{endpoint=\"me\"}} {}\n",
-            s.me_calls
-        ));
-        out.push_str(&format!(
-            "account_platform_calls_total{{endpoint=\"organizations\"}} {}\n",
-            s.org_calls
-        ));
-        out.push_str("# HELP account_platform_cache_hits_total Answers served from the caches.\n# TYPE account_platform_cache_hits_total counter\n");
-        out.push_str(&format!(
-            "account_platform_cache_hits_total {}\n",
-            self.0.cache_hits()
-        ));
-        out.push_str("# HELP account_platform_failures_total Calls that failed.\n# TYPE account_platform_failures_total counter\n");
-        out.push_str(&format!("account_platform_failures_total {}\n", s.failures));
-    }
-}
-
 /// Wires every port from the settings and starts serving.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let catalog = match &config.catalog_file {
@@ -139,7 +75,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     .context("DATABASE_URL: cannot connect or migrate")?;
     let feed = PgChangeFeed::start(&config.database_url);
 
-    let mut sources: Vec<Arc<dyn api::MetricsSource>> = vec![Arc::new(PoolMetrics(store.clone()))];
+    let mut registry = api::metrics::Metrics::default();
+    registry.register(Box::new(metrics::PoolMetrics(store.clone())));
     let mut demo_tokens = Vec::new();
     let identity: Arc<dyn IdentityProvider> = match &config.identity {
         Identity::Platform { url, service_token } => {
@@ -153,7 +90,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
                 .with_org_cache_ttl(config.org_cache_ttl),
             )
             .context("ACCOUNT_PLATFORM_URL")?;
-            sources.push(Arc::new(PlatformMetrics(platform.metrics())));
+            registry.register(Box::new(metrics::PlatformMetrics(platform.metrics())));
             Arc::new(platform)
         }
         Identity::Development => {
@@ -194,12 +131,13 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         },
         reconciler::CancellationToken::new(),
     );
-    sources.push(Arc::new(QueueMetrics(reconciler.metrics_reader())));
+    let queue = metrics::QueueMetrics::new(reconciler.metrics_reader());
+    registry.register(Box::new(queue.clone()));
     let state = api::AppState {
         services: services.clone(),
         readiness: Arc::new(StoreReadiness(store.clone())),
-        metrics: Arc::new(api::metrics::Metrics::default()),
-        sources,
+        metrics: Arc::new(registry),
+        refresh: vec![queue],
     };
     system::spawn_idempotency_purge(store.clone());
 

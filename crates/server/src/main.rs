@@ -1,5 +1,5 @@
 //! `server [--dev]`: the managed-Kubernetes cluster API. Settings come from the environment
-//! (CONTRACT §11); `--dev` is development mode (embedded account platform, demo tokens).
+//! (docs/configuration.md); `--dev` is development mode (embedded account platform, demo tokens).
 
 use std::process::ExitCode;
 

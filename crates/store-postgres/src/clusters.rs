@@ -67,21 +67,28 @@ fn one_row(n: usize, what: &str, id: impl std::fmt::Display) -> Result<(), TxErr
 
 /// Asks for a reconcile: a new operation, or a raised generation on the cluster's one. A
 /// running operation stays running; its worker's `finish` sees the new generation and leaves
-/// it pending, so the new work is never lost.
-fn schedule_reconcile(conn: &mut PgConnection, cluster_id: Uuid) -> Result<(), TxError> {
+/// it pending, so the new work is never lost. The request that asked (when one did) is kept
+/// for the reconciler's log lines.
+fn schedule_reconcile(
+    conn: &mut PgConnection,
+    cluster_id: Uuid,
+    request_id: Option<&str>,
+) -> Result<(), TxError> {
     diesel::sql_query(
-        "INSERT INTO operations (cluster_id, id, state, generation, run_after, attempts, created_at, updated_at) \
-         VALUES ($1, $2, 'pending', 1, now(), 0, now(), now()) \
+        "INSERT INTO operations (cluster_id, id, state, generation, run_after, attempts, created_at, updated_at, request_id) \
+         VALUES ($1, $2, 'pending', 1, now(), 0, now(), now(), $3) \
          ON CONFLICT (cluster_id) DO UPDATE SET \
            generation = operations.generation + 1, \
            state = CASE WHEN operations.state = 'running' THEN 'running' ELSE 'pending' END, \
            run_after = now(), \
            attempts = CASE WHEN operations.state = 'done' THEN 0 ELSE operations.attempts END, \
            last_error = CASE WHEN operations.state = 'done' THEN NULL ELSE operations.last_error END, \
+           request_id = COALESCE(EXCLUDED.request_id, operations.request_id), \
            updated_at = now()",
     )
     .bind::<diesel::sql_types::Uuid, _>(cluster_id)
     .bind::<diesel::sql_types::Uuid, _>(Uuid::new_v4())
+    .bind::<diesel::sql_types::Nullable<diesel::sql_types::Text>, _>(request_id)
     .execute(conn)?;
     Ok(())
 }
@@ -285,7 +292,7 @@ fn commit_in(conn: &mut PgConnection, w: &ClusterWrite) -> Result<i64, TxError> 
     }
     let removed = w.changes.iter().any(|c| matches!(c, Change::RemoveCluster));
     if w.reconcile && !removed {
-        schedule_reconcile(conn, w.cluster_id)?;
+        schedule_reconcile(conn, w.cluster_id, w.cause.as_deref())?;
     }
     if let Some(completion) = &w.idempotency {
         complete_in(conn, completion)?;

@@ -1,4 +1,4 @@
-//! `IdempotencyStore` (CONTRACT §8): the key is claimed by one `INSERT … ON CONFLICT DO
+//! `IdempotencyStore`: the key is claimed by one `INSERT … ON CONFLICT DO
 //! NOTHING` in its own transaction, so a second request with the same key never waits on the
 //! first: it reads the row and the domain decides (replay, reused, in progress, take over).
 

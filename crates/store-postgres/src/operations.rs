@@ -27,6 +27,8 @@ struct Claimed {
     attempts: i32,
     #[diesel(sql_type = Nullable<Text>)]
     last_error: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    request_id: Option<String>,
     #[diesel(sql_type = Timestamptz)]
     lease_expires_at: DateTime<Utc>,
 }
@@ -52,7 +54,7 @@ UPDATE operations SET
 FROM candidate
 WHERE operations.cluster_id = candidate.cluster_id
 RETURNING operations.id, operations.cluster_id, operations.generation, operations.attempts,
-          operations.last_error, operations.lease_expires_at";
+          operations.last_error, operations.request_id, operations.lease_expires_at";
 
 #[async_trait]
 impl OperationQueue for PgStore {
@@ -77,6 +79,7 @@ impl OperationQueue for PgStore {
                     generation: c.generation,
                     attempts: c.attempts,
                     last_error: c.last_error,
+                    request_id: c.request_id,
                 },
                 lease_id,
                 expires_at: c.lease_expires_at,

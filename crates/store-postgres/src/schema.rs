@@ -129,6 +129,7 @@ diesel::table! {
         last_error -> Nullable<Text>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        request_id -> Nullable<Text>,
     }
 }
 

@@ -96,6 +96,7 @@ fn write(cluster_id: Uuid, expected: Option<i64>, changes: Vec<Change>) -> Clust
         changes,
         reconcile: false,
         idempotency: None,
+        cause: None,
         at: now(),
     }
 }

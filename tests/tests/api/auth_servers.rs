@@ -1,11 +1,9 @@
-//! Gateway auth server management (CONTRACT §9): create, read, list, PATCH, credentials,
+//! Gateway auth server management: create, read, list, PATCH, credentials,
 //! delete; secrets are write-only and never stored in plain text.
 
 use blackbox::*;
 use reqwest::Method;
 use serde_json::{Value, json};
-
-use crate::errors::{expect, fields};
 
 const CLIENT_SECRET: &str = "oidc-client-secret-Zq81x";
 const PASSWORD: &str = "basic-password-Pw93k";

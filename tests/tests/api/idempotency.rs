@@ -1,10 +1,8 @@
-//! Idempotency-Key (spec §4 behaviour 4, CONTRACT §8): byte-identical replays, one resource
+//! Idempotency-Key: byte-identical replays, one resource
 //! under concurrency, 4xx answers stored too, scoped to the organization.
 
 use blackbox::*;
 use serde_json::json;
-
-use crate::errors::expect;
 
 const KEY: (&str, &str) = ("Idempotency-Key", "idem-key-0001");
 
@@ -266,4 +264,45 @@ async fn keys_are_scoped_to_the_organization() {
         .await;
     expect(&c, 403, "forbidden");
     assert_eq!(c.header("idempotency-replay"), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idempotency_key_replays_or_conflicts() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let key = [("Idempotency-Key", "behaviour-4-key")];
+    let first = app
+        .post_with(
+            CLUSTERS,
+            TOKEN_ACME_SUPER_ADMIN,
+            &key,
+            &cluster_body("acme", "c1"),
+        )
+        .await;
+    assert_eq!(first.status, 201);
+    assert_eq!(first.header("idempotency-replay"), None);
+    let again = app
+        .post_with(
+            CLUSTERS,
+            TOKEN_ACME_SUPER_ADMIN,
+            &key,
+            &cluster_body("acme", "c1"),
+        )
+        .await;
+    assert_eq!(
+        (again.status, again.body.clone()),
+        (201, first.body.clone())
+    );
+    assert_eq!(again.header("idempotency-replay").as_deref(), Some("true"));
+    expect(
+        &app.post_with(
+            CLUSTERS,
+            TOKEN_ACME_SUPER_ADMIN,
+            &key,
+            &cluster_body("acme", "c2"),
+        )
+        .await,
+        409,
+        "idempotency_key_reused",
+    );
+    assert_eq!(app.count_rows("clusters"), 1);
 }

@@ -1,14 +1,12 @@
 //! Black-box tests of the whole service over HTTP: real PostgreSQL, the stub account
-//! platform over real HTTP, the full server. One binary, modules by subject.
+//! platform over real HTTP, the full server. One binary; a module per resource, and
+//! `requests` for what applies to every route. Helpers live in the blackbox crate (tests/src).
 #![allow(clippy::unwrap_used)]
 
-mod auth;
+mod access;
 mod auth_servers;
-mod bad_input;
-mod behaviours;
-mod errors;
+mod clusters;
 mod idempotency;
-mod limits;
-mod pagination;
-mod regressions;
-mod roles;
+mod networking;
+mod node_pools;
+mod requests;

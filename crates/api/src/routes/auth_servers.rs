@@ -1,4 +1,4 @@
-//! Gateway auth server routes (CONTRACT §9).
+//! Gateway auth server routes.
 
 use actix_web::http::StatusCode;
 use actix_web::web::Path;
@@ -8,6 +8,7 @@ use domain::model::auth_server::{AuthServerView, CredentialView};
 
 use crate::extract::{Body, Ctx, Idempotency, Query};
 use crate::problem::ApiError;
+use crate::query;
 use crate::render::{EmptyRender, JsonRender, answer, json};
 use crate::views::AuthServerList;
 
@@ -18,14 +19,10 @@ use crate::views::AuthServerList;
             pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63)),
     responses((status = 200, description = "The auth servers", body = AuthServerList)))]
 pub async fn list_auth_servers(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError> {
+    let environment = query::environment(q.get("environment")).map_err(|e| ctx.error(e))?;
     let items = ctx
         .services
-        .list_auth_servers(
-            &ctx.caller,
-            q.get("organization"),
-            ctx.org_header.as_deref(),
-            q.get("environment"),
-        )
+        .list_auth_servers(&ctx.caller, &ctx.organization(&q), environment)
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &AuthServerList { items }))

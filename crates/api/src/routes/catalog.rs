@@ -16,12 +16,7 @@ use crate::render::json;
 pub async fn get_catalog(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError> {
     let view = ctx
         .services
-        .catalog(
-            &ctx.caller,
-            q.get("organization"),
-            ctx.org_header.as_deref(),
-            q.get("zone"),
-        )
+        .catalog(&ctx.caller, &ctx.organization(&q), q.get("zone"))
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &view))

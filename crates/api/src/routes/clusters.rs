@@ -1,10 +1,10 @@
 //! Cluster routes.
 
+use crate::query::{self, KubeconfigFormat, kubeconfig_format};
 use actix_web::http::StatusCode;
 use actix_web::web::Path;
 use actix_web::{HttpRequest, HttpResponse};
 use domain::input::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
-use domain::input::query::{KubeconfigFormat, kubeconfig_format};
 use domain::model::cluster::Cluster;
 use domain::service::KubeconfigAnswer;
 
@@ -25,16 +25,10 @@ fn location(c: &Cluster) -> String {
            ("size" = Option<u32>, Query, description = "1-100; default 20", minimum = 1, maximum = 100)),
     responses((status = 200, description = "A page of clusters", body = ClusterList)))]
 pub async fn list_clusters(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError> {
+    let request = query::page(q.get("page"), q.get("size")).map_err(|e| ctx.error(e))?;
     let page = ctx
         .services
-        .list_clusters(
-            &ctx.caller,
-            q.get("organization"),
-            ctx.org_header.as_deref(),
-            q.get("zone"),
-            q.get("page"),
-            q.get("size"),
-        )
+        .list_clusters(&ctx.caller, &ctx.organization(&q), q.get("zone"), request)
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(
@@ -151,9 +145,11 @@ pub async fn delete_cluster(
            ("timeout_seconds" = Option<u32>, Query, description = "0-60; default 25", minimum = 0, maximum = 60)),
     responses((status = 200, description = "The cluster's version and phase", body = ClusterState)))]
 pub async fn cluster_state(ctx: Ctx, id: Path<String>, q: Query) -> Result<HttpResponse, ApiError> {
+    let since = query::since(q.get("since")).map_err(|e| ctx.error(e))?;
+    let timeout = query::timeout_seconds(q.get("timeout_seconds")).map_err(|e| ctx.error(e))?;
     let s = ctx
         .services
-        .cluster_state(&ctx.caller, &id, q.get("since"), q.get("timeout_seconds"))
+        .cluster_state(&ctx.caller, &id, since, timeout)
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(

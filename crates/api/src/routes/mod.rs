@@ -1,23 +1,28 @@
-//! The route table: every route with its method, path, who may call it and where its
-//! organization comes from. Registration, the OpenAPI document's error responses and the
-//! role-matrix tests are all driven from [`ROUTES`].
+//! The route table: every route declared once (the `routes!` invocation below) with its method,
+//! path, handler, who may call it and where its organization comes from. The router, the OpenAPI
+//! document (its operations, error responses and descriptions) and the role-matrix tests are
+//! all made from it.
 
 pub mod auth_servers;
 pub mod catalog;
 pub mod clusters;
+pub mod docs;
 pub mod networking;
 pub mod node_pools;
 pub mod system;
 
 use actix_web::http::Method;
 use actix_web::web::{self, ServiceConfig};
-use actix_web::{HttpRequest, HttpResponse, Route};
+use actix_web::{HttpRequest, HttpResponse, guard};
+
+use actix_web::http::StatusCode;
 
 use crate::extract::request_id;
+use crate::problem::Problem;
 
-/// Who may call a route (spec §5).
+/// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
+pub enum RequiredRole {
     /// No authentication (health, readiness, metrics, the OpenAPI document).
     Public,
     /// member, project_admin or super_admin of the organization.
@@ -26,7 +31,7 @@ pub enum Access {
     SuperAdmin,
 }
 
-/// Where a route's organization comes from (spec §5 and §4 behaviours 1 and 3).
+/// Where a route's organization comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OrgSource {
     None,
@@ -42,194 +47,129 @@ pub enum OrgSource {
 pub struct RouteSpec {
     pub method: &'static str,
     pub path: &'static str,
-    pub access: Access,
+    pub role: RequiredRole,
     pub org: OrgSource,
-    /// Honours `Idempotency-Key` (CONTRACT §8).
+    /// Honours `Idempotency-Key`.
     pub idempotent: bool,
     /// Reads a JSON body.
     pub body: bool,
     /// May answer 402 (adds nodes) or 503 `capacity_exhausted`.
     pub capacity: bool,
-    /// Refused to the assistant (spec §1).
+    /// Refused to the assistant.
     pub assistant_restricted: bool,
 }
 
-const fn r(method: &'static str, path: &'static str, access: Access, org: OrgSource) -> RouteSpec {
-    RouteSpec {
+/// What a route does beyond its role and organization source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trait {
+    /// Honours `Idempotency-Key`.
+    Idempotent,
+    /// Reads a JSON body.
+    Body,
+    /// May answer 402 (adds nodes) or 503 `capacity_exhausted`.
+    Capacity,
+    /// Refused to the AI assistant.
+    NoAssistant,
+}
+
+const fn spec(
+    method: &'static str,
+    path: &'static str,
+    role: RequiredRole,
+    org: OrgSource,
+    traits: &[Trait],
+) -> RouteSpec {
+    let mut s = RouteSpec {
         method,
         path,
-        access,
+        role,
         org,
         idempotent: false,
         body: false,
         capacity: false,
         assistant_restricted: false,
+    };
+    let mut i = 0;
+    while i < traits.len() {
+        match traits[i] {
+            Trait::Idempotent => s.idempotent = true,
+            Trait::Body => s.body = true,
+            Trait::Capacity => s.capacity = true,
+            Trait::NoAssistant => s.assistant_restricted = true,
+        }
+        i += 1;
     }
-}
-
-const fn idem(mut s: RouteSpec) -> RouteSpec {
-    s.idempotent = true;
     s
 }
 
-const fn body(mut s: RouteSpec) -> RouteSpec {
-    s.body = true;
-    s
+/// The one declaration of every route: method, path, handler, who may call it, where its
+/// organization comes from, and its traits. It makes the route table ([`ROUTES`], read by the
+/// OpenAPI document's error responses and by the role-matrix tests), the router
+/// ([`configure`]) and the document's list of operations ([`RoutePaths`]).
+macro_rules! routes {
+    ($( $method:ident $path:literal => $handler:path, $role:ident, $org:ident $(, $trait:ident)* ; )*) => {
+        /// Every route of the service.
+        pub const ROUTES: &[RouteSpec] = &[
+            $( spec(stringify!($method), $path, RequiredRole::$role, OrgSource::$org, &[$(Trait::$trait),*]), )*
+        ];
+
+        /// Registers every route: one resource per method and path, so a method a path does
+        /// not answer falls through to [`not_found`], which answers 405 with `Allow`.
+        pub fn configure(cfg: &mut ServiceConfig) {
+            $(
+                cfg.service(
+                    web::resource($path)
+                        .guard(guard::Method(Method::$method))
+                        .to($handler),
+                );
+            )*
+            docs::configure(cfg);
+        }
+
+        /// The operations of the OpenAPI document, in the table's order.
+        #[derive(utoipa::OpenApi)]
+        #[openapi(paths($($handler),*))]
+        pub struct RoutePaths;
+    };
 }
 
-const fn capacity(mut s: RouteSpec) -> RouteSpec {
-    s.capacity = true;
-    s
+routes! {
+    GET    "/healthz" => system::healthz, Public, None;
+    GET    "/readyz" => system::readyz, Public, None;
+    GET    "/metrics" => system::metrics, Public, None;
+    GET    "/v1/openapi.json" => system::openapi, Public, None;
+    GET    "/v1/catalog" => catalog::get_catalog, Member, Collection;
+    GET    "/v1/public/clusters" => clusters::list_clusters, Member, Collection;
+    POST   "/v1/public/clusters" => clusters::create_cluster, SuperAdmin, Body, Idempotent, Body, Capacity;
+    GET    "/v1/public/clusters/{id}" => clusters::get_cluster, Member, Object;
+    PATCH  "/v1/public/clusters/{id}" => clusters::patch_cluster, SuperAdmin, Object, Body;
+    DELETE "/v1/public/clusters/{id}" => clusters::delete_cluster, SuperAdmin, Object, Idempotent;
+    PATCH  "/v1/public/clusters/{id}/exposure" => clusters::change_exposure, SuperAdmin, Object, Body;
+    GET    "/v1/public/clusters/{id}/state" => clusters::cluster_state, Member, Object;
+    GET    "/v1/public/clusters/{id}/kubeconfig" => clusters::kubeconfig, Member, Object;
+    GET    "/v1/public/clusters/{id}/node-pools" => node_pools::list_node_pools, Member, Object;
+    POST   "/v1/public/clusters/{id}/node-pools" => node_pools::create_node_pool, SuperAdmin, Object, Idempotent, Body, Capacity;
+    PATCH  "/v1/public/clusters/{id}/node-pools/{pool}" => node_pools::patch_node_pool, SuperAdmin, Object, Idempotent, Body, Capacity;
+    DELETE "/v1/public/clusters/{id}/node-pools/{pool}" => node_pools::delete_node_pool, SuperAdmin, Object, Idempotent;
+    GET    "/v1/public/clusters/{id}/node-pools/{pool}/nodes" => node_pools::list_pool_nodes, Member, Object;
+    GET    "/v1/public/clusters/{id}/nodes" => node_pools::list_nodes, Member, Object;
+    DELETE "/v1/public/clusters/{id}/nodes/{node}" => node_pools::delete_node, SuperAdmin, Object, Idempotent;
+    GET    "/v1/public/clusters/{id}/elastic-ips" => networking::list_elastic_ips, Member, Object;
+    POST   "/v1/public/clusters/{id}/elastic-ips" => networking::create_elastic_ip, SuperAdmin, Object, Idempotent, Body, Capacity, NoAssistant;
+    GET    "/v1/public/clusters/{id}/elastic-ips/{eip}" => networking::get_elastic_ip, Member, Object;
+    DELETE "/v1/public/clusters/{id}/elastic-ips/{eip}" => networking::release_elastic_ip, SuperAdmin, Object, Idempotent, NoAssistant;
+    GET    "/v1/public/clusters/{id}/firewall-rules" => networking::list_firewall_rules, Member, Object;
+    POST   "/v1/public/clusters/{id}/firewall-rules" => networking::create_firewall_rule, SuperAdmin, Object, Idempotent, Body, NoAssistant;
+    GET    "/v1/public/clusters/{id}/firewall-rules/{rule}" => networking::get_firewall_rule, Member, Object;
+    DELETE "/v1/public/clusters/{id}/firewall-rules/{rule}" => networking::delete_firewall_rule, SuperAdmin, Object, Idempotent, NoAssistant;
+    GET    "/v1/public/gateway/auth-servers" => auth_servers::list_auth_servers, Member, Collection;
+    POST   "/v1/public/gateway/auth-servers" => auth_servers::create_auth_server, SuperAdmin, Body, Idempotent, Body;
+    GET    "/v1/public/gateway/auth-servers/{id}" => auth_servers::get_auth_server, Member, Object;
+    PATCH  "/v1/public/gateway/auth-servers/{id}" => auth_servers::patch_auth_server, SuperAdmin, Object, Body;
+    DELETE "/v1/public/gateway/auth-servers/{id}" => auth_servers::delete_auth_server, SuperAdmin, Object, Idempotent;
+    POST   "/v1/public/gateway/auth-servers/{id}/credentials" => auth_servers::add_credential, SuperAdmin, Object, Idempotent, Body;
+    DELETE "/v1/public/gateway/auth-servers/{id}/credentials/{credential_id}" => auth_servers::remove_credential, SuperAdmin, Object, Idempotent;
 }
-
-const fn no_assistant(mut s: RouteSpec) -> RouteSpec {
-    s.assistant_restricted = true;
-    s
-}
-
-use Access::{Member, Public, SuperAdmin};
-use OrgSource::{Body, Collection, Object};
-
-const C: &str = "/v1/public/clusters";
-
-/// Every route of the service.
-pub const ROUTES: &[RouteSpec] = &[
-    r("GET", "/healthz", Public, OrgSource::None),
-    r("GET", "/readyz", Public, OrgSource::None),
-    r("GET", "/metrics", Public, OrgSource::None),
-    r("GET", "/v1/openapi.json", Public, OrgSource::None),
-    r("GET", "/v1/catalog", Member, Collection),
-    r("GET", C, Member, Collection),
-    capacity(body(idem(r("POST", C, SuperAdmin, Body)))),
-    r("GET", "/v1/public/clusters/{id}", Member, Object),
-    body(r("PATCH", "/v1/public/clusters/{id}", SuperAdmin, Object)),
-    body(r(
-        "PATCH",
-        "/v1/public/clusters/{id}/exposure",
-        SuperAdmin,
-        Object,
-    )),
-    idem(r("DELETE", "/v1/public/clusters/{id}", SuperAdmin, Object)),
-    r("GET", "/v1/public/clusters/{id}/state", Member, Object),
-    r("GET", "/v1/public/clusters/{id}/kubeconfig", Member, Object),
-    r("GET", "/v1/public/clusters/{id}/node-pools", Member, Object),
-    capacity(body(idem(r(
-        "POST",
-        "/v1/public/clusters/{id}/node-pools",
-        SuperAdmin,
-        Object,
-    )))),
-    capacity(body(idem(r(
-        "PATCH",
-        "/v1/public/clusters/{id}/node-pools/{pool}",
-        SuperAdmin,
-        Object,
-    )))),
-    idem(r(
-        "DELETE",
-        "/v1/public/clusters/{id}/node-pools/{pool}",
-        SuperAdmin,
-        Object,
-    )),
-    r("GET", "/v1/public/clusters/{id}/nodes", Member, Object),
-    r(
-        "GET",
-        "/v1/public/clusters/{id}/node-pools/{pool}/nodes",
-        Member,
-        Object,
-    ),
-    idem(r(
-        "DELETE",
-        "/v1/public/clusters/{id}/nodes/{node}",
-        SuperAdmin,
-        Object,
-    )),
-    r(
-        "GET",
-        "/v1/public/clusters/{id}/elastic-ips",
-        Member,
-        Object,
-    ),
-    r(
-        "GET",
-        "/v1/public/clusters/{id}/elastic-ips/{eip}",
-        Member,
-        Object,
-    ),
-    no_assistant(capacity(body(idem(r(
-        "POST",
-        "/v1/public/clusters/{id}/elastic-ips",
-        SuperAdmin,
-        Object,
-    ))))),
-    no_assistant(idem(r(
-        "DELETE",
-        "/v1/public/clusters/{id}/elastic-ips/{eip}",
-        SuperAdmin,
-        Object,
-    ))),
-    r(
-        "GET",
-        "/v1/public/clusters/{id}/firewall-rules",
-        Member,
-        Object,
-    ),
-    r(
-        "GET",
-        "/v1/public/clusters/{id}/firewall-rules/{rule}",
-        Member,
-        Object,
-    ),
-    no_assistant(body(idem(r(
-        "POST",
-        "/v1/public/clusters/{id}/firewall-rules",
-        SuperAdmin,
-        Object,
-    )))),
-    no_assistant(idem(r(
-        "DELETE",
-        "/v1/public/clusters/{id}/firewall-rules/{rule}",
-        SuperAdmin,
-        Object,
-    ))),
-    r("GET", "/v1/public/gateway/auth-servers", Member, Collection),
-    body(idem(r(
-        "POST",
-        "/v1/public/gateway/auth-servers",
-        SuperAdmin,
-        Body,
-    ))),
-    r(
-        "GET",
-        "/v1/public/gateway/auth-servers/{id}",
-        Member,
-        Object,
-    ),
-    body(r(
-        "PATCH",
-        "/v1/public/gateway/auth-servers/{id}",
-        SuperAdmin,
-        Object,
-    )),
-    idem(r(
-        "DELETE",
-        "/v1/public/gateway/auth-servers/{id}",
-        SuperAdmin,
-        Object,
-    )),
-    body(idem(r(
-        "POST",
-        "/v1/public/gateway/auth-servers/{id}/credentials",
-        SuperAdmin,
-        Object,
-    ))),
-    idem(r(
-        "DELETE",
-        "/v1/public/gateway/auth-servers/{id}/credentials/{credential_id}",
-        SuperAdmin,
-        Object,
-    )),
-];
 
 /// The methods a path answers, for `Allow`.
 pub fn allowed_methods(path: &str) -> Vec<&'static str> {
@@ -240,76 +180,50 @@ pub fn allowed_methods(path: &str) -> Vec<&'static str> {
         .collect()
 }
 
-/// 405 with `Allow` and a problem body, for a method a path does not answer.
-fn method_not_allowed(path: &'static str) -> Route {
-    web::to(move |req: HttpRequest| {
-        let allow = allowed_methods(path).join(", ");
-        async move {
-            let status = actix_web::http::StatusCode::METHOD_NOT_ALLOWED;
-            let body = serde_json::json!({
-                "type": "about:blank", "title": "Method Not Allowed", "status": 405,
-                "code": "method_not_allowed", "detail": format!("this path answers {allow}"),
-                "request_id": request_id(&req),
-            });
-            HttpResponse::build(status)
-                .insert_header(("Allow", allow))
-                .content_type(crate::problem::PROBLEM_JSON)
-                .body(body.to_string())
-        }
-    })
-}
-
-/// The answer for a path no route matches.
-pub async fn not_found(req: HttpRequest) -> HttpResponse {
-    let body = serde_json::json!({
-        "type": "about:blank", "title": "Not Found", "status": 404, "code": "not_found",
-        "detail": "no such route", "request_id": request_id(&req),
+/// The methods a concrete request path answers (its route templates matched), for `Allow`.
+fn methods_for(path: &str) -> Vec<&'static str> {
+    // Compiled once: a flood of unknown paths must not compile a pattern per route each time.
+    static TEMPLATES: std::sync::OnceLock<Vec<(actix_web::dev::ResourceDef, &'static str)>> =
+        std::sync::OnceLock::new();
+    let templates = TEMPLATES.get_or_init(|| {
+        ROUTES
+            .iter()
+            .map(|r| (actix_web::dev::ResourceDef::new(r.path), r.method))
+            .collect()
     });
-    HttpResponse::NotFound()
-        .content_type(crate::problem::PROBLEM_JSON)
-        .body(body.to_string())
+    let mut methods: Vec<&'static str> = templates
+        .iter()
+        .filter(|(template, _)| template.is_match(path))
+        .map(|(_, method)| *method)
+        .collect();
+    methods.dedup();
+    methods
 }
 
-macro_rules! resource {
-    ($cfg:expr, $path:expr, $( $method:ident => $handler:path ),+ $(,)?) => {{
-        let mut res = web::resource($path);
-        $( res = res.route(web::method(Method::$method).to($handler)); )+
-        $cfg.service(res.default_service(method_not_allowed($path)));
-    }};
-}
-
-/// Registers every route.
-pub fn configure(cfg: &mut ServiceConfig) {
-    resource!(cfg, "/healthz", GET => system::healthz);
-    resource!(cfg, "/readyz", GET => system::readyz);
-    resource!(cfg, "/metrics", GET => system::metrics);
-    resource!(cfg, "/v1/openapi.json", GET => system::openapi);
-    resource!(cfg, "/v1/catalog", GET => catalog::get_catalog);
-    resource!(cfg, "/v1/public/clusters", GET => clusters::list_clusters, POST => clusters::create_cluster);
-    resource!(cfg, "/v1/public/clusters/{id}",
-        GET => clusters::get_cluster, PATCH => clusters::patch_cluster, DELETE => clusters::delete_cluster);
-    resource!(cfg, "/v1/public/clusters/{id}/exposure", PATCH => clusters::change_exposure);
-    resource!(cfg, "/v1/public/clusters/{id}/state", GET => clusters::cluster_state);
-    resource!(cfg, "/v1/public/clusters/{id}/kubeconfig", GET => clusters::kubeconfig);
-    resource!(cfg, "/v1/public/clusters/{id}/node-pools",
-        GET => node_pools::list_node_pools, POST => node_pools::create_node_pool);
-    resource!(cfg, "/v1/public/clusters/{id}/node-pools/{pool}",
-        PATCH => node_pools::patch_node_pool, DELETE => node_pools::delete_node_pool);
-    resource!(cfg, "/v1/public/clusters/{id}/node-pools/{pool}/nodes", GET => node_pools::list_pool_nodes);
-    resource!(cfg, "/v1/public/clusters/{id}/nodes", GET => node_pools::list_nodes);
-    resource!(cfg, "/v1/public/clusters/{id}/nodes/{node}", DELETE => node_pools::delete_node);
-    resource!(cfg, "/v1/public/clusters/{id}/elastic-ips",
-        GET => networking::list_elastic_ips, POST => networking::create_elastic_ip);
-    resource!(cfg, "/v1/public/clusters/{id}/elastic-ips/{eip}",
-        GET => networking::get_elastic_ip, DELETE => networking::release_elastic_ip);
-    resource!(cfg, "/v1/public/clusters/{id}/firewall-rules",
-        GET => networking::list_firewall_rules, POST => networking::create_firewall_rule);
-    resource!(cfg, "/v1/public/clusters/{id}/firewall-rules/{rule}",
-        GET => networking::get_firewall_rule, DELETE => networking::delete_firewall_rule);
-    resource!(cfg, "/v1/public/gateway/auth-servers",
-        GET => auth_servers::list_auth_servers, POST => auth_servers::create_auth_server);
-    resource!(cfg, "/v1/public/gateway/auth-servers/{id}",
-        GET => auth_servers::get_auth_server, PATCH => auth_servers::patch_auth_server, DELETE => auth_servers::delete_auth_server);
-    resource!(cfg, "/v1/public/gateway/auth-servers/{id}/credentials", POST => auth_servers::add_credential);
-    resource!(cfg, "/v1/public/gateway/auth-servers/{id}/credentials/{credential_id}", DELETE => auth_servers::remove_credential);
+/// The answer for a request no route takes: 405 with `Allow` when the path is a route's and
+/// only the method is wrong, else 404.
+pub async fn not_found(req: HttpRequest) -> HttpResponse {
+    let allow = methods_for(req.path());
+    if !allow.is_empty() {
+        let allow = allow.join(", ");
+        let problem = Problem::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            format!("this path answers {allow}"),
+            None,
+            &request_id(&req),
+        );
+        return problem
+            .response()
+            .insert_header(("Allow", allow))
+            .body(problem.body());
+    }
+    let problem = Problem::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such route".into(),
+        None,
+        &request_id(&req),
+    );
+    problem.response().body(problem.body())
 }

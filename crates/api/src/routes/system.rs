@@ -29,17 +29,16 @@ pub async fn readyz(state: Data<AppState>, req: HttpRequest) -> HttpResponse {
     }
 }
 
-/// Prometheus text format.
+/// Metrics in the OpenMetrics text format.
 #[utoipa::path(get, path = "/metrics", tag = "system",
-    responses((status = 200, description = "Metrics in the Prometheus text format", body = String, content_type = "text/plain")))]
+    responses((status = 200, description = "Metrics in the OpenMetrics text format (Prometheus scrapes it as is)", body = String, content_type = "application/openmetrics-text")))]
 pub async fn metrics(state: Data<AppState>) -> HttpResponse {
-    let mut out = state.metrics.render();
-    for source in &state.sources {
-        source.render(&mut out).await;
+    for metric in &state.refresh {
+        metric.refresh().await;
     }
     HttpResponse::Ok()
-        .content_type("text/plain; version=0.0.4")
-        .body(out)
+        .content_type(crate::metrics::CONTENT_TYPE)
+        .body(state.metrics.render())
 }
 
 /// This document.

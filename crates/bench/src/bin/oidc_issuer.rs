@@ -1,5 +1,5 @@
 //! `bench-oidc-issuer`: a minimal OpenID provider for the gateway's OIDC-Bearer route of
-//! `make bench` (issue 8 item 6). It generates an RS256 key, serves the discovery document and
+//! `make bench`. It generates an RS256 key, serves the discovery document and
 //! the JWKS on loopback, and writes one access token signed with that key (valid for an hour).
 //!
 //! `bench-oidc-issuer --bind 127.0.0.1:PORT --audience CLIENT_ID --token-out FILE`

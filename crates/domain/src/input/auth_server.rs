@@ -1,4 +1,4 @@
-//! Auth server bodies (CONTRACT §9): create, PATCH, and credential additions; the rules for
+//! Auth server bodies: create, PATCH, and credential additions; the rules for
 //! issuer URLs, redirect paths, authorized domains, realms, usernames and static tokens.
 
 use std::collections::HashSet;
@@ -20,12 +20,34 @@ use crate::validation::Violations;
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreateAuthServerRequest {
+    /// The organization's slug or id.
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub organization: Option<String>,
+    /// A DNS label, unique in the organization and environment.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            required = true,
+            nullable = false,
+            pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+        )
+    )]
     pub name: Option<String>,
+    /// A DNS label, e.g. `production`.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            required = true,
+            nullable = false,
+            pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+        )
+    )]
     pub environment: Option<String>,
     #[serde(rename = "type")]
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub kind: Option<AuthServerType>,
     /// Shape depends on `type`: see the OIDC, Basic and Token config schemas.
+    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub config: Option<Value>,
 }
 
@@ -37,7 +59,9 @@ pub struct OidcConfigRequest {
     /// https, or http for a loopback host.
     #[validate(custom(function = "issuer_url_rule"))]
     pub issuer_url: String,
+    /// A path of its own, starting with `/`.
     #[validate(custom(function = "redirect_path_rule"))]
+    #[cfg_attr(feature = "openapi", schema(pattern = "^/"))]
     pub redirect_path: String,
     #[validate(length(min = 1, max = 255, message = "must be 1-255 characters"))]
     pub client_id: String,
@@ -73,7 +97,12 @@ pub struct BasicCredentialRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BasicConfigRequest {
     /// Challenge realm; default the server's name. No `"` or `\`.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^[^\"\\\\\\x00-\\x1f\\x7f]{1,255}$")
+    )]
     pub realm: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 100))]
     pub credentials: Vec<BasicCredentialRequest>,
 }
 
@@ -83,7 +112,15 @@ pub struct BasicConfigRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenConfigRequest {
     /// Static tokens (JWTs among them), at least 16 characters each. Write-only.
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>, write_only))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            value_type = Vec<crate::input::schema::StaticTokenText>,
+            write_only,
+            min_items = 1,
+            max_items = 100
+        )
+    )]
     pub tokens: Vec<Secret>,
 }
 
@@ -92,7 +129,11 @@ pub struct TokenConfigRequest {
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TokenCredentialRequest {
-    #[cfg_attr(feature = "openapi", schema(value_type = String, write_only))]
+    /// At least 16 visible ASCII characters. Write-only.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = String, write_only, pattern = "^[!-~]{16,}$")
+    )]
     pub token: Secret,
 }
 
@@ -111,34 +152,60 @@ pub enum CredentialRequest {
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuthServerPatch {
+    #[cfg_attr(
+        feature = "openapi",
+        schema(nullable = false, pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    )]
     pub name: Option<String>,
+    #[cfg_attr(
+        feature = "openapi",
+        schema(nullable = false, pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    )]
     pub environment: Option<String>,
     /// The config fields to replace (merged with the stored ones).
     pub config: Option<Value>,
 }
 
+/// OIDC `config` on PATCH: any of the fields; a claim set to null stops being sent.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OidcConfigPatch {
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub issuer_url: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false, pattern = "^/"))]
     pub redirect_path: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub client_id: Option<String>,
+    /// A new client secret (write-only).
+    #[cfg_attr(feature = "openapi", schema(value_type = String, required = false, write_only))]
     pub client_secret: Option<Secret>,
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub authorized_domain: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub username_claim: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub email_claim: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub role_claim: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub group_claim: Option<Option<String>>,
 }
 
+/// Basic `config` on PATCH: the realm (null: the server's name again).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BasicConfigPatch {
     #[serde(default, deserialize_with = "nullable")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = Option<String>, pattern = "^[^\"\\\\\\x00-\\x1f\\x7f]{1,255}$")
+    )]
     pub realm: Option<Option<String>>,
 }
 

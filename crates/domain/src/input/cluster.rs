@@ -1,4 +1,4 @@
-//! Cluster bodies: create (CONTRACT §3), PATCH (description and tags only), exposure PATCH.
+//! Cluster bodies: create, PATCH (description and tags only), exposure PATCH.
 
 use std::collections::HashSet;
 
@@ -19,13 +19,14 @@ pub struct CreateClusterRequest {
     /// Required: the organization's slug (DNS label) or id (UUID). Header and query are not read.
     #[cfg_attr(
         feature = "openapi",
-        schema(required = true, min_length = 1, max_length = 63)
+        schema(required = true, nullable = false, min_length = 1, max_length = 63)
     )]
     pub organization: Option<String>,
     #[cfg_attr(
         feature = "openapi",
         schema(
             required = true,
+            nullable = false,
             pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
             min_length = 1,
             max_length = 63
@@ -38,7 +39,11 @@ pub struct CreateClusterRequest {
     pub version: Option<String>,
     #[cfg_attr(feature = "openapi", schema(max_length = 16384))]
     pub description: Option<String>,
-    #[cfg_attr(feature = "openapi", schema(max_items = 64))]
+    /// DNS labels, at most 64.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = Option<Vec<crate::input::schema::DnsLabelText>>, max_items = 64)
+    )]
     pub tags: Option<Vec<String>>,
     /// Default from the catalog (`public`).
     pub exposure: Option<Exposure>,
@@ -46,7 +51,7 @@ pub struct CreateClusterRequest {
     pub network_mode: Option<NetworkMode>,
     #[cfg_attr(
         feature = "openapi",
-        schema(required = true, min_items = 1, max_items = 20)
+        schema(required = true, nullable = false, min_items = 1, max_items = 20)
     )]
     pub node_pools: Option<Vec<NodePoolRequest>>,
 }
@@ -66,7 +71,7 @@ pub struct ClusterSpec {
     pub node_pools: Vec<PoolSpec>,
 }
 
-/// Tags: DNS labels, at most 64 (spec §2).
+/// Tags: DNS labels, at most 64.
 pub fn check_tags(v: &mut Violations, field: &str, tags: &[String]) -> Vec<DnsLabel> {
     if tags.len() > MAX_CLUSTER_TAGS {
         v.push(
@@ -177,11 +182,14 @@ impl CreateClusterRequest {
 pub struct ClusterPatch {
     /// A new description; null clears it.
     #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, max_length = 16384))]
     pub description: Option<Option<String>>,
     /// Replaces the tags whole; null is refused (send `[]` to clear).
     #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = Vec<crate::input::schema::DnsLabelText>, required = false, max_items = 64)
+    )]
     pub tags: Option<Option<Vec<String>>>,
 }
 

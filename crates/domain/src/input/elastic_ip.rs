@@ -1,4 +1,4 @@
-//! `POST …/elastic-ips` (CONTRACT §7).
+//! `POST …/elastic-ips`.
 
 use serde::Deserialize;
 
@@ -11,6 +11,10 @@ use crate::validation::Violations;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreateElasticIpRequest {
     /// Optional DNS label, unique among the cluster's alive Elastic IPs.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    )]
     pub name: Option<String>,
     /// `private` or `public`; bound by the cluster's network mode. Omitted: the one the
     /// network mode allows.

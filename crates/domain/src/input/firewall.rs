@@ -1,4 +1,4 @@
-//! `POST …/firewall-rules` (CONTRACT §7): ingress only; tcp/udp with a port range, icmp
+//! `POST …/firewall-rules`: ingress only; tcp/udp with a port range, icmp
 //! without; 1-16 IPv4 CIDRs.
 
 use serde::Deserialize;
@@ -25,14 +25,32 @@ pub struct PortRangeRequest {
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreateFirewallRuleRequest {
+    /// Optional DNS label.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    )]
     pub name: Option<String>,
     /// At most 255 characters.
+    #[cfg_attr(feature = "openapi", schema(max_length = 255))]
     pub description: Option<String>,
     /// Only `ingress`; optional.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Direction>))]
     pub direction: Option<String>,
     /// `tcp`, `udp` or `icmp`.
+    #[cfg_attr(feature = "openapi", schema(value_type = Protocol, required = true))]
     pub protocol: Option<String>,
     /// 1-16 IPv4 CIDRs (host bits zero).
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            value_type = Vec<crate::input::schema::Ipv4CidrText>,
+            required = true,
+            nullable = false,
+            min_items = 1,
+            max_items = 16
+        )
+    )]
     pub source_cidrs: Option<Vec<String>>,
     /// Required for tcp and udp (1-65535, from <= to); forbidden for icmp.
     pub port_range: Option<PortRangeRequest>,

@@ -1,4 +1,4 @@
-//! Request bodies and query parameters as clients send them, and the rules that turn them
+//! Request bodies as clients send them, and the rules that turn them
 //! into validated values. Serde decides the shape (unknown fields and wrong types are 422 at
 //! the edge); these rules decide the content, collecting every problem with its field path.
 
@@ -7,7 +7,6 @@ pub mod cluster;
 pub mod elastic_ip;
 pub mod firewall;
 pub mod node_pool;
-pub mod query;
 
 use serde::{Deserialize, Deserializer};
 
@@ -63,4 +62,24 @@ pub(crate) fn check_len(
     if n > max {
         v.push(field, format!("must be at most {max} characters (got {n})"));
     }
+}
+
+/// Item shapes the OpenAPI document gives to lists of strings (a JSON schema says them with a
+/// pattern; the rules themselves are in this module's validation).
+#[cfg(feature = "openapi")]
+pub mod schema {
+    /// A DNS label: 1-63 of `a-z`, `0-9` and `-`, starting and ending alphanumeric.
+    #[derive(utoipa::ToSchema)]
+    #[schema(pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
+    pub struct DnsLabelText(pub String);
+
+    /// A static token: at least 16 visible ASCII characters.
+    #[derive(utoipa::ToSchema)]
+    #[schema(pattern = "^[!-~]{16,}$")]
+    pub struct StaticTokenText(pub String);
+
+    /// An IPv4 CIDR such as `203.0.113.0/24` (host bits zero: checked by the server).
+    #[derive(utoipa::ToSchema)]
+    #[schema(pattern = "^([0-9]{1,3}\\.){3}[0-9]{1,3}/[0-9]{1,2}$")]
+    pub struct Ipv4CidrText(pub String);
 }

@@ -1,4 +1,4 @@
-//! Node pool bodies (spec §2 `PublicNodePoolRequest`, CONTRACT §6) and the count /
+//! Node pool bodies (create and PATCH) and the count /
 //! auto_scale / min / max rules.
 
 use std::collections::BTreeMap;
@@ -26,7 +26,10 @@ pub struct NodePoolRequest {
     )]
     pub name: Option<String>,
     /// A machine tier id from the catalog, e.g. `kube.c5.xlarge`.
-    #[cfg_attr(feature = "openapi", schema(required = true, min_length = 1))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, nullable = false, min_length = 1)
+    )]
     pub size: Option<String>,
     /// 0-200; 0 only with auto_scale; required unless auto_scale (then it starts at min_nodes).
     #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 200))]
@@ -51,24 +54,24 @@ pub struct NodePoolRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NodePoolPatch {
     #[serde(default, deserialize_with = "nullable_integer")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 0, maximum = 200))]
+    #[cfg_attr(feature = "openapi", schema(required = false, value_type = i64, minimum = 0, maximum = 200))]
     pub count: Option<Option<i64>>,
     #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<bool>))]
+    #[cfg_attr(feature = "openapi", schema(required = false, value_type = bool))]
     pub auto_scale: Option<Option<bool>>,
     #[serde(default, deserialize_with = "nullable_integer")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 0, maximum = 200))]
+    #[cfg_attr(feature = "openapi", schema(required = false, value_type = i64, minimum = 0, maximum = 200))]
     pub min_nodes: Option<Option<i64>>,
     #[serde(default, deserialize_with = "nullable_integer")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, minimum = 1, maximum = 200))]
+    #[cfg_attr(feature = "openapi", schema(required = false, value_type = i64, minimum = 1, maximum = 200))]
     pub max_nodes: Option<Option<i64>>,
     /// Replaces the labels whole; null is refused.
     #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<BTreeMap<String, String>>))]
+    #[cfg_attr(feature = "openapi", schema(required = false, value_type = BTreeMap<String, String>))]
     pub labels: Option<Option<BTreeMap<String, String>>>,
     /// Replaces the tags whole; null is refused.
     #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<BTreeMap<String, String>>))]
+    #[cfg_attr(feature = "openapi", schema(required = false, value_type = BTreeMap<String, String>))]
     pub tags: Option<Option<BTreeMap<String, String>>>,
 }
 
@@ -100,7 +103,7 @@ fn in_range(v: &mut Violations, field: &str, value: i64, min: i64, max: i64) -> 
     }
 }
 
-/// The sizing rules of spec §2 and CONTRACT §6/§12, on raw values (`prefix` is the pool's
+/// The sizing rules (count, auto_scale, min_nodes, max_nodes and their bounds), on raw values (`prefix` is the pool's
 /// path, e.g. `node_pools[3]`).
 pub fn check_sizing(
     v: &mut Violations,
@@ -226,7 +229,7 @@ impl NodePoolPatch {
         self == &NodePoolPatch::default()
     }
 
-    /// Refuses `null` for every field (CONTRACT §6) and an empty body (spec §4 behaviour 8).
+    /// Refuses `null` for every field and an empty body.
     pub fn check_shape(&self) -> Result<(), Violations> {
         let mut v = Violations::new();
         if self.is_empty() {

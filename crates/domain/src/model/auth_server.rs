@@ -1,4 +1,4 @@
-//! Gateway Auth Servers (spec §2, CONTRACT §9): how clients prove who they are to a protected
+//! Gateway Auth Servers: how clients prove who they are to a protected
 //! route. Stored with their secrets protected; answered without them.
 
 use chrono::{DateTime, Utc};

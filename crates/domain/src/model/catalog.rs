@@ -7,7 +7,7 @@ use crate::model::cluster::{Exposure, NetworkMode};
 use crate::names::{DNS_LABEL_MAX, DNS_LABEL_PATTERN};
 use crate::rules;
 
-/// The catalog built into the binary: the spec's one zone, `zone-1`.
+/// The catalog built into the binary: one zone, `zone-1`.
 pub const BUILTIN_CATALOG_JSON: &str = include_str!("../../data/catalog.json");
 
 /// Every zone on offer, and which one a request without `zone` means.
@@ -247,7 +247,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn builtin_catalog_is_the_specs_one_zone() {
+    fn builtin_catalog_is_the_one_documented_zone() {
         let c = Catalog::builtin();
         let z = c.default_zone();
         assert_eq!(z.zone.id, "zone-1");

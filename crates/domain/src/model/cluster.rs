@@ -1,4 +1,4 @@
-//! Clusters: their settings, their phase machine (CONTRACT §3), the exposure change that may be
+//! Clusters: their settings, their phase machine, the exposure change that may be
 //! in flight, and the hub registration / default environment sub-statuses.
 
 use chrono::{DateTime, Utc};
@@ -34,8 +34,8 @@ impl Exposure {
     }
 }
 
-/// Which networks the workloads reach; decides which Elastic IPs a cluster may have (spec §4
-/// behaviour 9). Immutable after create.
+/// Which networks the workloads reach; decides which Elastic IPs a cluster may have: an
+/// intranet cluster gets private addresses only. Immutable after create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -69,7 +69,7 @@ impl NetworkMode {
     }
 }
 
-/// Cluster phases (CONTRACT §3): `Pending → Provisioning → ControlPlaneReady → Provisioned`;
+/// Cluster phases: `Pending → Provisioning → ControlPlaneReady → Provisioned`;
 /// `Provisioning | ControlPlaneReady → Failed`; any phase `→ Deleting → (gone)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -143,7 +143,7 @@ impl ClusterPhase {
         }
     }
 
-    /// Whether a kubeconfig can be handed out (spec §3).
+    /// Whether a kubeconfig can be handed out.
     pub fn serves_kubeconfig(self) -> bool {
         matches!(
             self,
@@ -181,7 +181,7 @@ impl SubStatus {
     }
 }
 
-/// The only reason texts the spec allows (CONTRACT §3 spells them).
+/// The only reason texts a registration may carry (docs/api.md lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum RegistrationReason {
@@ -238,7 +238,7 @@ impl Registration {
     };
 }
 
-/// State of an exposure change. Only one is ever in flight (spec §3: a second is 409).
+/// State of an exposure change. Only one is ever in flight: a second is 409.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -266,7 +266,7 @@ pub enum ExposureDecision {
 /// Why an exposure request is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExposureRefusal {
-    /// Spec §3: exposure changes need `Provisioned` (400 `phase_not_provisioned`).
+    /// Exposure changes need `Provisioned` (400 `phase_not_provisioned`).
     NotProvisioned(ClusterPhase),
     /// Another exposure change is in flight (409 `change_in_flight`).
     ChangeInFlight,
@@ -306,7 +306,7 @@ pub struct Cluster {
     pub exposure_change: Option<ExposureChange>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-    /// The change counter of the state long-poll (CONTRACT §4): raised by every change of the
+    /// The change counter of the state long-poll: raised by every change of the
     /// cluster or anything under it. Also the optimistic-concurrency token of writes.
     #[serde(skip)]
     pub revision: i64,
@@ -330,7 +330,7 @@ impl Cluster {
         self.deleted_at.is_some()
     }
 
-    /// Pools that still count: a pool in `Deleting` does not (CONTRACT §12).
+    /// Pools that still count: a pool in `Deleting` does not.
     pub fn live_pools(&self) -> impl Iterator<Item = &NodePool> {
         self.node_pools.iter().filter(|p| !p.status.is_deleting())
     }
@@ -348,7 +348,7 @@ impl Cluster {
         self.live_pools().map(|p| u64::from(p.count)).sum()
     }
 
-    /// Decides an exposure PATCH (spec §3 and §4 behaviour 6, CONTRACT §3).
+    /// Decides an exposure PATCH.
     pub fn request_exposure(&self, to: Exposure) -> Result<ExposureDecision, ExposureRefusal> {
         match self.phase {
             ClusterPhase::Deleting => return Err(ExposureRefusal::Deleting),
@@ -452,7 +452,7 @@ mod tests {
     }
 
     #[test]
-    fn registration_reasons_are_exactly_the_contracts_texts() {
+    fn registration_reasons_are_exactly_the_documented_texts() {
         let texts: Vec<_> = RegistrationReason::ALL
             .iter()
             .map(|r| serde_json::to_value(r).unwrap_or_default())

@@ -12,7 +12,7 @@ use crate::model::cluster::Exposure;
 use crate::model::firewall::Ipv4Cidr;
 use crate::names::DnsLabel;
 
-/// Pending, Provisioning, Ready, Failed, Deleting, Deleted (spec §2).
+/// Pending, Provisioning, Ready, Failed, Deleting, Deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ElasticIpStatus {
@@ -64,7 +64,7 @@ impl ElasticIpStatus {
         })
     }
 
-    /// Spec §3 and §4 behaviour 10: release only from `Ready` or `Failed`.
+    /// Release only from `Ready` or `Failed`.
     pub fn apply(self, event: ElasticIpEvent) -> Result<ElasticIpStatus, ElasticIpTransitionError> {
         use ElasticIpEvent::*;
         use ElasticIpStatus::*;
@@ -107,7 +107,7 @@ pub struct ElasticIp {
     pub updated_at: DateTime<Utc>,
 }
 
-/// An Elastic IP as answered (CONTRACT §7).
+/// An Elastic IP as answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ElasticIpView {
@@ -150,7 +150,7 @@ impl ElasticIp {
 }
 
 /// A range of addresses Elastic IPs are drawn from. Never the network or the broadcast
-/// address (CONTRACT §12: a /30 gives two).
+/// address (a /30 gives two).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AddressPool {
     cidr: Ipv4Cidr,

@@ -120,7 +120,7 @@ pub struct PortRange {
     pub to: u16,
 }
 
-/// `Pending`, `Active`, `Deleting`, `Failed` (CONTRACT §7).
+/// `Pending`, `Active`, `Deleting`, `Failed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum FirewallRuleStatus {

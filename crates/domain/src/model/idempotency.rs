@@ -1,4 +1,4 @@
-//! The idempotency record (CONTRACT §8, Stripe's design): claimed → completed, and the decision
+//! The idempotency record (Stripe's design; docs/api.md, "Idempotency"): claimed → completed, and the decision
 //! a later request with the same key gets (replay, reused key, in progress, take over).
 
 use chrono::{DateTime, Utc};
@@ -84,7 +84,7 @@ pub struct StoredResponse {
 }
 
 impl StoredResponse {
-    /// 5xx answers are never stored: the key is released so a retry runs anew (CONTRACT §8.4).
+    /// 5xx answers are never stored: the key is released so a retry runs anew.
     pub fn is_storable(&self) -> bool {
         self.status < 500
     }

@@ -1,12 +1,12 @@
 //! Who is calling: the user, their memberships and roles, the kind of client, and the
-//! organizations with their billing, as the account platform reports them (CONTRACT §10).
+//! organizations with their billing, as the account platform reports them.
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::names::OrgRef;
 
-/// A role in one organization (spec §5). Unknown role words from the platform grant nothing.
+/// A role in one organization. Unknown role words from the platform grant nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
@@ -18,7 +18,7 @@ pub enum Role {
 }
 
 impl Role {
-    /// Member rights: every read. project_admin has exactly these (CONTRACT §12).
+    /// Member rights: every read. project_admin has exactly these.
     pub fn can_read(self) -> bool {
         matches!(self, Role::Member | Role::ProjectAdmin | Role::SuperAdmin)
     }
@@ -29,7 +29,7 @@ impl Role {
     }
 }
 
-/// The kind of client a session belongs to (CONTRACT §10); absent means `api`.
+/// The kind of client a session belongs to; absent means `api`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ClientKind {
@@ -91,7 +91,7 @@ impl Caller {
         self.membership(organization_id).map(|m| m.role)
     }
 
-    /// Whether the caller may write anywhere at all (the 403-before-load rule of spec §5).
+    /// Whether the caller may write anywhere at all (a writer who is super_admin nowhere gets 403 before anything is loaded).
     pub fn is_super_admin_anywhere(&self) -> bool {
         self.memberships.iter().any(|m| m.role.can_write())
     }
@@ -112,7 +112,7 @@ pub struct Billing {
 }
 
 impl Billing {
-    /// CONTRACT §10: prepaid with `credit_cents <= 0` may not add nodes.
+    /// Prepaid with `credit_cents <= 0` may not add nodes.
     pub fn may_add_nodes(&self) -> bool {
         match self.plan {
             Plan::Postpaid => true,

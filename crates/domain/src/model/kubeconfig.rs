@@ -1,4 +1,4 @@
-//! The kubeconfig a cluster hands out (CONTRACT §5): one cluster, one user with a bearer
+//! The kubeconfig a cluster hands out: one cluster, one user with a bearer
 //! token, one context, `current-context` set. The one answer that carries a credential.
 
 use base64::Engine;

@@ -1,4 +1,4 @@
-//! The model: the objects of the spec and their state machines.
+//! The model: the service's objects and their state machines.
 
 pub mod auth_server;
 pub mod catalog;

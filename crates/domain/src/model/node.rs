@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::names::{DnsLabel, NodeName};
 
-/// `Provisioning`, `Ready`, `Deleting` (CONTRACT §6).
+/// `Provisioning`, `Ready`, `Deleting`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum NodeStatus {

@@ -1,4 +1,4 @@
-//! Node pools: a group of same-tier worker nodes and their status machine (CONTRACT §6).
+//! Node pools: a group of same-tier worker nodes and their status machine.
 
 use std::collections::BTreeMap;
 
@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::names::DnsLabel;
 
-/// `Provisioning`, `Ready`, `Scaling`, `Deleting` (CONTRACT §6).
+/// `Provisioning`, `Ready`, `Scaling`, `Deleting`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum PoolStatus {

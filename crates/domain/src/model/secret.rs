@@ -27,7 +27,7 @@ impl Secret {
         self.0.is_empty()
     }
 
-    /// `…` and the last four characters, for static-token hints (CONTRACT §9).
+    /// `…` and the last four characters, for static-token hints.
     pub fn hint(&self) -> String {
         let tail: String = {
             let chars: Vec<char> = self.0.chars().collect();

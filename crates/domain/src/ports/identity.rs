@@ -1,4 +1,4 @@
-//! The identity port: the account platform (CONTRACT §10) that knows tokens, users,
+//! The identity port: the account platform that knows tokens, users,
 //! memberships and organizations. The service mints nothing.
 
 use async_trait::async_trait;
@@ -25,4 +25,9 @@ pub trait IdentityProvider: Send + Sync {
     /// An organization with its billing (`GET /v1/organizations/{id-or-slug}`); `None` when
     /// the platform does not know it.
     async fn organization(&self, org: &OrgRef) -> Result<Option<Organization>, IdentityError>;
+    /// The same, asked of the platform now and never answered from a cache: what a change that
+    /// adds nodes reads, so an organization whose credit ran out is refused at once, not when a
+    /// cached copy expires. (An implementation may refresh its cache with the answer.)
+    async fn organization_fresh(&self, org: &OrgRef)
+    -> Result<Option<Organization>, IdentityError>;
 }

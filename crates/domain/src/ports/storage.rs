@@ -109,6 +109,9 @@ pub struct ClusterWrite {
     pub reconcile: bool,
     /// The answer to store on the request's Idempotency-Key, committed with the change.
     pub idempotency: Option<IdempotencyCompletion>,
+    /// The request that decided the change (its id), kept on the work it schedules so the
+    /// provisioning that follows can be traced back to it; `None` for the reconciler's own.
+    pub cause: Option<String>,
     pub at: DateTime<Utc>,
 }
 
@@ -155,7 +158,7 @@ pub enum ClaimOutcome {
     Existing(IdempotencyRecord),
 }
 
-/// The idempotency keys (CONTRACT §8).
+/// The idempotency keys.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait IdempotencyStore: Send + Sync {
@@ -190,6 +193,8 @@ pub struct Operation {
     pub generation: i64,
     pub attempts: i32,
     pub last_error: Option<String>,
+    /// The request that last scheduled work on the cluster, when one did.
+    pub request_id: Option<String>,
 }
 
 /// An operation claimed by one worker until `expires_at`.

@@ -208,12 +208,12 @@ fn surplus_node<'n>(nodes: &[&'n Node]) -> Option<&'n Node> {
     })
 }
 
-/// Longest node name the spec's regex allows.
+/// Longest node name the node-name rule allows.
 const NODE_NAME_MAX: usize = 254;
 const SUFFIX_LEN: usize = 5;
 
 /// A node name `<cluster>-<pool>-<5 lowercase base36 characters>`, the random part drawn from
-/// `id`; the prefix is cut so the whole stays within the spec's node regex.
+/// `id`; the prefix is cut so the whole stays within the node-name rule.
 pub fn node_name(cluster: &str, pool: &str, id: Uuid) -> Result<NodeName, String> {
     const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
     let mut n = id.as_u128();

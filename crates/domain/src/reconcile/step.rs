@@ -129,6 +129,7 @@ impl Run<'_> {
             changes,
             reconcile: false,
             idempotency: None,
+            cause: None,
             at: self.now,
         };
         match self.ports.clusters.commit(write).await {

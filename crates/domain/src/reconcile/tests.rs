@@ -391,7 +391,7 @@ fn node_names_are_cluster_pool_and_five_base36_characters() {
 }
 
 #[test]
-fn node_names_are_cut_to_the_spec_regex() {
+fn node_names_are_cut_to_fit_the_node_name_rule() {
     let name = node_name(
         &"b".repeat(200),
         &format!("{}-x", "c".repeat(100)),

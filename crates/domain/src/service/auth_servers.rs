@@ -1,4 +1,4 @@
-//! Gateway auth server routes (CONTRACT §9): list, create, get, PATCH, delete, and the
+//! Gateway auth server routes: list, create, get, PATCH, delete, and the
 //! credentials sub-routes. Secrets are protected before they reach storage and never answered.
 
 use std::collections::HashSet;
@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use serde_json::json;
 use uuid::Uuid;
 
+use crate::access::OrgSelector;
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
 use crate::input::auth_server::{
@@ -18,7 +19,6 @@ use crate::model::auth_server::{
 };
 use crate::model::identity::Caller;
 use crate::model::secret::Secret;
-use crate::names::is_dns_label;
 use crate::ports::storage::{AuditEvent, AuthServerChange, AuthServerWrite, StoreError};
 use crate::rules::MAX_CREDENTIALS_PER_AUTH_SERVER;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
@@ -31,6 +31,15 @@ pub struct Deleted;
 
 fn vault_error(e: crate::ports::secrets::VaultError) -> DomainError {
     DomainError::Internal(e.to_string())
+}
+
+/// What a change of an auth server decided: the server as it will be, the audit record's
+/// action and details, and the answer to give.
+struct ServerChange<T> {
+    next: AuthServer,
+    action: &'static str,
+    details: serde_json::Value,
+    answer: T,
 }
 
 impl Services {
@@ -105,27 +114,13 @@ impl Services {
     pub async fn list_auth_servers(
         &self,
         caller: &Caller,
-        org_query: Option<&str>,
-        org_header: Option<&str>,
+        org: &OrgSelector,
         environment: Option<&str>,
     ) -> Result<Vec<AuthServerView>, DomainError> {
-        let org = access::resolve_collection_org(
-            self.ports.identity.as_ref(),
-            caller,
-            org_query,
-            org_header,
-        )
-        .await?;
-        let environment = match environment {
-            None => None,
-            Some(e) if is_dns_label(e) => Some(e.to_owned()),
-            Some(_) => {
-                return Err(DomainError::InvalidQuery {
-                    parameter: "environment",
-                    message: "must be a DNS label".into(),
-                });
-            }
-        };
+        let org = access::resolve_collection_org(self.ports.identity.as_ref(), caller, org).await?;
+        // The API checked the filter's shape (a DNS label, else 400): an unknown environment
+        // simply lists nothing.
+        let environment = environment.map(str::to_owned);
         let servers = self
             .ports
             .auth_servers
@@ -146,8 +141,7 @@ impl Services {
         let org =
             access::resolve_create_org(self.ports.identity.as_ref(), caller, &spec.organization)
                 .await?;
-        let held = claim_or_replay!(self, org.id, idempotency);
-        let result = async {
+        self.idempotently(org.id, idempotency, async |held| {
             let config = match &spec.config {
                 ConfigSpec::Oidc(o) => AuthServerConfig::Oidc(OidcConfig {
                     issuer_url: o.issuer_url.clone(),
@@ -190,7 +184,7 @@ impl Services {
             let write = AuthServerWrite {
                 change: AuthServerChange::Insert(server),
                 audit,
-                idempotency: held.as_ref().map(|h| h.completion(&view)),
+                idempotency: held.map(|h| h.completion(&view)),
             };
             self.ports
                 .auth_servers
@@ -198,9 +192,8 @@ impl Services {
                 .await
                 .map_err(|e| name_taken(e, Resource::AuthServer, spec.name.as_str()))?;
             Ok(view)
-        }
-        .await;
-        self.settle(held, result).await
+        })
+        .await
     }
 
     /// `GET /v1/public/gateway/auth-servers/{id}`.
@@ -220,19 +213,19 @@ impl Services {
         &self,
         mut server: AuthServer,
         caller: &Caller,
-        mut decide: impl AsyncFnMut(
-            &AuthServer,
-        ) -> Result<
-            (AuthServer, &'static str, serde_json::Value, T),
-            DomainError,
-        >,
+        mut decide: impl AsyncFnMut(&AuthServer) -> Result<ServerChange<T>, DomainError>,
         completion: impl Fn(&T) -> Option<crate::model::idempotency::IdempotencyCompletion>,
     ) -> Result<T, DomainError> {
         for attempt in 0..MAX_ATTEMPTS {
             if attempt > 0 {
                 server = self.load_auth_server(&server.id.to_string()).await?;
             }
-            let (mut next, action, details, value) = decide(&server).await?;
+            let ServerChange {
+                mut next,
+                action,
+                details,
+                answer: value,
+            } = decide(&server).await?;
             next.updated_at = self
                 .ports
                 .clock
@@ -341,7 +334,12 @@ impl Services {
                     _ => {}
                 }
                 let view = next.view();
-                Ok((next, "updated", json!({ "fields": changed }), view))
+                Ok(ServerChange {
+                    next,
+                    action: "updated",
+                    details: json!({ "fields": changed }),
+                    answer: view,
+                })
             },
             |_| None,
         )
@@ -367,26 +365,26 @@ impl Services {
             return Err(DomainError::NotFound(Resource::AuthServer));
         };
         access::authorize_object(caller, &server.organization_id, Access::Write)?;
-        let held = claim_or_replay!(self, server.organization_id, idempotency);
-        let audit = self.audit(
-            caller,
-            &server,
-            "deleted",
-            json!({"name": server.name.as_str(), "environment": server.environment.as_str()}),
-        );
-        let write = AuthServerWrite {
-            change: AuthServerChange::Delete(server.id),
-            audit,
-            idempotency: held.as_ref().map(|h| h.completion(&Deleted)),
-        };
-        let result = self
-            .ports
-            .auth_servers
-            .write_auth_server(write)
-            .await
-            .map(|_| Deleted)
-            .map_err(store_error);
-        self.settle(held, result).await
+        self.idempotently(server.organization_id, idempotency, async |held| {
+            let audit = self.audit(
+                caller,
+                &server,
+                "deleted",
+                json!({"name": server.name.as_str(), "environment": server.environment.as_str()}),
+            );
+            let write = AuthServerWrite {
+                change: AuthServerChange::Delete(server.id),
+                audit,
+                idempotency: held.map(|h| h.completion(&Deleted)),
+            };
+            self.ports
+                .auth_servers
+                .write_auth_server(write)
+                .await
+                .map(|_| Deleted)
+                .map_err(store_error)
+        })
+        .await
     }
 
     /// `POST /v1/public/gateway/auth-servers/{id}/credentials`: 201 with the new entry.
@@ -398,8 +396,7 @@ impl Services {
         idempotency: Option<IdempotencyRequest<'_, CredentialView>>,
     ) -> Result<Answer<CredentialView>, DomainError> {
         let server = self.auth_server_for_write(caller, id).await?;
-        let held = claim_or_replay!(self, server.organization_id, idempotency);
-        let result = async {
+        self.idempotently(server.organization_id, idempotency, async |held| {
             // Checked before anything is hashed, and again below on the row being written.
             at_capacity(&server)?;
             let mut v = Violations::new();
@@ -474,7 +471,9 @@ impl Services {
                             t.tokens.push(cred.clone());
                             cred.view()
                         }
-                        _ => return Err(DomainError::Internal("auth server type changed".into())),
+                        _ => {
+                            return Err(DomainError::Internal("auth server type changed".into()));
+                        }
                     };
                     let details = match &view {
                         CredentialView::Basic { id, username } => {
@@ -484,14 +483,18 @@ impl Services {
                             json!({"credential_id": id, "hint": hint})
                         }
                     };
-                    Ok((next, "credential_added", details, view))
+                    Ok(ServerChange {
+                        next,
+                        action: "credential_added",
+                        details,
+                        answer: view,
+                    })
                 },
-                |view| held.as_ref().map(|h| h.completion(view)),
+                |view| held.map(|h| h.completion(view)),
             )
             .await
-        }
-        .await;
-        self.settle(held, result).await
+        })
+        .await
     }
 
     /// `DELETE /v1/public/gateway/auth-servers/{id}/credentials/{credential_id}`: 204; never
@@ -505,9 +508,8 @@ impl Services {
     ) -> Result<Answer<Deleted>, DomainError> {
         let server = self.auth_server_for_write(caller, id).await?;
         let cred = parse_id(credential_id).ok_or(DomainError::NotFound(Resource::Credential))?;
-        let held = claim_or_replay!(self, server.organization_id, idempotency);
-        let result = self
-            .change_auth_server(
+        self.idempotently(server.organization_id, idempotency, async |held| {
+            self.change_auth_server(
                 server,
                 caller,
                 async |current: &AuthServer| {
@@ -528,17 +530,18 @@ impl Services {
                         AuthServerConfig::Token(t) => t.tokens.retain(|c| c.id != cred),
                         AuthServerConfig::Oidc(_) => {}
                     }
-                    Ok((
+                    Ok(ServerChange {
                         next,
-                        "credential_removed",
-                        json!({"credential_id": cred}),
-                        Deleted,
-                    ))
+                        action: "credential_removed",
+                        details: json!({"credential_id": cred}),
+                        answer: Deleted,
+                    })
                 },
-                |d| held.as_ref().map(|h| h.completion(d)),
+                |d| held.map(|h| h.completion(d)),
             )
-            .await;
-        self.settle(held, result).await
+            .await
+        })
+        .await
     }
 }
 

@@ -1,6 +1,7 @@
 //! `GET /v1/catalog`.
 
 use crate::access;
+use crate::access::OrgSelector;
 use crate::error::DomainError;
 use crate::model::catalog::CatalogView;
 use crate::model::identity::Caller;
@@ -8,16 +9,14 @@ use crate::service::Services;
 
 impl Services {
     /// The catalog of a zone (default zone when none is given). Resolves its organization like
-    /// a collection read (CONTRACT §12): 400 when none.
+    /// a collection read: 400 when none.
     pub async fn catalog(
         &self,
         caller: &Caller,
-        org_query: Option<&str>,
-        org_header: Option<&str>,
+        org: &OrgSelector,
         zone: Option<&str>,
     ) -> Result<CatalogView, DomainError> {
-        access::resolve_collection_org(self.ports.identity.as_ref(), caller, org_query, org_header)
-            .await?;
+        access::resolve_collection_org(self.ports.identity.as_ref(), caller, org).await?;
         let offer = match zone {
             None | Some("") => self.catalog.default_zone(),
             Some(z) => self

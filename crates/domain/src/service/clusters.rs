@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
+use crate::access::OrgSelector;
 use crate::access::{self, Access};
 use crate::error::{Capacity, Conflict, DomainError, Resource};
 use crate::input::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
-use crate::input::query;
 use crate::model::cluster::{
     Cluster, ClusterPhase, Exposure, ExposureDecision, ExposureRefusal, PhaseEvent, Registration,
 };
@@ -16,9 +16,11 @@ use crate::model::node_pool::{NodePool, PoolStatus};
 use crate::ports::storage::{Change, ClusterWrite, Page, PageRequest, StoreError, UniqueRule};
 use crate::rules::KUBECONFIG_RETRY_AFTER_SECONDS;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{MAX_ATTEMPTS, Services, name_taken, require_changeable, store_error};
+use crate::service::{
+    Decision, MAX_ATTEMPTS, Services, name_taken, require_changeable, store_error,
+};
 
-/// A page of clusters (CONTRACT §1 lists).
+/// A page of clusters: `{items, page, size, total}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterPage {
     pub items: Vec<Cluster>,
@@ -34,7 +36,7 @@ pub struct ExposureOutcome {
     pub started: bool,
 }
 
-/// The state long-poll's answer (CONTRACT §4).
+/// The state long-poll's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateAnswer {
     pub cluster_id: uuid::Uuid,
@@ -61,25 +63,16 @@ impl Services {
     pub async fn list_clusters(
         &self,
         caller: &Caller,
-        org_query: Option<&str>,
-        org_header: Option<&str>,
+        org: &OrgSelector,
         zone: Option<&str>,
-        page: Option<&str>,
-        size: Option<&str>,
+        request: PageRequest,
     ) -> Result<ClusterPage, DomainError> {
-        let org = access::resolve_collection_org(
-            self.ports.identity.as_ref(),
-            caller,
-            org_query,
-            org_header,
-        )
-        .await?;
+        let org = access::resolve_collection_org(self.ports.identity.as_ref(), caller, org).await?;
         let zone = match zone {
             None | Some("") => None,
             Some(z) if self.catalog.zone(z).is_some() => Some(z.to_owned()),
             Some(z) => return Err(DomainError::UnknownZone(z.to_owned())),
         };
-        let request: PageRequest = query::page(page, size)?;
         let Page { items, total } = self
             .ports
             .clusters
@@ -94,7 +87,8 @@ impl Services {
         })
     }
 
-    /// `POST /v1/public/clusters`: the organization comes from the body only (behaviour 1).
+    /// `POST /v1/public/clusters`: the organization comes from the body only (never the header
+    /// or the query).
     pub async fn create_cluster(
         &self,
         caller: &Caller,
@@ -105,8 +99,7 @@ impl Services {
         let org =
             access::resolve_create_org(self.ports.identity.as_ref(), caller, &spec.organization)
                 .await?;
-        let held = claim_or_replay!(self, org.id, idempotency);
-        let result = async {
+        self.idempotently(org.id, idempotency, async |held| {
             let zone = match &spec.zone {
                 None => self.catalog.default_zone(),
                 Some(z) => self
@@ -148,7 +141,7 @@ impl Services {
             if exposure == Exposure::Public && !zone.zone.public_exposure_enabled {
                 return Err(DomainError::PublicExposureUnavailable(zone.zone.id.clone()));
             }
-            access::require_credit(&org)?;
+            access::require_credit(self.ports.identity.as_ref(), &org.id).await?;
             let id = self.ports.ids.new_id();
             // "null unless public": a public cluster's hostname is known from the start.
             let public_hostname = (exposure == Exposure::Public).then(|| {
@@ -190,7 +183,8 @@ impl Services {
                 expected_revision: None,
                 changes: vec![Change::InsertCluster(cluster.clone())],
                 reconcile: true,
-                idempotency: held.as_ref().map(|h| h.completion(&cluster)),
+                idempotency: held.map(|h| h.completion(&cluster)),
+                cause: self.request_id.as_deref().map(str::to_owned),
                 at: now,
             };
             self.ports
@@ -199,9 +193,8 @@ impl Services {
                 .await
                 .map_err(|e| name_taken(e, Resource::Cluster, cluster.name.as_str()))?;
             Ok(cluster)
-        }
-        .await;
-        self.settle(held, result).await
+        })
+        .await
     }
 
     /// 503 when `extra` more nodes would pass the zone's capacity.
@@ -246,7 +239,7 @@ impl Services {
     }
 
     /// Like [`Self::cluster_for_write`], for the writes the assistant may not make (Elastic IPs
-    /// and firewall rules, spec §1): a member of the organization using the assistant gets 403
+    /// and firewall rules): a member of the organization using the assistant gets 403
     /// `assistant_not_allowed` whatever the role.
     pub(crate) async fn cluster_for_restricted_write(
         &self,
@@ -266,7 +259,7 @@ impl Services {
     pub(crate) async fn change_cluster<T>(
         &self,
         mut cluster: Cluster,
-        mut decide: impl AsyncFnMut(&Cluster) -> Result<(Vec<Change>, bool, T), DomainError>,
+        mut decide: impl AsyncFnMut(&Cluster) -> Result<Decision<T>, DomainError>,
         completion: impl Fn(&T) -> Option<crate::model::idempotency::IdempotencyCompletion>,
         conflict_name: Option<(Resource, String)>,
     ) -> Result<T, DomainError> {
@@ -281,7 +274,11 @@ impl Services {
                     .filter(|c| !c.is_gone())
                     .ok_or(DomainError::NotFound(Resource::Cluster))?;
             }
-            let (changes, reconcile, value) = decide(&cluster).await?;
+            let Decision {
+                changes,
+                reconcile,
+                answer: value,
+            } = decide(&cluster).await?;
             if changes.is_empty() {
                 return Ok(value);
             }
@@ -291,6 +288,7 @@ impl Services {
                 changes,
                 reconcile,
                 idempotency: completion(&value),
+                cause: self.request_id.as_deref().map(str::to_owned),
                 at: self.ports.clock.now(),
             };
             match self.ports.clusters.commit(write).await {
@@ -333,7 +331,10 @@ impl Services {
                     next.tags = t.clone();
                 }
                 next.updated_at = now;
-                Ok((vec![Change::UpdateCluster(next.clone())], false, next))
+                Ok(Decision::record(
+                    vec![Change::UpdateCluster(next.clone())],
+                    next,
+                ))
             },
             |_| None,
             None,
@@ -341,7 +342,7 @@ impl Services {
         .await
     }
 
-    /// `PATCH /v1/public/clusters/{id}/exposure` (spec §3, behaviour 6).
+    /// `PATCH /v1/public/clusters/{id}/exposure`.
     pub async fn change_exposure(
         &self,
         caller: &Caller,
@@ -363,14 +364,10 @@ impl Services {
                 Err(ExposureRefusal::ChangeInFlight) => {
                     Err(DomainError::Conflict(Conflict::ChangeInFlight))
                 }
-                Ok(ExposureDecision::Unchanged) => Ok((
-                    vec![],
-                    false,
-                    ExposureOutcome {
-                        cluster: c.clone(),
-                        started: false,
-                    },
-                )),
+                Ok(ExposureDecision::Unchanged) => Ok(Decision::nothing(ExposureOutcome {
+                    cluster: c.clone(),
+                    started: false,
+                })),
                 Ok(ExposureDecision::Start(change)) => {
                     let public_ok = self
                         .catalog
@@ -382,9 +379,8 @@ impl Services {
                     let mut next = c.clone();
                     next.exposure_change = Some(change);
                     next.updated_at = now;
-                    Ok((
+                    Ok(Decision::schedule(
                         vec![Change::UpdateCluster(next.clone())],
-                        true,
                         ExposureOutcome {
                             cluster: next,
                             started: true,
@@ -409,9 +405,8 @@ impl Services {
         access::require_writer_somewhere(caller)?;
         let cluster = self.any_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Write)?;
-        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
-        let now = self.ports.clock.now();
-        let result = async {
+        self.idempotently(cluster.organization_id, idempotency, async |held| {
+            let now = self.ports.clock.now();
             if cluster.is_gone() {
                 return Err(DomainError::NotFound(Resource::Cluster));
             }
@@ -419,7 +414,7 @@ impl Services {
                 cluster,
                 async |c: &Cluster| {
                     if c.phase == ClusterPhase::Deleting {
-                        return Ok((vec![], false, c.clone()));
+                        return Ok(Decision::nothing(c.clone()));
                     }
                     let mut next = c.clone();
                     next.phase = c
@@ -427,30 +422,30 @@ impl Services {
                         .apply(PhaseEvent::Delete)
                         .map_err(|e| DomainError::Internal(e.to_string()))?;
                     next.updated_at = now;
-                    Ok((vec![Change::UpdateCluster(next.clone())], true, next))
+                    Ok(Decision::schedule(
+                        vec![Change::UpdateCluster(next.clone())],
+                        next,
+                    ))
                 },
-                |c| held.as_ref().map(|h| h.completion(c)),
+                |c| held.map(|h| h.completion(c)),
                 None,
             )
             .await
-        }
-        .await;
-        self.settle(held, result).await
+        })
+        .await
     }
 
     /// `GET …/state`: answers at once when the cluster's version is past `since`, otherwise
-    /// waits for a change or `timeout_seconds` (CONTRACT §4).
+    /// waits for a change or `timeout_seconds`.
     pub async fn cluster_state(
         &self,
         caller: &Caller,
         id: &str,
-        since: Option<&str>,
-        timeout_seconds: Option<&str>,
+        since: i64,
+        timeout_seconds: u32,
     ) -> Result<StateAnswer, DomainError> {
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
-        let since = query::since(since)?;
-        let timeout = query::timeout_seconds(timeout_seconds)?;
         let answer = |version: i64, phase: ClusterPhase, changed: bool| StateAnswer {
             cluster_id: cluster.id,
             version,
@@ -460,7 +455,8 @@ impl Services {
         if cluster.revision > since {
             return Ok(answer(cluster.revision, cluster.phase, true));
         }
-        let deadline = self.ports.clock.now() + chrono::Duration::seconds(i64::from(timeout));
+        let deadline =
+            self.ports.clock.now() + chrono::Duration::seconds(i64::from(timeout_seconds));
         let (mut version, mut phase) = (cluster.revision, cluster.phase);
         loop {
             let remaining = (deadline - self.ports.clock.now())
@@ -488,7 +484,8 @@ impl Services {
         }
     }
 
-    /// `GET …/kubeconfig`: 200 from `ControlPlaneReady` on, 202 before (behaviour 5).
+    /// `GET …/kubeconfig`: 200 from `ControlPlaneReady` on, 202 before (with the delay to wait
+    /// before asking again).
     pub async fn kubeconfig(
         &self,
         caller: &Caller,

@@ -1,4 +1,4 @@
-//! Elastic IP routes: list, get, allocate and release (spec §4 behaviours 9 and 10).
+//! Elastic IP routes: list, get, allocate and release.
 
 use crate::access::{self, Access};
 use crate::error::{Capacity, Conflict, DomainError, Resource};
@@ -8,7 +8,7 @@ use crate::model::elastic_ip::{ElasticIp, ElasticIpEvent, ElasticIpStatus, Elast
 use crate::model::identity::Caller;
 use crate::ports::storage::Change;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{Services, parse_id, require_changeable, store_error};
+use crate::service::{Decision, Services, parse_id, require_changeable, store_error};
 
 impl Services {
     async fn alive_elastic_ips(&self, cluster: &Cluster) -> Result<Vec<ElasticIp>, DomainError> {
@@ -71,8 +71,7 @@ impl Services {
         idempotency: Option<IdempotencyRequest<'_, ElasticIpView>>,
     ) -> Result<Answer<ElasticIpView>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
-        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
-        let result = async {
+        self.idempotently(cluster.organization_id, idempotency, async |held| {
             let spec = body.validate()?;
             let name = spec
                 .name
@@ -145,15 +144,14 @@ impl Services {
                         updated_at: now,
                     };
                     let view = self.elastic_ip_view(&eip);
-                    Ok((vec![Change::InsertElasticIp(eip)], true, view))
+                    Ok(Decision::schedule(vec![Change::InsertElasticIp(eip)], view))
                 },
-                |v| held.as_ref().map(|h| h.completion(v)),
+                |v| held.map(|h| h.completion(v)),
                 Some((Resource::ElasticIp, name)),
             )
             .await
-        }
-        .await;
-        self.settle(held, result).await
+        })
+        .await
     }
 
     /// `DELETE …/elastic-ips/{eip}`: release, only from `Ready` or `Failed` (409 otherwise).
@@ -166,9 +164,8 @@ impl Services {
     ) -> Result<Answer<ElasticIpView>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
         let eip_id = parse_id(eip).ok_or(DomainError::NotFound(Resource::ElasticIp))?;
-        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
-        let result = self
-            .change_cluster(
+        self.idempotently(cluster.organization_id, idempotency, async |held| {
+            self.change_cluster(
                 cluster,
                 async |c: &Cluster| {
                     let current = self
@@ -189,12 +186,16 @@ impl Services {
                     next.status = status;
                     next.updated_at = self.ports.clock.now();
                     let view = self.elastic_ip_view(&next);
-                    Ok((vec![Change::UpdateElasticIp(next)], true, view))
+                    Ok(Decision::schedule(
+                        vec![Change::UpdateElasticIp(next)],
+                        view,
+                    ))
                 },
-                |v| held.as_ref().map(|h| h.completion(v)),
+                |v| held.map(|h| h.completion(v)),
                 None,
             )
-            .await;
-        self.settle(held, result).await
+            .await
+        })
+        .await
     }
 }

@@ -8,7 +8,7 @@ use crate::model::firewall::{FirewallEvent, FirewallRule, FirewallRuleStatus};
 use crate::model::identity::Caller;
 use crate::ports::storage::Change;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{Services, parse_id, require_changeable, store_error};
+use crate::service::{Decision, Services, parse_id, require_changeable, store_error};
 
 impl Services {
     /// `GET …/firewall-rules`.
@@ -48,7 +48,7 @@ impl Services {
             .ok_or(DomainError::NotFound(Resource::FirewallRule))
     }
 
-    /// `POST …/firewall-rules` (behaviour 11): 202 with the rule `Pending`.
+    /// `POST …/firewall-rules`: only on a `Provisioned` cluster; 202 with the rule `Pending`.
     pub async fn create_firewall_rule(
         &self,
         caller: &Caller,
@@ -57,8 +57,7 @@ impl Services {
         idempotency: Option<IdempotencyRequest<'_, FirewallRule>>,
     ) -> Result<Answer<FirewallRule>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
-        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
-        let result = async {
+        self.idempotently(cluster.organization_id, idempotency, async |held| {
             let spec = body.validate()?;
             let name = spec
                 .name
@@ -103,15 +102,17 @@ impl Services {
                         created_at: now,
                         updated_at: now,
                     };
-                    Ok((vec![Change::InsertFirewallRule(rule.clone())], true, rule))
+                    Ok(Decision::schedule(
+                        vec![Change::InsertFirewallRule(rule.clone())],
+                        rule,
+                    ))
                 },
-                |r| held.as_ref().map(|h| h.completion(r)),
+                |r| held.map(|h| h.completion(r)),
                 Some((Resource::FirewallRule, name)),
             )
             .await
-        }
-        .await;
-        self.settle(held, result).await
+        })
+        .await
     }
 
     /// `DELETE …/firewall-rules/{rule}`: 202 with the rule `Deleting`.
@@ -124,9 +125,8 @@ impl Services {
     ) -> Result<Answer<FirewallRule>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
         let rule_id = parse_id(rule).ok_or(DomainError::NotFound(Resource::FirewallRule))?;
-        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
-        let result = self
-            .change_cluster(
+        self.idempotently(cluster.organization_id, idempotency, async |held| {
+            self.change_cluster(
                 cluster,
                 async |c: &Cluster| {
                     let rules = self
@@ -150,12 +150,16 @@ impl Services {
                     let mut next = current;
                     next.status = status;
                     next.updated_at = self.ports.clock.now();
-                    Ok((vec![Change::UpdateFirewallRule(next.clone())], true, next))
+                    Ok(Decision::schedule(
+                        vec![Change::UpdateFirewallRule(next.clone())],
+                        next,
+                    ))
                 },
-                |r| held.as_ref().map(|h| h.completion(r)),
+                |r| held.map(|h| h.completion(r)),
                 None,
             )
-            .await;
-        self.settle(held, result).await
+            .await
+        })
+        .await
     }
 }

@@ -1,4 +1,4 @@
-//! Idempotency-Key handling shared by every POST, DELETE and node-pool PATCH (CONTRACT §8): the
+//! Idempotency-Key handling shared by every POST, DELETE and node-pool PATCH: the
 //! claim in its own short transaction, the answer committed with the change, replays byte for
 //! byte, and release on 5xx.
 
@@ -68,6 +68,24 @@ pub(crate) enum Begin<'a, T> {
 }
 
 impl Services {
+    /// Runs `work` under the request's Idempotency-Key for this organization: the stored answer
+    /// of a finished request with the same key is replayed without running it; otherwise the
+    /// key is claimed, `work` runs (given the claim, to commit its answer with its change), and
+    /// the outcome is settled on the key.
+    pub(crate) async fn idempotently<'a, T>(
+        &self,
+        organization_id: Uuid,
+        request: Option<IdempotencyRequest<'a, T>>,
+        work: impl AsyncFnOnce(Option<&Held<'a, T>>) -> Result<T, DomainError>,
+    ) -> Result<Answer<T>, DomainError> {
+        let held = match self.begin(organization_id, request).await? {
+            Begin::Replay(stored) => return Ok(Answer::Replayed(stored)),
+            Begin::Proceed(held) => held,
+        };
+        let result = work(held.as_ref()).await;
+        self.settle(held, result).await
+    }
+
     /// Claims the key for this organization, or decides from the record already there.
     pub(crate) async fn begin<'a, T>(
         &self,
@@ -168,8 +186,14 @@ impl Services {
                 .await
         };
         // A failure here leaves the key in progress until its lease runs out, after which a
-        // retry takes it over: safe, so the answer itself still goes out.
-        let _ = outcome;
+        // retry takes it over: safe, so the answer itself still goes out; the failure is
+        // logged on the request's span rather than dropped.
+        if let Err(e) = outcome {
+            tracing::warn!(
+                error = %e,
+                "the idempotency key could not be settled; a retry takes it over once its lease runs out"
+            );
+        }
         result.map(Answer::Fresh)
     }
 }

@@ -1,24 +1,10 @@
-//! The use cases: one method per route of the spec's endpoint table and CONTRACT §9. Each
+//! The use cases: one method per route of the API. Each
 //! enforces every rule through the ports and answers with one [`DomainError`].
 //!
 //! The order inside a mutation is always the same: authorize (403 before load for writers who
 //! are super_admin nowhere) → load the object and take its organization → check the caller's
 //! role there → claim the Idempotency-Key (scoped to that organization) → validate and decide
 //! with the pure rules → commit the whole change, with the stored answer, in one transaction.
-
-/// Claims the request's Idempotency-Key for an organization, or returns at once with the stored
-/// answer of the finished request that used it (one place for the early return every
-/// idempotent use case makes).
-macro_rules! claim_or_replay {
-    ($services:expr, $organization:expr, $request:expr) => {
-        match $services.begin($organization, $request).await? {
-            $crate::service::idempotency::Begin::Replay(r) => {
-                return Ok($crate::service::idempotency::Answer::Replayed(r));
-            }
-            $crate::service::idempotency::Begin::Proceed(held) => held,
-        }
-    };
-}
 
 mod auth_servers;
 mod catalog;
@@ -43,17 +29,18 @@ use crate::ports::identity::IdentityProvider;
 use crate::ports::provisioning::CloudProvider;
 use crate::ports::secrets::SecretVault;
 use crate::ports::storage::{
-    AuthServerRepository, ChangeFeed, ClusterRepository, IdempotencyStore, StoreError, UniqueRule,
+    AuthServerRepository, Change, ChangeFeed, ClusterRepository, IdempotencyStore, StoreError,
+    UniqueRule,
 };
 
-/// Settings the rules depend on (CONTRACT §11).
+/// Settings the rules depend on.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// Public API hostnames end in this suffix.
     pub public_hostname_suffix: String,
     /// Elastic IP annotations are `{annotation_domain}/elastic-ip`.
     pub annotation_domain: String,
-    /// The spec's operator option: kubeconfig downloads need super_admin.
+    /// An operator option: kubeconfig downloads need super_admin.
     pub kubeconfig_requires_super_admin: bool,
 }
 
@@ -87,6 +74,46 @@ pub struct Services {
     ports: Ports,
     catalog: Arc<Catalog>,
     settings: Arc<Settings>,
+    /// The request these use cases serve, when a face gave one: recorded as the cause of the
+    /// provisioning work a change schedules.
+    request_id: Option<Arc<str>>,
+}
+
+/// What a use case decided about one cluster: the changes to commit, whether they need
+/// provisioning work, and the answer to give.
+pub(crate) struct Decision<T> {
+    pub changes: Vec<Change>,
+    pub reconcile: bool,
+    pub answer: T,
+}
+
+impl<T> Decision<T> {
+    /// Changes the reconciler has work for (a new pool, a resize, a deletion…).
+    pub fn schedule(changes: Vec<Change>, answer: T) -> Self {
+        Decision {
+            changes,
+            reconcile: true,
+            answer,
+        }
+    }
+
+    /// Changes that are only recorded (a description, tags).
+    pub fn record(changes: Vec<Change>, answer: T) -> Self {
+        Decision {
+            changes,
+            reconcile: false,
+            answer,
+        }
+    }
+
+    /// Nothing to change: the answer alone.
+    pub fn nothing(answer: T) -> Self {
+        Decision {
+            changes: Vec::new(),
+            reconcile: false,
+            answer,
+        }
+    }
 }
 
 /// How often a change decided on a stale revision is decided again before giving up with 409
@@ -99,6 +126,15 @@ impl Services {
             ports,
             catalog: Arc::new(catalog),
             settings: Arc::new(settings),
+            request_id: None,
+        }
+    }
+
+    /// The same use cases serving one request: the changes they make name it as their cause.
+    pub fn for_request(&self, request_id: &str) -> Services {
+        Services {
+            request_id: Some(Arc::from(request_id)),
+            ..self.clone()
         }
     }
 
@@ -114,12 +150,12 @@ impl Services {
         &self.ports
     }
 
-    /// Authenticates a request from its `Authorization` header.
+    /// The caller a bearer token belongs to.
     pub async fn authenticate(
         &self,
-        header: Option<&str>,
+        token: &crate::model::secret::Secret,
     ) -> Result<crate::model::identity::Caller, DomainError> {
-        crate::access::authenticate(self.ports.identity.as_ref(), header).await
+        crate::access::authenticate(self.ports.identity.as_ref(), token).await
     }
 
     /// Loads a live cluster by its path id: not a UUID, unknown or gone → 404.
@@ -190,7 +226,7 @@ pub(crate) fn name_taken(e: StoreError, resource: Resource, name: &str) -> Domai
     }
 }
 
-/// Refuses changes to a cluster that is being deleted or has failed (CONTRACT §3).
+/// Refuses changes to a cluster that is being deleted or has failed.
 pub(crate) fn require_changeable(cluster: &Cluster) -> Result<(), DomainError> {
     use crate::model::cluster::ClusterPhase;
     match cluster.phase {

@@ -1,4 +1,4 @@
-//! Node pool routes: list, add, PATCH (resize, labels, tags) and delete (CONTRACT §6).
+//! Node pool routes: list, add, PATCH (resize, labels, tags) and delete.
 
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
@@ -9,7 +9,7 @@ use crate::model::node_pool::{NodePool, PoolEvent, PoolStatus};
 use crate::ports::storage::Change;
 use crate::rules::MAX_POOLS;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{Services, require_changeable};
+use crate::service::{Decision, Services, require_changeable};
 use crate::validation::Violations;
 
 fn pool_of<'c>(cluster: &'c Cluster, name: &str) -> Result<&'c NodePool, DomainError> {
@@ -47,8 +47,7 @@ impl Services {
         idempotency: Option<IdempotencyRequest<'_, NodePool>>,
     ) -> Result<Answer<NodePool>, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
-        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
-        let result = async {
+        self.idempotently(cluster.organization_id, idempotency, async |held| {
             let mut v = Violations::new();
             let spec = body.validate(&mut v, "");
             let spec = match spec {
@@ -81,9 +80,7 @@ impl Services {
                             field: "size".into(),
                             value: spec.size.clone(),
                         })?;
-                    let org =
-                        access::organization_by_id(self.ports.identity.as_ref(), &org_id).await?;
-                    access::require_credit(&org)?;
+                    access::require_credit(self.ports.identity.as_ref(), &org_id).await?;
                     self.require_zone_capacity(&c.zone, u64::from(spec.sizing.count))
                         .await?;
                     let now = self.ports.clock.now();
@@ -101,15 +98,17 @@ impl Services {
                         created_at: now,
                         updated_at: now,
                     };
-                    Ok((vec![Change::InsertPool(pool.clone())], true, pool))
+                    Ok(Decision::schedule(
+                        vec![Change::InsertPool(pool.clone())],
+                        pool,
+                    ))
                 },
-                |p| held.as_ref().map(|h| h.completion(p)),
+                |p| held.map(|h| h.completion(p)),
                 Some((Resource::NodePool, name)),
             )
             .await
-        }
-        .await;
-        self.settle(held, result).await
+        })
+        .await
     }
 
     /// `PATCH …/node-pools/{pool}`: a new target replaces the old one, even while `Scaling`.
@@ -122,9 +121,8 @@ impl Services {
         idempotency: Option<IdempotencyRequest<'_, NodePool>>,
     ) -> Result<Answer<NodePool>, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
-        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
-        let org_id = cluster.organization_id;
-        let result = async {
+        self.idempotently(cluster.organization_id, idempotency, async |held| {
+            let org_id = cluster.organization_id;
             body.check_shape()?;
             self.change_cluster(
                 cluster,
@@ -138,9 +136,7 @@ impl Services {
                     let adds_nodes = next.count > current.count
                         || next.max_nodes.unwrap_or(0) > current.max_nodes.unwrap_or(0);
                     if adds_nodes {
-                        let org = access::organization_by_id(self.ports.identity.as_ref(), &org_id)
-                            .await?;
-                        access::require_credit(&org)?;
+                        access::require_credit(self.ports.identity.as_ref(), &org_id).await?;
                     }
                     if next.count > current.count {
                         self.require_zone_capacity(&c.zone, u64::from(next.count - current.count))
@@ -161,15 +157,17 @@ impl Services {
                             .map_err(|_| pool_invalid_state(current, "changed"))?;
                     }
                     next.updated_at = self.ports.clock.now();
-                    Ok((vec![Change::UpdatePool(next.clone())], true, next))
+                    Ok(Decision::schedule(
+                        vec![Change::UpdatePool(next.clone())],
+                        next,
+                    ))
                 },
-                |p| held.as_ref().map(|h| h.completion(p)),
+                |p| held.map(|h| h.completion(p)),
                 None,
             )
             .await
-        }
-        .await;
-        self.settle(held, result).await
+        })
+        .await
     }
 
     /// `DELETE …/node-pools/{pool}`: 202 with the pool `Deleting`; never the last pool.
@@ -181,9 +179,8 @@ impl Services {
         idempotency: Option<IdempotencyRequest<'_, NodePool>>,
     ) -> Result<Answer<NodePool>, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
-        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
-        let result = self
-            .change_cluster(
+        self.idempotently(cluster.organization_id, idempotency, async |held| {
+            self.change_cluster(
                 cluster,
                 async |c: &Cluster| {
                     let current = pool_of(c, pool_name)?;
@@ -198,13 +195,17 @@ impl Services {
                     let mut next = current.clone();
                     next.status = status;
                     next.updated_at = self.ports.clock.now();
-                    Ok((vec![Change::UpdatePool(next.clone())], true, next))
+                    Ok(Decision::schedule(
+                        vec![Change::UpdatePool(next.clone())],
+                        next,
+                    ))
                 },
-                |p| held.as_ref().map(|h| h.completion(p)),
+                |p| held.map(|h| h.completion(p)),
                 None,
             )
-            .await;
-        self.settle(held, result).await
+            .await
+        })
+        .await
     }
 }
 

@@ -8,7 +8,7 @@ use crate::model::node::{Node, NodeEvent};
 use crate::names::NodeName;
 use crate::ports::storage::Change;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{Services, require_changeable, store_error};
+use crate::service::{Decision, Services, require_changeable, store_error};
 
 impl Services {
     /// `GET …/nodes` and `GET …/node-pools/{pool}/nodes`.
@@ -44,9 +44,8 @@ impl Services {
         let cluster = self.cluster_for_write(caller, id).await?;
         // A name that breaks the node regex cannot exist.
         let name = NodeName::parse(node).map_err(|_| DomainError::NotFound(Resource::Node))?;
-        let held = claim_or_replay!(self, cluster.organization_id, idempotency);
-        let result = self
-            .change_cluster(
+        self.idempotently(cluster.organization_id, idempotency, async |held| {
+            self.change_cluster(
                 cluster,
                 async |c: &Cluster| {
                     let nodes = self
@@ -69,12 +68,16 @@ impl Services {
                     })?;
                     let mut next = current;
                     next.status = status;
-                    Ok((vec![Change::UpdateNode(next.clone())], true, next))
+                    Ok(Decision::schedule(
+                        vec![Change::UpdateNode(next.clone())],
+                        next,
+                    ))
                 },
-                |n| held.as_ref().map(|h| h.completion(n)),
+                |n| held.map(|h| h.completion(n)),
                 None,
             )
-            .await;
-        self.settle(held, result).await
+            .await
+        })
+        .await
     }
 }

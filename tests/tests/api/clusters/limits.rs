@@ -1,14 +1,8 @@
-//! Spec §8's limits, each at its bound and one past it, through HTTP.
+//! The limits of a create body, each at its bound and one past it: names, tags,
+//! description, pools and their sizing.
 
 use blackbox::*;
-use reqwest::Method;
 use serde_json::{Value, json};
-
-use crate::errors::{expect, fields};
-
-fn id(c: &Value) -> String {
-    c["id"].as_str().unwrap().to_owned()
-}
 
 /// Creates with `body`; asserts 201, or 422 naming `field`.
 async fn create(app: &TestApp, body: &Value, ok: bool, field: &str) {
@@ -29,6 +23,13 @@ fn with(name: &str, key: &str, value: Value) -> Value {
     let mut b = cluster_body("acme", name);
     b[key] = value;
     b
+}
+
+fn rand_suffix(v: &Value) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    v.to_string().hash(&mut h);
+    format!("{:x}", h.finish())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -291,210 +292,4 @@ async fn limit_pool_name_and_count_and_max_nodes() {
         422,
         "validation_failed",
     );
-}
-
-fn rand_suffix(v: &Value) -> String {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    v.to_string().hash(&mut h);
-    format!("{:x}", h.finish())
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn limit_page_and_size() {
-    let app = TestApp::spawn_api_only(&[]).await;
-    let list = |q: &str| format!("{CLUSTERS}?organization=acme&{q}");
-    for q in [
-        "page=1",
-        "size=1",
-        "size=100",
-        "page=2147483647",
-        "page=1&size=20",
-    ] {
-        let a = app.get(&list(q), TOKEN_ACME_MEMBER).await;
-        assert_eq!(a.status, 200, "{q}: {}", a.text());
-    }
-    for q in [
-        "page=0",
-        "page=-1",
-        "page=x",
-        "page=1.5",
-        "size=0",
-        "size=101",
-        "size=",
-        "page=99999999999999999999",
-        "page=2147483648",
-    ] {
-        expect(
-            &app.get(&list(q), TOKEN_ACME_MEMBER).await,
-            400,
-            "invalid_query",
-        );
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn limit_since_and_timeout_seconds() {
-    let app = TestApp::spawn_api_only(&[]).await;
-    let c = app.create_cluster("c1").await;
-    let state = |q: &str| format!("{CLUSTERS}/{}/state?{q}", id(&c));
-    for q in [
-        "since=0",
-        "since=0&timeout_seconds=0",
-        "since=0&timeout_seconds=60",
-    ] {
-        let a = app.get(&state(q), TOKEN_ACME_MEMBER).await;
-        assert_eq!(
-            (a.status, a.json()["changed"].as_bool()),
-            (200, Some(true)),
-            "{q}"
-        );
-    }
-    let a = app
-        .get(
-            &state("since=9223372036854775807&timeout_seconds=0"),
-            TOKEN_ACME_MEMBER,
-        )
-        .await;
-    assert_eq!(
-        (a.status, a.json()["changed"].as_bool()),
-        (200, Some(false))
-    );
-    for q in [
-        "since=-1",
-        "since=x",
-        "since=9223372036854775808",
-        "timeout_seconds=61",
-        "timeout_seconds=-1",
-        "timeout_seconds=1.5",
-    ] {
-        expect(
-            &app.get(&state(q), TOKEN_ACME_MEMBER).await,
-            400,
-            "invalid_query",
-        );
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn limit_idempotency_key_8_to_255_of_the_allowed_characters() {
-    let app = TestApp::spawn_api_only(&[]).await;
-    let ok = ["k".repeat(8), "k".repeat(255), "Ab0_-:.z".to_owned()];
-    for (i, key) in ok.iter().enumerate() {
-        let a = app
-            .post_with(
-                CLUSTERS,
-                TOKEN_ACME_SUPER_ADMIN,
-                &[("Idempotency-Key", key)],
-                &cluster_body("acme", &format!("c{i}")),
-            )
-            .await;
-        assert_eq!(a.status, 201, "{key}: {}", a.text());
-    }
-    let bad = [
-        "k".repeat(7),
-        "k".repeat(256),
-        "abcdefg!".to_owned(),
-        "abcd efgh".to_owned(),
-        "abcdefgé".to_owned(),
-        String::new(),
-    ];
-    for key in &bad {
-        let a = app
-            .raw(
-                Method::POST,
-                CLUSTERS,
-                Some(TOKEN_ACME_SUPER_ADMIN),
-                &[
-                    ("Idempotency-Key", key.as_bytes()),
-                    ("Content-Type", b"application/json"),
-                ],
-                Some(cluster_body("acme", "bad").to_string().into_bytes()),
-            )
-            .await;
-        expect(&a, 400, "invalid_idempotency_key");
-    }
-    assert_eq!(app.count_rows("clusters"), 3);
-    assert_eq!(app.count_rows("idempotency_keys"), 3);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn limit_firewall_description_255_and_16_cidrs() {
-    let app = TestApp::spawn_api_only(&[]).await;
-    let c = app.create_cluster("c1").await;
-    let path = format!("{CLUSTERS}/{}/firewall-rules", id(&c));
-    let rule = |description: usize, cidrs: usize| {
-        json!({"name": "https", "description": "d".repeat(description), "protocol": "tcp",
-               "source_cidrs": (0..cidrs).map(|i| format!("10.0.{i}.0/24")).collect::<Vec<_>>(),
-               "port_range": {"from": 443, "to": 443}})
-    };
-    // A valid body reaches the phase check; a bad body is refused first.
-    expect(
-        &app.post(&path, TOKEN_ACME_SUPER_ADMIN, &rule(255, 16))
-            .await,
-        409,
-        "cluster_not_provisioned",
-    );
-    let a = app
-        .post(&path, TOKEN_ACME_SUPER_ADMIN, &rule(256, 16))
-        .await;
-    expect(&a, 422, "validation_failed");
-    assert!(fields(&a).contains(&"description".to_owned()));
-    let a = app.post(&path, TOKEN_ACME_SUPER_ADMIN, &rule(10, 17)).await;
-    expect(&a, 422, "validation_failed");
-    assert!(fields(&a).contains(&"source_cidrs".to_owned()));
-    let mut named = rule(1, 1);
-    named["name"] = json!("n".repeat(63));
-    expect(
-        &app.post(&path, TOKEN_ACME_SUPER_ADMIN, &named).await,
-        409,
-        "cluster_not_provisioned",
-    );
-    named["name"] = json!("n".repeat(64));
-    expect(
-        &app.post(&path, TOKEN_ACME_SUPER_ADMIN, &named).await,
-        422,
-        "validation_failed",
-    );
-    for (k, v) in [
-        ("protocol", json!("sctp")),
-        ("direction", json!("egress")),
-        ("port_range", json!({"from": 0, "to": 10})),
-        ("source_cidrs", json!(["10.0.0.1/24"])),
-        ("source_cidrs", json!(["::/0"])),
-    ] {
-        let mut b = rule(1, 1);
-        b[k] = v;
-        expect(
-            &app.post(&path, TOKEN_ACME_SUPER_ADMIN, &b).await,
-            422,
-            "validation_failed",
-        );
-    }
-    assert_eq!(app.count_rows("firewall_rules"), 0);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn limit_elastic_ip_name_1_to_63() {
-    let app = TestApp::spawn_api_only(&[]).await;
-    let c = app.create_cluster("c1").await;
-    let path = format!("{CLUSTERS}/{}/elastic-ips", id(&c));
-    let a = app
-        .post(
-            &path,
-            TOKEN_ACME_SUPER_ADMIN,
-            &json!({"name": "e".repeat(63), "exposure": "private"}),
-        )
-        .await;
-    assert_eq!(a.status, 202, "{}", a.text());
-    let a = app
-        .post(
-            &path,
-            TOKEN_ACME_SUPER_ADMIN,
-            &json!({"name": "e".repeat(64), "exposure": "private"}),
-        )
-        .await;
-    expect(&a, 422, "validation_failed");
-    assert!(fields(&a).contains(&"name".to_owned()));
-    assert_eq!(app.count_rows("elastic_ips"), 1);
 }

@@ -1,13 +1,11 @@
-//! The route × role matrix of spec §5, generated from `api::routes::ROUTES`: every
+//! The route × role matrix, generated from `api::routes::ROUTES`: every
 //! authenticated route, five callers, and the caller's own organization, another
 //! organization, and an unknown object or organization.
 
-use api::routes::{Access, OrgSource, ROUTES, RouteSpec};
+use api::routes::{OrgSource, ROUTES, RequiredRole, RouteSpec};
 use blackbox::*;
 use reqwest::Method;
 use serde_json::{Value, json};
-
-use crate::errors::expect;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Caller {
@@ -166,10 +164,10 @@ fn body_of(route: &RouteSpec, fx: &Fixture, n: usize) -> Option<Value> {
     })
 }
 
-/// What spec §5 says, as a set of acceptable statuses: `None` means "authorized": anything
+/// What the role rules say, as a set of acceptable statuses: `None` means "authorized": anything
 /// but 401/403/404 and 5xx.
 fn expected(route: &RouteSpec, caller: Caller, target: Target) -> Option<u16> {
-    let write = route.access == Access::SuperAdmin;
+    let write = route.role == RequiredRole::SuperAdmin;
     match target {
         Target::Own => {
             let allowed = if write {
@@ -189,7 +187,7 @@ fn expected(route: &RouteSpec, caller: Caller, target: Target) -> Option<u16> {
             }
         }
         Target::Unknown => match route.org {
-            // 403 before load for writers who are super_admin nowhere (spec §5).
+            // 403 before load for writers who are super_admin nowhere.
             OrgSource::Object if write && !caller.super_admin_somewhere() => Some(403),
             _ => Some(404),
         },
@@ -207,7 +205,7 @@ fn names_missing_sub_object(route: &RouteSpec) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn route_role_matrix_follows_spec_section_5() {
+async fn every_route_answers_each_role_as_the_role_rules_say() {
     let app = TestApp::spawn_api_only(&[]).await;
     // initech has no credit, so no cluster can be made there: the other organization is
     // globex (prepaid with credit), built by its super_admin dave.
@@ -216,14 +214,14 @@ async fn route_role_matrix_follows_spec_section_5() {
     let mut n = 10;
     let mut checked = 0;
     let mut failures = Vec::new();
-    for route in ROUTES.iter().filter(|r| r.access != Access::Public) {
+    for route in ROUTES.iter().filter(|r| r.role != RequiredRole::Public) {
         for caller in Caller::ALL {
             for target in [Target::Own, Target::Other, Target::Unknown] {
                 n += 1;
                 let want = expected(route, caller, target);
                 // A mutation that will succeed gets fresh objects, so it cannot disturb the
                 // rows that follow.
-                let succeeds = want.is_none() && route.access == Access::SuperAdmin;
+                let succeeds = want.is_none() && route.role == RequiredRole::SuperAdmin;
                 let fx = match target {
                     Target::Own if succeeds => {
                         fixture(&app, TOKEN_ACME_SUPER_ADMIN, "acme", n).await

@@ -1,4 +1,4 @@
-//! Hostile input on every route of `api::routes::ROUTES` (issue 9): no answer is a 5xx,
+//! Hostile input on every route of `api::routes::ROUTES`: no answer is a 5xx,
 //! every 4xx is problem+json whose `status` is the HTTP status, and nothing is stored.
 //! Also the router's own answers: 405 with `Allow`, 404 for unknown paths, `X-Request-Id`.
 
@@ -307,7 +307,7 @@ async fn every_route_survives_bad_input_and_stores_nothing() {
                     route.method, route.path, case.label, a.status
                 ));
             }
-            // The header is ignored where it is not honoured (CONTRACT §8).
+            // The header is ignored where it is not honoured.
             if key_bad && !route.idempotent && a.json()["code"] == "invalid_idempotency_key" {
                 problems.push(format!(
                     "{} {} [{}]: the key is not read here",

@@ -9,7 +9,9 @@ use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, ObjectBuilder, Ref, RefOr, Required, ResponseBuilder, Type};
 
-use crate::routes::{self, Access, OrgSource, ROUTES, RouteSpec};
+mod shape;
+
+use crate::routes::{self, OrgSource, ROUTES, RequiredRole, RouteSpec};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -17,43 +19,6 @@ use crate::routes::{self, Access, OrgSource, ROUTES, RouteSpec};
         title = "Managed Kubernetes cluster service",
         version = "1.0.0",
         description = "Clusters, node pools, nodes, Elastic IPs, firewall rules, kubeconfigs and the gateway's auth servers. Errors are RFC 9457 problem details with a stable `code`."
-    ),
-    paths(
-        routes::system::healthz,
-        routes::system::readyz,
-        routes::system::metrics,
-        routes::system::openapi,
-        routes::catalog::get_catalog,
-        routes::clusters::list_clusters,
-        routes::clusters::create_cluster,
-        routes::clusters::get_cluster,
-        routes::clusters::patch_cluster,
-        routes::clusters::change_exposure,
-        routes::clusters::delete_cluster,
-        routes::clusters::cluster_state,
-        routes::clusters::kubeconfig,
-        routes::node_pools::list_node_pools,
-        routes::node_pools::create_node_pool,
-        routes::node_pools::patch_node_pool,
-        routes::node_pools::delete_node_pool,
-        routes::node_pools::list_nodes,
-        routes::node_pools::list_pool_nodes,
-        routes::node_pools::delete_node,
-        routes::networking::list_elastic_ips,
-        routes::networking::get_elastic_ip,
-        routes::networking::create_elastic_ip,
-        routes::networking::release_elastic_ip,
-        routes::networking::list_firewall_rules,
-        routes::networking::get_firewall_rule,
-        routes::networking::create_firewall_rule,
-        routes::networking::delete_firewall_rule,
-        routes::auth_servers::list_auth_servers,
-        routes::auth_servers::create_auth_server,
-        routes::auth_servers::get_auth_server,
-        routes::auth_servers::patch_auth_server,
-        routes::auth_servers::delete_auth_server,
-        routes::auth_servers::add_credential,
-        routes::auth_servers::remove_credential,
     ),
     components(schemas(
         crate::problem::Problem,
@@ -63,6 +28,8 @@ use crate::routes::{self, Access, OrgSource, ROUTES, RouteSpec};
         domain::input::auth_server::TokenConfigRequest,
         domain::input::auth_server::BasicCredentialRequest,
         domain::input::auth_server::TokenCredentialRequest,
+        domain::input::auth_server::OidcConfigPatch,
+        domain::input::auth_server::BasicConfigPatch,
     ))
 )]
 struct ApiDoc;
@@ -70,7 +37,7 @@ struct ApiDoc;
 /// The statuses a route can answer besides its successes.
 pub fn error_statuses(r: &RouteSpec) -> Vec<u16> {
     let mut s = Vec::new();
-    if r.access == Access::Public {
+    if r.role == RequiredRole::Public {
         if r.path == "/readyz" {
             s.push(503);
         }
@@ -91,7 +58,7 @@ pub fn error_statuses(r: &RouteSpec) -> Vec<u16> {
     if has_query || r.idempotent || r.path.ends_with("/exposure") {
         s.push(400);
     }
-    if r.access == Access::SuperAdmin {
+    if r.role == RequiredRole::SuperAdmin {
         s.push(409);
     }
     if r.body {
@@ -164,9 +131,61 @@ fn add_links(doc: &mut serde_json::Value) {
     }
 }
 
+/// Who may call the route and where its organization comes from, in words: the part of an
+/// operation's description the route table knows.
+fn description(r: &RouteSpec) -> String {
+    let who = match r.role {
+        RequiredRole::Public => "No authentication.",
+        RequiredRole::Member => {
+            "Any member of the organization (member, project_admin or super_admin)."
+        }
+        RequiredRole::SuperAdmin => "A super_admin of the organization.",
+    };
+    let org = match r.org {
+        OrgSource::None => "",
+        OrgSource::Collection => {
+            " The organization is the `organization` query parameter, else the `X-Platform-Organization` header, else the caller's preferred organization."
+        }
+        OrgSource::Body => {
+            " The organization is the body's `organization` field; query and header are not read."
+        }
+        OrgSource::Object => " The organization is the one that owns the object in the path.",
+    };
+    let retry = if r.idempotent {
+        " With an `Idempotency-Key`, a retry of the same request answers what the first one did (with `Idempotency-Replay: true`)."
+    } else {
+        ""
+    };
+    let assistant = if r.assistant_restricted {
+        " Refused to the AI assistant client."
+    } else {
+        ""
+    };
+    format!("{who}{org}{retry}{assistant}")
+}
+
+/// `Idempotency-Replay: true` on every success an idempotent route can replay.
+fn replay_header(op: &mut Operation) {
+    for (status, response) in op.responses.responses.iter_mut() {
+        let (false, RefOr::T(response)) = (status.starts_with(['4', '5']), response) else {
+            continue;
+        };
+        response.headers.insert(
+            "Idempotency-Replay".into(),
+            utoipa::openapi::HeaderBuilder::new()
+                .schema(ObjectBuilder::new().schema_type(Type::Boolean))
+                .description(Some(
+                    "`true` when this answer is the stored answer to an earlier request with the same `Idempotency-Key`",
+                ))
+                .build(),
+        );
+    }
+}
+
 /// Builds the document once.
 pub fn document() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
+    doc.merge(routes::RoutePaths::openapi());
     let components = doc.components.get_or_insert_with(Default::default);
     components.add_security_scheme(
         "bearer",
@@ -197,7 +216,13 @@ pub fn document() -> utoipa::openapi::OpenApi {
                 .entry(status.to_string())
                 .or_insert(RefOr::T(response));
         }
-        if r.access != Access::Public {
+        if op.description.is_none() {
+            op.description = Some(description(r));
+        }
+        if r.idempotent {
+            replay_header(op);
+        }
+        if r.role != RequiredRole::Public {
             op.security = Some(vec![SecurityRequirement::new(
                 "bearer",
                 Vec::<String>::new(),
@@ -244,7 +269,8 @@ pub fn document_json() -> String {
     JSON.get_or_init(|| {
         let mut doc = serde_json::to_value(document()).unwrap_or_default();
         add_links(&mut doc);
-        doc.to_string()
+        shape::apply(&mut doc);
+        shape::render(&doc)
     })
     .clone()
 }
@@ -252,6 +278,15 @@ pub fn document_json() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The whole document, pretty-printed: a change to the contract is a change to
+    /// `snapshots/api__openapi__tests__document.snap`, seen in review. After an intended change:
+    /// `cargo insta review` (or `INSTA_UPDATE=always cargo test -p api`).
+    #[test]
+    fn document() {
+        let doc: serde_json::Value = serde_json::from_str(&document_json()).unwrap_or_default();
+        insta::assert_snapshot!(serde_json::to_string_pretty(&doc).unwrap_or_default());
+    }
 
     #[test]
     fn every_route_of_the_table_is_in_the_document_and_nothing_else() {

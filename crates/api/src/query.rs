@@ -1,7 +1,9 @@
-//! Query parameters (spec §4): out of range or not an integer is 400 `invalid_query`.
+//! Query parameters, parsed before a use case runs: out of range or not an integer is 400
+//! `invalid_query`. The bounds are the domain's (`domain::rules`).
 
-use crate::error::DomainError;
-use crate::rules::{
+use crate::problem::RequestError;
+use domain::ports::storage::PageRequest;
+use domain::rules::{
     PAGE_DEFAULT, SIZE_DEFAULT, SIZE_MAX, TIMEOUT_SECONDS_DEFAULT, TIMEOUT_SECONDS_MAX,
 };
 
@@ -11,9 +13,9 @@ fn parse_int(
     default: u64,
     min: u64,
     max: u64,
-) -> Result<u64, DomainError> {
+) -> Result<u64, RequestError> {
     let Some(raw) = raw else { return Ok(default) };
-    let bad = |message: String| DomainError::InvalidQuery { parameter, message };
+    let bad = |message: String| RequestError::InvalidQuery { parameter, message };
     let value: u64 = raw
         .parse()
         .map_err(|_| bad(format!("must be an integer between {min} and {max}")))?;
@@ -24,10 +26,7 @@ fn parse_int(
 }
 
 /// `page` (>= 1, default 1) and `size` (1-100, default 20).
-pub fn page(
-    page: Option<&str>,
-    size: Option<&str>,
-) -> Result<crate::ports::storage::PageRequest, DomainError> {
+pub fn page(page: Option<&str>, size: Option<&str>) -> Result<PageRequest, RequestError> {
     let page = parse_int(
         "page",
         page,
@@ -42,19 +41,19 @@ pub fn page(
         1,
         u64::from(SIZE_MAX),
     )?;
-    Ok(crate::ports::storage::PageRequest {
+    Ok(PageRequest {
         page: page as u32,
         size: size as u32,
     })
 }
 
 /// `since` (>= 0, default 0).
-pub fn since(raw: Option<&str>) -> Result<i64, DomainError> {
+pub fn since(raw: Option<&str>) -> Result<i64, RequestError> {
     parse_int("since", raw, 0, 0, i64::MAX as u64).map(|v| v as i64)
 }
 
 /// `timeout_seconds` (0-60, default 25).
-pub fn timeout_seconds(raw: Option<&str>) -> Result<u32, DomainError> {
+pub fn timeout_seconds(raw: Option<&str>) -> Result<u32, RequestError> {
     parse_int(
         "timeout_seconds",
         raw,
@@ -65,6 +64,18 @@ pub fn timeout_seconds(raw: Option<&str>) -> Result<u32, DomainError> {
     .map(|v| v as u32)
 }
 
+/// `environment` on the auth-server list: a DNS label when given.
+pub fn environment(raw: Option<&str>) -> Result<Option<&str>, RequestError> {
+    match raw {
+        None => Ok(None),
+        Some(e) if domain::names::is_dns_label(e) => Ok(Some(e)),
+        Some(_) => Err(RequestError::InvalidQuery {
+            parameter: "environment",
+            message: "must be a DNS label".into(),
+        }),
+    }
+}
+
 /// Kubeconfig `format`: `plain` (default) or `json`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KubeconfigFormat {
@@ -72,11 +83,11 @@ pub enum KubeconfigFormat {
     Json,
 }
 
-pub fn kubeconfig_format(raw: Option<&str>) -> Result<KubeconfigFormat, DomainError> {
+pub fn kubeconfig_format(raw: Option<&str>) -> Result<KubeconfigFormat, RequestError> {
     match raw {
         None | Some("") | Some("plain") => Ok(KubeconfigFormat::Plain),
         Some("json") => Ok(KubeconfigFormat::Json),
-        Some(_) => Err(DomainError::InvalidQuery {
+        Some(_) => Err(RequestError::InvalidQuery {
             parameter: "format",
             message: "must be `plain` or `json`".into(),
         }),
@@ -87,7 +98,7 @@ pub fn kubeconfig_format(raw: Option<&str>) -> Result<KubeconfigFormat, DomainEr
 mod tests {
     use super::*;
 
-    fn code(r: Result<impl std::fmt::Debug, DomainError>) -> &'static str {
+    fn code(r: Result<impl std::fmt::Debug, RequestError>) -> &'static str {
         r.err().map(|e| e.code()).unwrap_or("ok")
     }
 
@@ -133,6 +144,14 @@ mod tests {
         assert_eq!(timeout_seconds(Some("60")).ok(), Some(60));
         assert_eq!(code(timeout_seconds(Some("61"))), "invalid_query");
         assert_eq!(code(timeout_seconds(Some("-1"))), "invalid_query");
+    }
+
+    #[test]
+    fn environment_is_a_dns_label_when_given() {
+        assert_eq!(environment(None), Ok(None));
+        assert_eq!(environment(Some("production")), Ok(Some("production")));
+        assert_eq!(code(environment(Some("Prod"))), "invalid_query");
+        assert_eq!(code(environment(Some(""))), "invalid_query");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Authentication and the account platform (spec §5, CONTRACT §10, issue 4).
+//! Authentication and the account platform.
 
 use blackbox::*;
 use platform_stub::Fault;

@@ -4,7 +4,7 @@ use blackbox::*;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fuzz_catalog_answer_matches_its_documented_schema() {
+async fn the_catalog_answer_matches_its_documented_schema() {
     // Found: the catalog's schema was a flattened struct with additionalProperties false, so
     // every real answer (which has `constraints`) violated it.
     let app = TestApp::spawn_api_only(&[]).await;
@@ -27,7 +27,7 @@ async fn fuzz_catalog_answer_matches_its_documented_schema() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fuzz_page_beyond_int32_is_400() {
+async fn a_page_beyond_int32_is_400() {
     // Found: page=2147483648 was accepted though the document says int32.
     let app = TestApp::spawn_api_only(&[]).await;
     let ok = app
@@ -50,7 +50,7 @@ async fn fuzz_page_beyond_int32_is_400() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fuzz_empty_format_means_plain_and_empty_environment_is_400() {
+async fn an_empty_format_means_plain_and_empty_environment_is_400() {
     // Found: `format=` was refused though the parameter is optional; `environment=` was
     // accepted though the document's pattern refuses an empty name.
     let app = TestApp::spawn_api_only(&[]).await;
@@ -78,7 +78,7 @@ async fn fuzz_empty_format_means_plain_and_empty_environment_is_400() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fuzz_integral_floats_are_integers_and_fractions_are_422() {
+async fn integral_floats_are_integers_and_fractions_are_422() {
     // Found: `"count": 3.0` (an integer to JSON Schema) was refused as a float.
     let app = TestApp::spawn_api_only(&[]).await;
     let c = app.create_cluster("float-1").await;

@@ -1,8 +1,10 @@
-//! The cluster list envelope (CONTRACT §1): `{items, page, size, total}`, default size 20,
-//! at most 100, ordered by `created_at` then `id` across pages.
+//! Reading clusters: the list envelope (`{items, page, size, total}`, default size 20, at
+//! most 100, ordered by `created_at` then `id` across pages), and by-id routes, whose organization
+//! is the cluster's.
 
 use blackbox::*;
-use serde_json::Value;
+use reqwest::Method;
+use serde_json::{Value, json};
 
 fn ids(page: &Value) -> Vec<String> {
     page["items"]
@@ -122,4 +124,47 @@ fn chrono_like(s: &str) -> String {
         .take(9)
         .collect();
     format!("{main}.{frac}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_id_routes_take_the_organization_from_the_cluster() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let g = app.create_cluster_as(TOKEN_TWO_ORGS, "globex", "g1").await;
+    let path = format!("{CLUSTERS}/{}", id(&g));
+    // dave reads his globex cluster while naming acme in header and query.
+    let r = app
+        .request(
+            Method::GET,
+            &format!("{path}?organization=acme"),
+            Some(TOKEN_TWO_ORGS),
+        )
+        .header("X-Platform-Organization", "acme");
+    assert_eq!(app.send(r).await.status, 200);
+    // alice cannot reach it by naming globex.
+    let r = app
+        .request(
+            Method::GET,
+            &format!("{path}?organization=globex"),
+            Some(TOKEN_ACME_SUPER_ADMIN),
+        )
+        .header("X-Platform-Organization", "globex");
+    expect(&app.send(r).await, 403, "forbidden");
+    // A by-id route needs no organization at all (carol has no preferred organization).
+    let a = app.create_cluster("a1").await;
+    assert_eq!(
+        app.get(&format!("{CLUSTERS}/{}", id(&a)), TOKEN_ACME_PROJECT_ADMIN)
+            .await
+            .status,
+        200
+    );
+    // dave is a member of acme: reading works, writing does not, whatever the header says.
+    let r = app
+        .request(
+            Method::PATCH,
+            &format!("{CLUSTERS}/{}", id(&a)),
+            Some(TOKEN_TWO_ORGS),
+        )
+        .header("X-Platform-Organization", "globex")
+        .json(&json!({"description": "x"}));
+    expect(&app.send(r).await, 403, "forbidden");
 }

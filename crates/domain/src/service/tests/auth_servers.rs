@@ -1,0 +1,282 @@
+//! Gateway auth servers: create, read, PATCH, credentials.
+
+use super::*;
+
+use crate::input::auth_server::{AuthServerPatch, CreateAuthServerRequest, CredentialRequest};
+use crate::model::auth_server::{
+    AuthServer, AuthServerConfig, BasicConfig, BasicCredential, CredentialView,
+};
+use crate::model::secret::{PasswordHash, TokenDigest};
+use crate::ports::storage::{AuthServerChange, AuthServerWrite, UniqueRule};
+use crate::rules::MAX_CREDENTIALS_PER_AUTH_SERVER;
+
+fn vault(m: &mut Mocks) {
+    m.vault
+        .expect_hash_password()
+        .returning(|p| Ok(PasswordHash(format!("$argon2id$fake${}", p.len()))));
+    m.vault
+        .expect_digest_token()
+        .returning(|t| TokenDigest(format!("sha256-of-{}", t.len())));
+    m.vault
+        .expect_seal()
+        .returning(|_| Ok(SealedSecret("v1:sealed".into())));
+}
+
+fn create(v: serde_json::Value) -> CreateAuthServerRequest {
+    serde_json::from_value(v).unwrap()
+}
+
+fn basic_server(usernames: &[&str]) -> AuthServer {
+    AuthServer {
+        id: uuid::Uuid::from_u128(0xa5),
+        organization_id: ORG_A,
+        organization_slug: "acme".into(),
+        name: crate::names::DnsLabel::from_trusted("partners".into()),
+        environment: crate::names::DnsLabel::from_trusted("production".into()),
+        config: AuthServerConfig::Basic(BasicConfig {
+            realm: None,
+            credentials: usernames
+                .iter()
+                .enumerate()
+                .map(|(i, u)| BasicCredential {
+                    id: uuid::Uuid::from_u128(i as u128 + 1),
+                    username: (*u).into(),
+                    password_hash: PasswordHash("h".into()),
+                })
+                .collect(),
+        }),
+        created_at: at(0),
+        updated_at: at(0),
+    }
+}
+
+#[test]
+fn auth_server_secrets_are_protected_before_storage_and_never_answered() {
+    let mut m = Mocks::new().with_organizations(vec![organization(ORG_A, Plan::Postpaid, 0)]);
+    vault(&mut m);
+    m.auth_servers
+        .expect_write_auth_server()
+        .withf(|w: &AuthServerWrite| match &w.change {
+            AuthServerChange::Insert(s) => matches!(&s.config, AuthServerConfig::Basic(b) if b.credentials[0].password_hash.0.starts_with("$argon2id$"))
+                && !format!("{w:?}").contains("hunter2-hunter2"),
+            _ => false,
+        })
+        .times(1)
+        .returning(|_| Ok(()));
+    let body = create(
+        json!({"organization": "acme", "name": "partners", "environment": "production", "type": "basic",
+                             "config": {"credentials": [{"username": "alice", "password": "hunter2-hunter2"}]}}),
+    );
+    let v = block_on(
+        m.services()
+            .create_auth_server(&super_admin_a(), body, None),
+    )
+    .unwrap()
+    .fresh()
+    .unwrap();
+    let text = serde_json::to_string(&v).unwrap();
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(text.contains("\"username\":\"alice\""));
+    assert!(
+        text.contains("\"realm\":\"partners\""),
+        "the realm defaults to the server's name: {text}"
+    );
+}
+
+#[test]
+fn auth_server_oidc_answers_client_secret_set_and_token_hints() {
+    let mut m = Mocks::new().with_organizations(vec![organization(ORG_A, Plan::Postpaid, 0)]);
+    vault(&mut m);
+    m.auth_servers
+        .expect_write_auth_server()
+        .returning(|_| Ok(()));
+    let s = m.services();
+    let oidc = create(
+        json!({"organization": "acme", "name": "sso", "environment": "production", "type": "oidc",
+        "config": {"issuer_url": "https://id.example.com", "redirect_path": "/cb", "client_id": "app", "client_secret": "top-secret-value", "authorized_domain": "app.example.com"}}),
+    );
+    let v = serde_json::to_value(
+        block_on(s.create_auth_server(&super_admin_a(), oidc, None))
+            .unwrap()
+            .fresh()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(v["config"]["client_secret_set"], true);
+    assert!(!v.to_string().contains("top-secret-value"));
+    let token = create(
+        json!({"organization": "acme", "name": "machines", "environment": "production", "type": "token",
+        "config": {"tokens": ["0123456789abcdefWXYZ"]}}),
+    );
+    let v = serde_json::to_value(
+        block_on(s.create_auth_server(&super_admin_a(), token, None))
+            .unwrap()
+            .fresh()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(v["config"]["tokens"][0]["hint"], "…WXYZ");
+    assert!(!v.to_string().contains("0123456789abcdef"));
+}
+
+#[test]
+fn auth_server_name_taken_in_the_organization_and_environment_is_409() {
+    let mut m = Mocks::new().with_organizations(vec![organization(ORG_A, Plan::Postpaid, 0)]);
+    vault(&mut m);
+    m.auth_servers
+        .expect_write_auth_server()
+        .returning(|_| Err(StoreError::Duplicate(UniqueRule::AuthServerName)));
+    let body = create(
+        json!({"organization": "acme", "name": "machines", "environment": "production", "type": "token",
+        "config": {"tokens": ["0123456789abcdefWXYZ"]}}),
+    );
+    assert_eq!(
+        code(block_on(m.services().create_auth_server(
+            &super_admin_a(),
+            body,
+            None
+        ))),
+        "name_conflict"
+    );
+}
+
+#[test]
+fn auth_server_create_needs_super_admin_there() {
+    let body = create(
+        json!({"organization": "acme", "name": "machines", "environment": "production", "type": "token",
+        "config": {"tokens": ["0123456789abcdefWXYZ"]}}),
+    );
+    let r = block_on(Mocks::new().services().create_auth_server(
+        &caller(&[(ORG_A, Role::Member)]),
+        body,
+        None,
+    ));
+    assert_eq!(code(r), "forbidden");
+}
+
+#[test]
+fn auth_server_removing_the_last_credential_is_409_and_unknown_is_404() {
+    let mut m = Mocks::new();
+    m.auth_servers
+        .expect_auth_server()
+        .returning(|_| Ok(Some(basic_server(&["alice"]))));
+    let s = m.services();
+    let id = uuid::Uuid::from_u128(0xa5).to_string();
+    assert_eq!(
+        code(block_on(s.remove_credential(
+            &super_admin_a(),
+            &id,
+            &uuid::Uuid::from_u128(1).to_string(),
+            None
+        ))),
+        "last_credential"
+    );
+    assert_eq!(
+        code(block_on(s.remove_credential(
+            &super_admin_a(),
+            &id,
+            &uuid::Uuid::from_u128(99).to_string(),
+            None
+        ))),
+        "not_found"
+    );
+}
+
+#[test]
+fn auth_server_duplicate_username_is_409_and_an_oidc_server_takes_no_credentials() {
+    let mut m = Mocks::new();
+    vault(&mut m);
+    m.auth_servers
+        .expect_auth_server()
+        .returning(|_| Ok(Some(basic_server(&["alice"]))));
+    let s = m.services();
+    let id = uuid::Uuid::from_u128(0xa5).to_string();
+    let dup: CredentialRequest =
+        serde_json::from_value(json!({"username": "alice", "password": "x"})).unwrap();
+    assert_eq!(
+        code(block_on(s.add_credential(&super_admin_a(), &id, dup, None))),
+        "name_conflict"
+    );
+    let wrong_shape: CredentialRequest =
+        serde_json::from_value(json!({"token": "0123456789abcdefWXYZ"})).unwrap();
+    assert_eq!(
+        code(block_on(s.add_credential(
+            &super_admin_a(),
+            &id,
+            wrong_shape,
+            None
+        ))),
+        "validation_failed"
+    );
+}
+
+#[test]
+fn auth_server_at_its_credential_limit_refuses_another_before_hashing_it() {
+    let mut m = Mocks::new();
+    // No vault expectations: a hash would fail the test.
+    let full: Vec<String> = (0..MAX_CREDENTIALS_PER_AUTH_SERVER)
+        .map(|i| format!("user{i}"))
+        .collect();
+    m.auth_servers.expect_auth_server().returning(move |_| {
+        let names: Vec<&str> = full.iter().map(String::as_str).collect();
+        Ok(Some(basic_server(&names)))
+    });
+    let add: CredentialRequest =
+        serde_json::from_value(json!({"username": "one-more", "password": "pw"})).unwrap();
+    let r = block_on(m.services().add_credential(
+        &super_admin_a(),
+        &uuid::Uuid::from_u128(0xa5).to_string(),
+        add,
+        None,
+    ));
+    assert_eq!(code(r), "validation_failed");
+}
+
+#[test]
+fn auth_server_credential_added_answers_id_and_username() {
+    let mut m = Mocks::new();
+    vault(&mut m);
+    m.auth_servers
+        .expect_auth_server()
+        .returning(|_| Ok(Some(basic_server(&["alice"]))));
+    m.auth_servers
+        .expect_write_auth_server()
+        .withf(|w| matches!(&w.change, AuthServerChange::Update { server, .. } if server.config.credential_count() == 2) && w.audit.action == "credential_added")
+        .returning(|_| Ok(()));
+    let add: CredentialRequest =
+        serde_json::from_value(json!({"username": "bob", "password": "pw"})).unwrap();
+    let v = block_on(m.services().add_credential(
+        &super_admin_a(),
+        &uuid::Uuid::from_u128(0xa5).to_string(),
+        add,
+        None,
+    ))
+    .unwrap()
+    .fresh()
+    .unwrap();
+    assert!(matches!(v, CredentialView::Basic { ref username, .. } if username == "bob"));
+}
+
+#[test]
+fn auth_server_patch_merges_and_is_audited_without_secrets() {
+    let mut m = Mocks::new();
+    m.auth_servers
+        .expect_auth_server()
+        .returning(|_| Ok(Some(basic_server(&["alice"]))));
+    m.auth_servers
+        .expect_write_auth_server()
+        .withf(|w| w.audit.action == "updated" && w.audit.details.to_string().contains("realm"))
+        .returning(|_| Ok(()));
+    let patch: AuthServerPatch =
+        serde_json::from_value(json!({"config": {"realm": "Partner area"}})).unwrap();
+    let v = block_on(m.services().patch_auth_server(
+        &super_admin_a(),
+        &uuid::Uuid::from_u128(0xa5).to_string(),
+        patch,
+    ))
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(&v).unwrap()["config"]["realm"],
+        "Partner area"
+    );
+}

@@ -1,0 +1,168 @@
+//! Collection reads: which organization, and the roles that may read it.
+
+use super::*;
+
+#[test]
+fn list_no_organization_resolvable_is_400() {
+    let r = block_on(Mocks::new().services().list_clusters(
+        &super_admin_a(),
+        &sel(None, None),
+        None,
+        FIRST_PAGE,
+    ));
+    assert_eq!(code(r), "organization_required");
+}
+
+#[test]
+fn list_query_wins_over_header_which_wins_over_preferred() {
+    let mut m = Mocks::new();
+    m.clusters
+        .expect_list_clusters()
+        .withf(|org, _, _| *org == ORG_B)
+        .times(3)
+        .returning(|_, _, _| {
+            Ok(Page {
+                items: vec![],
+                total: 0,
+            })
+        });
+    let s = m.services();
+    let mut who = caller(&[(ORG_A, Role::Member), (ORG_B, Role::Member)]);
+    who.preferred_organization = Some(ORG_A);
+    assert_eq!(
+        code(block_on(s.list_clusters(
+            &who,
+            &sel(Some("globex"), Some("acme")),
+            None,
+            FIRST_PAGE
+        ))),
+        "ok"
+    );
+    assert_eq!(
+        code(block_on(s.list_clusters(
+            &who,
+            &sel(Some(""), Some("globex")),
+            None,
+            FIRST_PAGE
+        ))),
+        "ok",
+        "an empty query value does not count"
+    );
+    who.preferred_organization = Some(ORG_B);
+    assert_eq!(
+        code(block_on(s.list_clusters(
+            &who,
+            &sel(None, None),
+            None,
+            FIRST_PAGE
+        ))),
+        "ok"
+    );
+}
+
+#[test]
+fn list_organization_by_uuid_rule() {
+    let mut m = Mocks::new();
+    m.clusters
+        .expect_list_clusters()
+        .withf(|org, _, _| *org == ORG_A)
+        .returning(|_, _, _| {
+            Ok(Page {
+                items: vec![],
+                total: 0,
+            })
+        });
+    let who = caller(&[(ORG_A, Role::Member)]);
+    let s = m.services();
+    assert_eq!(
+        code(block_on(s.list_clusters(
+            &who,
+            &sel(Some(&ORG_A.to_string()), None),
+            None,
+            FIRST_PAGE
+        ))),
+        "ok"
+    );
+}
+
+#[test]
+fn list_unknown_organization_is_404_and_someone_elses_403() {
+    let m = Mocks::new().with_organizations(vec![organization(ORG_B, Plan::Postpaid, 0)]);
+    let s = m.services();
+    let who = caller(&[(ORG_A, Role::Member)]);
+    assert_eq!(
+        code(block_on(s.list_clusters(
+            &who,
+            &sel(Some("nosuch"), None),
+            None,
+            FIRST_PAGE
+        ))),
+        "not_found"
+    );
+    assert_eq!(
+        code(block_on(s.list_clusters(
+            &who,
+            &sel(Some("globex"), None),
+            None,
+            FIRST_PAGE
+        ))),
+        "forbidden"
+    );
+    assert_eq!(
+        code(block_on(s.list_clusters(
+            &who,
+            &sel(Some("zzzzzzzz-zzzz-zzzz-zzzz-zzzzzzzzzzzz"), None),
+            None,
+            FIRST_PAGE
+        ))),
+        "not_found"
+    );
+}
+
+#[test]
+fn list_asks_the_store_for_the_page_and_an_unknown_zone_is_400() {
+    let mut m = Mocks::new();
+    m.clusters
+        .expect_list_clusters()
+        .withf(|_, _, p| *p == PageRequest { page: 3, size: 7 })
+        .returning(|_, _, _| {
+            Ok(Page {
+                items: vec![],
+                total: 0,
+            })
+        });
+    let s = m.services();
+    let who = caller(&[(ORG_A, Role::Member)]);
+    let acme = sel(Some("acme"), None);
+    let page = block_on(s.list_clusters(&who, &acme, None, PageRequest { page: 3, size: 7 }));
+    assert_eq!(page.map(|p| (p.page, p.size)), Ok((3, 7)));
+    assert_eq!(
+        code(block_on(s.list_clusters(
+            &who,
+            &acme,
+            Some("zone-9"),
+            FIRST_PAGE
+        ))),
+        "unknown_zone"
+    );
+}
+
+#[test]
+fn catalog_resolves_its_organization_and_zone() {
+    let s = Mocks::new().services();
+    let who = caller(&[(ORG_A, Role::ProjectAdmin)]);
+    assert_eq!(
+        code(block_on(s.catalog(&who, &sel(None, None), None))),
+        "organization_required"
+    );
+    let view = block_on(s.catalog(&who, &sel(None, Some("acme")), Some("zone-1"))).unwrap();
+    assert_eq!(view.zone.id, "zone-1");
+    assert_eq!(
+        code(block_on(s.catalog(
+            &who,
+            &sel(None, Some("acme")),
+            Some("nowhere")
+        ))),
+        "unknown_zone"
+    );
+}

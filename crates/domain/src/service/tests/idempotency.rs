@@ -1,0 +1,263 @@
+//! Idempotency keys: claim, replay, conflicts, and what is never remembered.
+
+use super::*;
+
+fn key() -> IdempotencyKey {
+    IdempotencyKey::parse("create-0001").unwrap()
+}
+
+fn fingerprint() -> RequestFingerprint {
+    RequestFingerprint::new("POST", "/v1/public/clusters", Some(&json!({"a": 1})))
+}
+
+#[test]
+fn idempotent_create_commits_the_answer_with_the_cluster() {
+    let mut m = create_ready();
+    m.idempotency
+        .expect_claim()
+        .times(1)
+        .returning(|_| Ok(ClaimOutcome::Claimed));
+    m.clusters.checkpoint();
+    m.clusters.expect_zone_node_demand().returning(|_| Ok(0));
+    m.clusters
+        .expect_commit()
+        .withf(|w: &ClusterWrite| {
+            w.idempotency
+                .as_ref()
+                .is_some_and(|c| c.response.status == 201 && c.scope.organization_id == ORG_A)
+        })
+        .times(1)
+        .returning(|_| Ok(1));
+    m.idempotency.expect_complete().returning(|_| Ok(()));
+    let render = JsonRender(201);
+    let req = IdempotencyRequest {
+        key: key(),
+        fingerprint: fingerprint(),
+        render: &render,
+    };
+    let a = block_on(m.services().create_cluster(
+        &super_admin_a(),
+        create_body(json!({})),
+        Some(req),
+    ));
+    assert!(matches!(a, Ok(Answer::Fresh(_))));
+}
+
+#[test]
+fn idempotent_same_key_same_body_replays_the_stored_answer() {
+    let stored = StoredResponse {
+        status: 201,
+        headers: vec![("Location".into(), "/v1/public/clusters/x".into())],
+        body: b"{\"id\":\"x\"}".to_vec(),
+    };
+    let mut m = create_ready();
+    let record = IdempotencyRecord {
+        scope: IdempotencyScope {
+            organization_id: ORG_A,
+            key: key(),
+        },
+        fingerprint: fingerprint(),
+        state: IdempotencyState::Completed {
+            response: stored.clone(),
+        },
+        created_at: at(0),
+    };
+    m.idempotency
+        .expect_claim()
+        .returning(move |_| Ok(ClaimOutcome::Existing(record.clone())));
+    m.clusters.checkpoint();
+    m.clusters.expect_commit().never();
+    let render = JsonRender(201);
+    let req = IdempotencyRequest {
+        key: key(),
+        fingerprint: fingerprint(),
+        render: &render,
+    };
+    let a = block_on(m.services().create_cluster(
+        &super_admin_a(),
+        create_body(json!({})),
+        Some(req),
+    ));
+    assert_eq!(a, Ok(Answer::Replayed(stored)));
+}
+
+#[test]
+fn idempotent_same_key_different_body_is_409_reused() {
+    let mut m = create_ready();
+    let record = IdempotencyRecord {
+        scope: IdempotencyScope {
+            organization_id: ORG_A,
+            key: key(),
+        },
+        fingerprint: RequestFingerprint::new("POST", "/v1/public/clusters", Some(&json!({"a": 2}))),
+        state: IdempotencyState::Completed {
+            response: StoredResponse {
+                status: 201,
+                headers: vec![],
+                body: vec![],
+            },
+        },
+        created_at: at(0),
+    };
+    m.idempotency
+        .expect_claim()
+        .returning(move |_| Ok(ClaimOutcome::Existing(record.clone())));
+    let render = JsonRender(201);
+    let req = IdempotencyRequest {
+        key: key(),
+        fingerprint: fingerprint(),
+        render: &render,
+    };
+    let r = block_on(m.services().create_cluster(
+        &super_admin_a(),
+        create_body(json!({})),
+        Some(req),
+    ));
+    assert_eq!(code(r), "idempotency_key_reused");
+}
+
+#[test]
+fn idempotent_key_in_progress_is_409_in_progress() {
+    let mut m = create_ready();
+    let record = IdempotencyRecord {
+        scope: IdempotencyScope {
+            organization_id: ORG_A,
+            key: key(),
+        },
+        fingerprint: fingerprint(),
+        state: IdempotencyState::InProgress {
+            lease_id: uuid::Uuid::nil(),
+            lease_expires_at: at(30),
+        },
+        created_at: at(0),
+    };
+    m.idempotency
+        .expect_claim()
+        .returning(move |_| Ok(ClaimOutcome::Existing(record.clone())));
+    let render = JsonRender(201);
+    let req = IdempotencyRequest {
+        key: key(),
+        fingerprint: fingerprint(),
+        render: &render,
+    };
+    let r = block_on(m.services().create_cluster(
+        &super_admin_a(),
+        create_body(json!({})),
+        Some(req),
+    ));
+    assert_eq!(code(r), "idempotency_key_in_progress");
+}
+
+#[test]
+fn idempotent_expired_claim_is_taken_over_and_run_anew() {
+    let mut m = create_ready();
+    let record = IdempotencyRecord {
+        scope: IdempotencyScope {
+            organization_id: ORG_A,
+            key: key(),
+        },
+        fingerprint: fingerprint(),
+        state: IdempotencyState::InProgress {
+            lease_id: uuid::Uuid::from_u128(9),
+            lease_expires_at: at(-1),
+        },
+        created_at: at(-100),
+    };
+    m.idempotency
+        .expect_claim()
+        .returning(move |_| Ok(ClaimOutcome::Existing(record.clone())));
+    m.idempotency
+        .expect_take_over()
+        .withf(|_, stale, _, _| *stale == uuid::Uuid::from_u128(9))
+        .times(1)
+        .returning(|_, _, _, _| Ok(true));
+    m.idempotency.expect_complete().returning(|_| Ok(()));
+    let render = JsonRender(201);
+    let req = IdempotencyRequest {
+        key: key(),
+        fingerprint: fingerprint(),
+        render: &render,
+    };
+    let r = block_on(m.services().create_cluster(
+        &super_admin_a(),
+        create_body(json!({})),
+        Some(req),
+    ));
+    assert!(matches!(r, Ok(Answer::Fresh(_))));
+}
+
+#[test]
+fn idempotent_refusal_is_stored_but_a_5xx_releases_the_key() {
+    // A refusal of the request (no credit) is stored on the key...
+    let mut m = create_ready();
+    m.idempotency
+        .expect_claim()
+        .returning(|_| Ok(ClaimOutcome::Claimed));
+    m.idempotency
+        .expect_complete()
+        .withf(|c| c.response.body == b"insufficient_credit")
+        .times(1)
+        .returning(|_| Ok(()));
+    m.idempotency.expect_release().never();
+    let who = caller(&[(ORG_B, Role::SuperAdmin)]);
+    let render = JsonRender(201);
+    let req = IdempotencyRequest {
+        key: key(),
+        fingerprint: fingerprint(),
+        render: &render,
+    };
+    assert_eq!(
+        code(block_on(m.services().create_cluster(
+            &who,
+            create_body(json!({"organization": "globex"})),
+            Some(req)
+        ))),
+        "insufficient_credit"
+    );
+    // ...a failure of the service (capacity) is not: the key is released so a retry runs anew.
+    let mut m = create_ready();
+    m.idempotency
+        .expect_claim()
+        .returning(|_| Ok(ClaimOutcome::Claimed));
+    m.clusters.checkpoint();
+    m.clusters
+        .expect_zone_node_demand()
+        .returning(|_| Ok(10_000));
+    m.idempotency
+        .expect_release()
+        .times(1)
+        .returning(|_, _| Ok(()));
+    m.idempotency.expect_complete().never();
+    let req = IdempotencyRequest {
+        key: key(),
+        fingerprint: fingerprint(),
+        render: &render,
+    };
+    assert_eq!(
+        code(block_on(m.services().create_cluster(
+            &super_admin_a(),
+            create_body(json!({})),
+            Some(req)
+        ))),
+        "capacity_exhausted"
+    );
+}
+
+#[test]
+fn without_a_key_every_call_is_a_new_request() {
+    let mut m = create_ready();
+    m.idempotency.expect_claim().never();
+    m.clusters.checkpoint();
+    m.clusters.expect_zone_node_demand().returning(|_| Ok(0));
+    m.clusters.expect_commit().times(2).returning(|_| Ok(1));
+    let s = m.services();
+    let a = block_on(s.create_cluster(&super_admin_a(), create_body(json!({})), None))
+        .unwrap()
+        .fresh()
+        .unwrap();
+    let b = block_on(s.create_cluster(&super_admin_a(), create_body(json!({})), None))
+        .unwrap()
+        .fresh()
+        .unwrap();
+    assert_ne!(a.id, b.id);
+}

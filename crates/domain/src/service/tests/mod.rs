@@ -1,0 +1,87 @@
+//! Use-case rules against mocked ports, one test per rule, named after it, one file per
+//! resource or concern; the helpers they share are here.
+#![allow(clippy::unwrap_used)]
+
+use crate::access::OrgSelector;
+use futures::executor::block_on;
+use mockall::predicate::eq;
+use serde_json::json;
+
+use crate::error::{Conflict, DomainError};
+use crate::input::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
+use crate::input::elastic_ip::CreateElasticIpRequest;
+use crate::input::firewall::CreateFirewallRuleRequest;
+use crate::input::node_pool::{NodePoolPatch, NodePoolRequest};
+use crate::model::cluster::{
+    ClusterPhase, Exposure, ExposureChange, ExposureChangeStatus, NetworkMode,
+};
+use crate::model::elastic_ip::{AddressPool, ElasticIp, ElasticIpStatus};
+use crate::model::firewall::Ipv4Cidr;
+use crate::model::idempotency::{
+    IdempotencyRecord, IdempotencyScope, IdempotencyState, RequestFingerprint, StoredResponse,
+};
+use crate::model::identity::{ClientKind, Plan, Role};
+use crate::model::kubeconfig::SealedCredentials;
+use crate::model::node_pool::PoolStatus;
+use crate::model::secret::{SealedSecret, Secret};
+use crate::names::IdempotencyKey;
+use crate::ports::identity::IdentityError;
+use crate::ports::storage::{Change, ClaimOutcome, ClusterWrite, Page, PageRequest, StoreError};
+use crate::service::{Answer, IdempotencyRequest, KubeconfigAnswer};
+use crate::testing::*;
+
+mod auth_servers;
+mod authentication;
+mod by_id_routes;
+mod collection_reads;
+mod create;
+mod elastic_ips;
+mod exposure;
+mod firewall_rules;
+mod idempotency;
+mod kubeconfig;
+mod node_pools;
+mod patch;
+mod state_long_poll;
+
+const FIRST_PAGE: PageRequest = PageRequest { page: 1, size: 20 };
+
+/// The organization a collection read names: the query parameter first, then the header, as
+/// the API orders them.
+fn sel(query: Option<&str>, header: Option<&str>) -> OrgSelector {
+    OrgSelector::first_named([query, header])
+}
+
+fn code<T: std::fmt::Debug>(r: Result<T, DomainError>) -> &'static str {
+    match r {
+        Ok(_) => "ok",
+        Err(e) => e.code(),
+    }
+}
+
+fn create_body(extra: serde_json::Value) -> CreateClusterRequest {
+    let mut body = json!({"organization": "acme", "name": "prod-1",
+                          "node_pools": [{"size": "kube.c5.large", "count": 3}]});
+    if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            b.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::from_value(body).unwrap()
+}
+
+fn super_admin_a() -> crate::model::identity::Caller {
+    caller(&[(ORG_A, Role::SuperAdmin)])
+}
+
+/// Mocks where acme (postpaid) exists, the zone has room and commits succeed.
+fn create_ready() -> Mocks {
+    let mut m = Mocks::new().with_organizations(vec![
+        organization(ORG_A, Plan::Postpaid, 0),
+        organization(ORG_B, Plan::Prepaid, 0),
+    ]);
+    m.clusters.expect_zone_node_demand().returning(|_| Ok(0));
+    m.cloud.expect_zone_capacity().returning(|_| 10_000);
+    m.clusters.expect_commit().returning(|_| Ok(1));
+    m
+}

@@ -1,0 +1,266 @@
+//! Node pools: adding, resizing, deleting, nodes, and credit.
+
+use super::*;
+
+#[test]
+fn pool_size_cannot_change() {
+    assert!(serde_json::from_value::<NodePoolPatch>(json!({"size": "kube.m5.large"})).is_err());
+}
+
+#[test]
+fn last_pool_cannot_be_deleted() {
+    let s = Mocks::new()
+        .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
+        .services();
+    let r = block_on(s.delete_node_pool(&super_admin_a(), &CLUSTER_1.to_string(), "default", None));
+    assert_eq!(code(r), "last_pool");
+}
+
+#[test]
+fn a_deleting_pool_does_not_count_toward_the_last_pool() {
+    let mut c = cluster(ORG_A, ClusterPhase::Provisioned);
+    let mut old = pool("old", 2);
+    old.status = PoolStatus::Deleting;
+    c.node_pools.push(old);
+    let s = Mocks::new().with_cluster(c).services();
+    assert_eq!(
+        code(block_on(s.delete_node_pool(
+            &super_admin_a(),
+            &CLUSTER_1.to_string(),
+            "default",
+            None
+        ))),
+        "last_pool"
+    );
+}
+
+#[test]
+fn pool_delete_answers_the_pool_deleting() {
+    let mut c = cluster(ORG_A, ClusterPhase::Provisioned);
+    c.node_pools.push(pool("second", 2));
+    let mut m = Mocks::new().with_cluster(c);
+    m.clusters.expect_commit().returning(|_| Ok(6));
+    let p = block_on(m.services().delete_node_pool(
+        &super_admin_a(),
+        &CLUSTER_1.to_string(),
+        "second",
+        None,
+    ))
+    .unwrap()
+    .fresh()
+    .unwrap();
+    assert_eq!(p.status, PoolStatus::Deleting);
+}
+
+#[test]
+fn pool_name_unique_on_the_cluster_is_409() {
+    let mut m = Mocks::new()
+        .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
+        .with_organizations(vec![organization(ORG_A, Plan::Postpaid, 0)]);
+    m.clusters.expect_commit().never();
+    let add: NodePoolRequest =
+        serde_json::from_value(json!({"size": "kube.c5.large", "count": 1})).unwrap();
+    assert_eq!(
+        code(block_on(m.services().create_node_pool(
+            &super_admin_a(),
+            &CLUSTER_1.to_string(),
+            add,
+            None
+        ))),
+        "name_conflict"
+    );
+}
+
+fn pool_ready(org_plan: Plan, credit: i64) -> Mocks {
+    let mut m = Mocks::new()
+        .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
+        .with_organizations(vec![organization(ORG_A, org_plan, credit)]);
+    m.clusters.expect_zone_node_demand().returning(|_| Ok(3));
+    m.cloud.expect_zone_capacity().returning(|_| 10_000);
+    m.clusters.expect_commit().returning(|_| Ok(6));
+    m
+}
+
+#[test]
+fn pool_add_needs_credit_when_prepaid() {
+    let add = || {
+        serde_json::from_value::<NodePoolRequest>(
+            json!({"name": "b", "size": "kube.c5.large", "count": 1}),
+        )
+        .unwrap()
+    };
+    let r = block_on(pool_ready(Plan::Prepaid, 0).services().create_node_pool(
+        &super_admin_a(),
+        &CLUSTER_1.to_string(),
+        add(),
+        None,
+    ));
+    assert_eq!(code(r), "insufficient_credit");
+    let p = block_on(pool_ready(Plan::Prepaid, 100).services().create_node_pool(
+        &super_admin_a(),
+        &CLUSTER_1.to_string(),
+        add(),
+        None,
+    ));
+    assert_eq!(
+        p.unwrap().fresh().map(|p| p.status),
+        Some(PoolStatus::Provisioning)
+    );
+}
+
+#[test]
+fn pool_add_with_unknown_tier_is_400() {
+    let add: NodePoolRequest =
+        serde_json::from_value(json!({"name": "b", "size": "kube.z1.tiny", "count": 1})).unwrap();
+    assert_eq!(
+        code(block_on(
+            pool_ready(Plan::Postpaid, 0).services().create_node_pool(
+                &super_admin_a(),
+                &CLUSTER_1.to_string(),
+                add,
+                None
+            )
+        )),
+        "unknown_machine_tier"
+    );
+}
+
+#[test]
+fn pool_add_beyond_twenty_pools_is_422() {
+    let mut c = cluster(ORG_A, ClusterPhase::Provisioned);
+    for i in 1..20 {
+        c.node_pools.push(pool(&format!("p{i}"), 1));
+    }
+    let s = Mocks::new().with_cluster(c).services();
+    let add: NodePoolRequest =
+        serde_json::from_value(json!({"name": "b", "size": "kube.c5.large", "count": 1})).unwrap();
+    assert_eq!(
+        code(block_on(s.create_node_pool(
+            &super_admin_a(),
+            &CLUSTER_1.to_string(),
+            add,
+            None
+        ))),
+        "validation_failed"
+    );
+}
+
+#[test]
+fn scale_up_needs_credit_scale_down_never_does() {
+    let patch =
+        |count: i64| serde_json::from_value::<NodePoolPatch>(json!({"count": count})).unwrap();
+    let up = block_on(pool_ready(Plan::Prepaid, 0).services().patch_node_pool(
+        &super_admin_a(),
+        &CLUSTER_1.to_string(),
+        "default",
+        patch(5),
+        None,
+    ));
+    assert_eq!(code(up), "insufficient_credit");
+    let down = block_on(pool_ready(Plan::Prepaid, 0).services().patch_node_pool(
+        &super_admin_a(),
+        &CLUSTER_1.to_string(),
+        "default",
+        patch(1),
+        None,
+    ));
+    let p = down.unwrap().fresh().unwrap();
+    assert_eq!((p.count, p.status), (1, PoolStatus::Scaling));
+}
+
+#[test]
+fn scale_past_zone_capacity_is_503() {
+    let mut m = Mocks::new()
+        .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
+        .with_organizations(vec![organization(ORG_A, Plan::Postpaid, 0)]);
+    m.clusters
+        .expect_zone_node_demand()
+        .returning(|_| Ok(9_999));
+    m.cloud.expect_zone_capacity().returning(|_| 10_000);
+    let patch = serde_json::from_value::<NodePoolPatch>(json!({"count": 5})).unwrap();
+    assert_eq!(
+        code(block_on(m.services().patch_node_pool(
+            &super_admin_a(),
+            &CLUSTER_1.to_string(),
+            "default",
+            patch,
+            None
+        ))),
+        "capacity_exhausted"
+    );
+}
+
+#[test]
+fn pool_patch_while_scaling_replaces_the_target() {
+    let mut c = cluster(ORG_A, ClusterPhase::Provisioned);
+    c.node_pools[0].status = PoolStatus::Scaling;
+    let mut m = Mocks::new()
+        .with_cluster(c)
+        .with_organizations(vec![organization(ORG_A, Plan::Postpaid, 0)]);
+    m.clusters.expect_zone_node_demand().returning(|_| Ok(3));
+    m.cloud.expect_zone_capacity().returning(|_| 10_000);
+    m.clusters.expect_commit().returning(|_| Ok(6));
+    let patch = serde_json::from_value::<NodePoolPatch>(json!({"count": 7})).unwrap();
+    let p = block_on(m.services().patch_node_pool(
+        &super_admin_a(),
+        &CLUSTER_1.to_string(),
+        "default",
+        patch,
+        None,
+    ))
+    .unwrap()
+    .fresh()
+    .unwrap();
+    assert_eq!((p.count, p.status), (7, PoolStatus::Scaling));
+}
+
+#[test]
+fn pool_patch_turning_auto_scale_off_needs_count_at_least_one() {
+    let mut c = cluster(ORG_A, ClusterPhase::Provisioned);
+    c.node_pools[0].auto_scale = true;
+    c.node_pools[0].count = 0;
+    c.node_pools[0].min_nodes = 0;
+    c.node_pools[0].max_nodes = Some(5);
+    let s = Mocks::new().with_cluster(c).services();
+    let patch = serde_json::from_value::<NodePoolPatch>(json!({"auto_scale": false})).unwrap();
+    assert_eq!(
+        code(block_on(s.patch_node_pool(
+            &super_admin_a(),
+            &CLUSTER_1.to_string(),
+            "default",
+            patch,
+            None
+        ))),
+        "validation_failed"
+    );
+}
+
+#[test]
+fn pool_patch_unknown_pool_is_404_and_deleting_pool_409() {
+    let mut c = cluster(ORG_A, ClusterPhase::Provisioned);
+    let mut d = pool("going", 1);
+    d.status = PoolStatus::Deleting;
+    c.node_pools.push(d);
+    let s = Mocks::new().with_cluster(c).services();
+    let patch = || serde_json::from_value::<NodePoolPatch>(json!({"labels": {"a": "b"}})).unwrap();
+    assert_eq!(
+        code(block_on(s.patch_node_pool(
+            &super_admin_a(),
+            &CLUSTER_1.to_string(),
+            "nosuch",
+            patch(),
+            None
+        ))),
+        "not_found"
+    );
+    assert_eq!(
+        code(block_on(s.patch_node_pool(
+            &super_admin_a(),
+            &CLUSTER_1.to_string(),
+            "going",
+            patch(),
+            None
+        ))),
+        "invalid_state"
+    );
+}

@@ -1,0 +1,325 @@
+//! Header spoofing, request smuggling, cookies the gateway owns, and what a shared cache may
+//! keep. The gateway sets what it vouches for from what it saw itself, forwards exactly the
+//! request it checked, and refuses a request two parsers could read two ways.
+
+use crate::harness::*;
+
+const TOKEN: &str = "machines-token-0123456789abcdef";
+
+async fn token_route(settings: &[(&str, &str)]) -> Harness {
+    let h = harness_with(
+        &[route("/token", "machines"), route("/basic", "staff")],
+        settings,
+    )
+    .await;
+    let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
+    let staff = h.basic_server(ORG_SLUG, "staff", &[("alice", "alice-password")]);
+    h.insert_all(&[&machines, &staff], "/basic").await;
+    h
+}
+
+fn bearer() -> String {
+    format!("Bearer {TOKEN}")
+}
+
+/// Headers a client may send to pose as someone, somewhere or some path else.
+const SPOOFED: &[(&str, &str)] = &[
+    ("forwarded", "for=203.0.113.7;host=evil.example;proto=https"),
+    ("x-forwarded-for", "203.0.113.7"),
+    ("x-forwarded-host", "evil.example"),
+    ("x-forwarded-proto", "https"),
+    ("x-forwarded-port", "443"),
+    ("x-forwarded-user", "root"),
+    ("x-real-ip", "203.0.113.7"),
+    ("x-client-ip", "203.0.113.7"),
+    ("true-client-ip", "203.0.113.7"),
+    ("cf-connecting-ip", "203.0.113.7"),
+    ("x-original-url", "/basic/admin"),
+    ("x-rewrite-url", "/basic/admin"),
+    ("x-auth-user", "root"),
+    ("x-auth-email", "root@example.com"),
+    ("x_auth_role", "admin"),
+    ("x.auth.groups", "admins"),
+    ("x-request-id", "<script>alert(1)</script> plus spaces"),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forwarding_and_identity_headers_come_from_the_gateway_not_the_client() {
+    let h = token_route(&[]).await;
+    let mut request = http()
+        .get(h.url("/token/x"))
+        .header("authorization", bearer());
+    for (name, value) in SPOOFED {
+        request = request.header(*name, *value);
+    }
+    let e = echo_of(request.send().await.unwrap()).await;
+    assert_eq!(e.status, 200, "{:?}", e.body);
+    assert_eq!(e.header("x-forwarded-for").as_deref(), Some("127.0.0.1"));
+    assert_eq!(e.header("x-forwarded-host"), Some(h.gateway.to_string()));
+    assert_eq!(e.header("x-forwarded-proto").as_deref(), Some("http"));
+    for (name, _) in SPOOFED {
+        if [
+            "x-forwarded-for",
+            "x-forwarded-host",
+            "x-forwarded-proto",
+            "x-request-id",
+        ]
+        .contains(name)
+        {
+            continue;
+        }
+        assert_eq!(
+            e.header(name),
+            None,
+            "the client's {name} reached the upstream"
+        );
+    }
+    let request_id = e.header("x-request-id").expect("the gateway's request id");
+    assert!(uuid::Uuid::parse_str(&request_id).is_ok(), "{request_id}");
+    // A plain id is kept, so a caller can follow its request through the logs.
+    let e = echo_of(
+        http()
+            .get(h.url("/token/x"))
+            .header("authorization", bearer())
+            .header("x-request-id", "trace-0123_abc.def:9")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        e.header("x-request-id").as_deref(),
+        Some("trace-0123_abc.def:9")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trusted_proxy_may_name_the_client_and_the_limit_counts_that_client() {
+    let h = token_route(&[("GATEWAY_TRUSTED_PROXIES", "127.0.0.1/32")]).await;
+    let e = echo_of(
+        http()
+            .get(h.url("/token/x"))
+            .header("authorization", bearer())
+            .header("x-forwarded-for", "198.51.100.1, 203.0.113.7")
+            .header("x-forwarded-proto", "https")
+            .header("x-forwarded-host", "api.example.com")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        e.header("x-forwarded-for").as_deref(),
+        Some("198.51.100.1, 203.0.113.7, 127.0.0.1")
+    );
+    assert_eq!(e.header("x-forwarded-proto").as_deref(), Some("https"));
+    assert_eq!(
+        e.header("x-forwarded-host").as_deref(),
+        Some("api.example.com")
+    );
+
+    // The limit counts the client the proxy names: one client's failures block it alone.
+    let attempt = |client: &'static str, credentials: &'static str| {
+        http()
+            .get(h.url("/basic"))
+            .header("x-forwarded-for", client)
+            .header("authorization", basic(credentials))
+            .send()
+    };
+    wait_for_a_fresh_minute().await;
+    for _ in 0..10 {
+        assert_eq!(
+            attempt("203.0.113.7", "alice:wrong")
+                .await
+                .unwrap()
+                .status(),
+            401
+        );
+    }
+    assert_eq!(
+        attempt("203.0.113.7", "alice:alice-password")
+            .await
+            .unwrap()
+            .status(),
+        429
+    );
+    assert_eq!(
+        attempt("203.0.113.8", "alice:alice-password")
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+}
+
+/// Requests one parser could read differently from another (the upstream's, a cache's):
+/// refused before any auth check, never forwarded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ambiguous_requests_are_refused_before_anything_is_forwarded() {
+    let h = token_route(&[]).await;
+    let addr = h.gateway;
+    let auth = format!("Authorization: {}", bearer());
+    let with_body = |headers: &str, body: &str| {
+        format!(
+            "POST /token/x HTTP/1.1\r\nHost: {addr}\r\n{auth}\r\nConnection: close\r\n{headers}\r\n{body}"
+        )
+    };
+    let table: Vec<(&str, String, u16)> = vec![
+        (
+            "Content-Length and Transfer-Encoding",
+            with_body(
+                "Content-Length: 30\r\nTransfer-Encoding: chunked\r\n",
+                "0\r\n\r\nGET /basic/x HTTP/1.1\r\n\r\n",
+            ),
+            400,
+        ),
+        (
+            "two different Content-Lengths",
+            with_body("Content-Length: 3\r\nContent-Length: 5\r\n", "abcde"),
+            400,
+        ),
+        (
+            "two Host headers",
+            raw_request("GET", addr, "/token/x", &[&auth, "Host: evil.example"]),
+            400,
+        ),
+        (
+            "an absolute target naming another authority",
+            raw_request("GET", addr, "http://evil.example/token/x", &[&auth]),
+            400,
+        ),
+        (
+            "two Authorization headers",
+            raw_request(
+                "GET",
+                addr,
+                "/token/x",
+                &[&auth, "Authorization: Basic YTpi"],
+            ),
+            400,
+        ),
+        (
+            "TRACE",
+            raw_request("TRACE", addr, "/token/x", &[&auth]),
+            405,
+        ),
+        (
+            "CONNECT",
+            format!(
+                "CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n{auth}\r\n\r\n"
+            ),
+            405,
+        ),
+    ];
+    for (what, request, status) in table {
+        let before = h.upstream_hits();
+        let r = raw(addr, &request).await;
+        assert_eq!(r.status, status, "{what}: {r:?}");
+        assert!(!r.answered_by_upstream(), "{what}");
+        assert_eq!(h.upstream_hits(), before, "{what} was forwarded");
+    }
+    // Control: the same request, framed once, is forwarded.
+    let r = raw(addr, &with_body("Content-Length: 5\r\n", "abcde")).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.echo()["body_len"], 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateways_cookies_never_cross_to_or_from_an_upstream() {
+    let h = token_route(&[]).await;
+    let r = http()
+        .get(h.url("/token/set-cookie"))
+        .header("authorization", bearer())
+        .header(
+            "cookie",
+            "gateway_session_0123=stolen; theme=dark; __Host-gateway_login_abc=x; \
+             __Secure-gateway_session_9=y",
+        )
+        .send()
+        .await
+        .unwrap();
+    let planted: Vec<String> = r
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        planted,
+        vec!["theme=dark; Path=/".to_owned()],
+        "an upstream planted a gateway cookie"
+    );
+    let e = echo_of(r).await;
+    assert_eq!(e.header("cookie").as_deref(), Some("theme=dark"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_shared_cache_keeps_an_answer_meant_for_one_client() {
+    let h = token_route(&[]).await;
+    let cache_control = |r: &reqwest::Response| header(r, "cache-control");
+    let c = http();
+    // The gateway's own answers: never stored.
+    let denied = c.get(h.url("/token/x")).send().await.unwrap();
+    assert_eq!(denied.status(), 401);
+    assert_eq!(cache_control(&denied).as_deref(), Some("no-store"));
+    // (Raw: a client library resolves the dot segments itself.)
+    let refused = raw_get(h.gateway, "/token/%2e%2e/%2e%2e", &[]).await;
+    assert_eq!(refused.status, 400);
+    assert_eq!(refused.header("cache-control"), Some("no-store"));
+    let unknown = c.get(h.url("/nowhere")).send().await.unwrap();
+    assert_eq!(unknown.status(), 404);
+    assert_eq!(cache_control(&unknown).as_deref(), Some("no-store"));
+    // A proxied answer that says nothing is private; one that says something keeps it.
+    let authed = |path: &str| c.get(h.url(path)).header("authorization", bearer()).send();
+    let r = authed("/token/page").await.unwrap();
+    assert_eq!(cache_control(&r).as_deref(), Some("private"));
+    let r = authed("/token/cacheable").await.unwrap();
+    assert_eq!(cache_control(&r).as_deref(), Some("public, max-age=60"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_route_belongs_to_its_host_whatever_the_path() {
+    let h = harness_with(
+        &[
+            route("/", "machines").on_host("acme.example"),
+            route("/", "machines")
+                .of(OTHER_ORG_SLUG)
+                .on_host("globex.example"),
+        ],
+        &[],
+    )
+    .await;
+    let ours = h.token_server(ORG_SLUG, "machines", TOKEN);
+    let theirs = h.token_server(OTHER_ORG_SLUG, "machines", "globex-token-0123456789abcdef");
+    for server in [&ours, &theirs] {
+        h.insert(server).await;
+    }
+    let on = |host: &'static str, target: &'static str| {
+        let auth = format!("Authorization: {}", bearer());
+        let host = format!("Host: {host}");
+        let addr = h.gateway;
+        async move {
+            raw(
+                addr,
+                &format!("GET {target} HTTP/1.1\r\n{host}\r\n{auth}\r\nConnection: close\r\n\r\n"),
+            )
+            .await
+        }
+    };
+    let loaded = eventually(std::time::Duration::from_secs(10), || async {
+        on("acme.example", "/x").await.status == 200
+    })
+    .await;
+    assert!(loaded);
+    let r = on("acme.example", "/page").await;
+    assert_eq!(r.echo()["path"], "/page");
+    // acme's token on globex's host, by Host, by a port, by case: judged by globex.
+    for host in ["globex.example", "globex.example:8081", "GLOBEX.example"] {
+        let before = h.upstream_hits();
+        let r = on(host, "/page").await;
+        assert_eq!(r.status, 401, "{host}: {r:?}");
+        assert_eq!(h.upstream_hits(), before, "{host}");
+    }
+    // A host no route names: nothing.
+    assert_eq!(on("evil.example", "/page").await.status, 404);
+}

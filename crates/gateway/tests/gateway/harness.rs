@@ -1,0 +1,572 @@
+//! What every gateway test stands on: a fresh database, an echo upstream that counts what
+//! reaches it, the gateway itself in-process, and clients (reqwest, and raw TCP for requests a
+//! client library would tidy up before sending).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use base64::Engine;
+use chrono::Utc;
+use domain::model::auth_server::{
+    AuthServer, AuthServerConfig, BasicConfig, BasicCredential, TokenConfig, TokenCredential,
+};
+use domain::model::secret::Secret;
+use domain::names::DnsLabel;
+use domain::ports::secrets::SecretVault;
+use domain::ports::storage::{AuditEvent, AuthServerChange, AuthServerRepository, AuthServerWrite};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use store_postgres::{PgStore, TestDatabase};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use uuid::Uuid;
+
+pub const ORG_SLUG: &str = "acme";
+/// A second organization, for the tests where one tenant tries to reach another.
+pub const OTHER_ORG_SLUG: &str = "globex";
+pub const ENV: &str = "production";
+
+// ---------------------------------------------------------------------------------------------
+// The upstream
+// ---------------------------------------------------------------------------------------------
+
+/// What the upstream received, as it reports it.
+#[derive(Debug)]
+pub struct Echo {
+    pub status: u16,
+    pub body: Value,
+}
+
+impl Echo {
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.body["headers"][name].as_str().map(str::to_owned)
+    }
+}
+
+/// Answers every request with what it received, as JSON. A path ending in `/download` streams
+/// 10 MB back, `/teapot` answers 418, `/set-cookie` plants cookies (one named like the
+/// gateway's own), `/cacheable` says a shared cache may keep it.
+async fn echo(
+    req: HttpRequest,
+    mut body: web::Payload,
+    hits: web::Data<AtomicUsize>,
+) -> HttpResponse {
+    hits.fetch_add(1, Ordering::SeqCst);
+    let mut len = 0usize;
+    let mut hasher = Sha256::new();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.expect("request body");
+        len += chunk.len();
+        hasher.update(&chunk);
+    }
+    let path = req.path();
+    if path.ends_with("/download") {
+        // 10 MB in 64 KiB chunks, streamed.
+        let chunks = futures::stream::iter(
+            (0..160).map(|_| Ok::<_, std::io::Error>(web::Bytes::from(vec![b'x'; 65_536]))),
+        );
+        return HttpResponse::Ok()
+            .insert_header(("x-upstream", "yes"))
+            .streaming(chunks);
+    }
+    let mut headers = serde_json::Map::new();
+    for (name, value) in req.headers() {
+        headers.insert(
+            name.as_str().to_owned(),
+            Value::String(value.to_str().unwrap_or("").to_owned()),
+        );
+    }
+    let status = if path.ends_with("/teapot") { 418 } else { 200 };
+    let mut response =
+        HttpResponse::build(actix_web::http::StatusCode::from_u16(status).expect("status"));
+    response.insert_header(("x-upstream", "yes"));
+    if path.ends_with("/set-cookie") {
+        response
+            .append_header(("set-cookie", "gateway_session_0123=planted; Path=/"))
+            .append_header((
+                "set-cookie",
+                "__Host-gateway_login_abc=planted; Path=/; Secure",
+            ))
+            .append_header(("set-cookie", "theme=dark; Path=/"));
+    }
+    if path.ends_with("/cacheable") {
+        response.insert_header(("cache-control", "public, max-age=60"));
+    }
+    response.json(json!({
+        "method": req.method().as_str(),
+        "path": path,
+        "query": req.query_string(),
+        "headers": headers,
+        "body_len": len,
+        "body_sha256": format!("{:x}", hasher.finalize()),
+    }))
+}
+
+async fn start_echo(hits: Arc<AtomicUsize>) -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind echo");
+    let addr = listener.local_addr().expect("echo addr");
+    let hits = web::Data::from(hits);
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(hits.clone())
+            .default_service(web::to(echo))
+    })
+    .workers(1)
+    .listen(listener)
+    .expect("listen echo")
+    .run();
+    tokio::spawn(server);
+    addr
+}
+
+// ---------------------------------------------------------------------------------------------
+// The gateway
+// ---------------------------------------------------------------------------------------------
+
+/// One `[[route]]` of the routes file, to the echo upstream.
+#[derive(Debug, Clone)]
+pub struct RouteSpec {
+    pub prefix: String,
+    pub server: String,
+    pub organization: &'static str,
+    pub host: Option<String>,
+    /// The upstream's own base path (`""` for none).
+    pub base: String,
+}
+
+/// A route of `acme` to `server`, under no host and no base path.
+pub fn route(prefix: &str, server: &str) -> RouteSpec {
+    RouteSpec {
+        prefix: prefix.into(),
+        server: server.into(),
+        organization: ORG_SLUG,
+        host: None,
+        base: String::new(),
+    }
+}
+
+impl RouteSpec {
+    pub fn of(mut self, organization: &'static str) -> Self {
+        self.organization = organization;
+        self
+    }
+
+    pub fn on_host(mut self, host: &str) -> Self {
+        self.host = Some(host.into());
+        self
+    }
+
+    pub fn under(mut self, base: &str) -> Self {
+        self.base = base.into();
+        self
+    }
+}
+
+fn routes_toml(upstream: SocketAddr, routes: &[RouteSpec]) -> String {
+    routes
+        .iter()
+        .map(|r| {
+            let host = r
+                .host
+                .as_ref()
+                .map(|h| format!("host = \"{h}\"\n"))
+                .unwrap_or_default();
+            format!(
+                "[[route]]\n{host}path_prefix = \"{}\"\nupstream = \"http://{upstream}{}\"\n\
+                 organization = \"{}\"\nenvironment = \"{ENV}\"\nauth_server = \"{}\"\n\n",
+                r.prefix, r.base, r.organization, r.server
+            )
+        })
+        .collect()
+}
+
+pub struct TempFile(pub PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+pub struct Harness {
+    pub db: TestDatabase,
+    pub store: PgStore,
+    pub org: Uuid,
+    pub other_org: Uuid,
+    pub gateway: SocketAddr,
+    /// The admin listener (`/metrics`), when the test asked for one.
+    pub admin: Option<SocketAddr>,
+    pub key: String,
+    hits: Arc<AtomicUsize>,
+    routes_file: TempFile,
+}
+
+/// A gateway with `(prefix, auth server)` routes of `acme`, default settings.
+pub async fn harness(routes: &[(&str, &str)]) -> Harness {
+    let routes: Vec<RouteSpec> = routes.iter().map(|(p, s)| route(p, s)).collect();
+    harness_with(&routes, &[]).await
+}
+
+/// A gateway with these routes and these settings on top of the test defaults.
+pub async fn harness_with(routes: &[RouteSpec], settings: &[(&str, &str)]) -> Harness {
+    let db = TestDatabase::create();
+    let url = db.url.clone();
+    let store = tokio::task::spawn_blocking(move || {
+        PgStore::connect(&url, 2, Duration::from_secs(5)).expect("store")
+    })
+    .await
+    .expect("connect");
+    let hits = Arc::new(AtomicUsize::new(0));
+    let upstream = start_echo(hits.clone()).await;
+    let path = std::env::temp_dir().join(format!("gateway-routes-{}.toml", Uuid::new_v4()));
+    std::fs::write(&path, routes_toml(upstream, routes)).expect("routes file");
+    let mut h = Harness {
+        db,
+        store,
+        org: Uuid::new_v4(),
+        other_org: Uuid::new_v4(),
+        gateway: "127.0.0.1:1".parse().expect("placeholder"),
+        admin: None,
+        key: secrets::Vault::generate_key(),
+        hits,
+        routes_file: TempFile(path),
+    };
+    let (gateway, admin) = h.start_gateway(settings).await;
+    h.gateway = gateway;
+    h.admin = admin;
+    h
+}
+
+impl Harness {
+    /// Starts a gateway process-alike on this harness's database, key and routes; returns its
+    /// address and its admin listener's. Tests start a second one to show what two gateway
+    /// processes share (and what they do not).
+    pub async fn start_gateway(&self, extra: &[(&str, &str)]) -> (SocketAddr, Option<SocketAddr>) {
+        let settings = gateway::Settings::from_lookup(|name| {
+            if let Some((_, value)) = extra.iter().find(|(n, _)| *n == name) {
+                return Some((*value).to_owned());
+            }
+            Some(match name {
+                "DATABASE_URL" => self.db.url.clone(),
+                "GATEWAY_BIND_ADDR" => "127.0.0.1:0".into(),
+                "SECRETS_KEY" => self.key.clone(),
+                "GATEWAY_ROUTES_FILE" => self.routes_file.0.display().to_string(),
+                "GATEWAY_JWKS_MIN_REFRESH_S" => "1".into(),
+                _ => return None,
+            })
+        })
+        .expect("settings");
+        let running = gateway::start(settings).await.expect("gateway starts");
+        let admin = running.admin_addr;
+        (running.spawn(), admin)
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.gateway)
+    }
+
+    /// How many requests reached the upstream so far.
+    pub fn upstream_hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+
+    pub fn vault(&self) -> secrets::Vault {
+        secrets::Vault::from_base64_key(&self.key).expect("vault")
+    }
+
+    /// An auth server of `acme`.
+    pub fn server(&self, name: &str, config: AuthServerConfig) -> AuthServer {
+        self.server_of(ORG_SLUG, name, config)
+    }
+
+    /// An auth server of `organization` (`acme` or `globex`).
+    pub fn server_of(
+        &self,
+        organization: &str,
+        name: &str,
+        config: AuthServerConfig,
+    ) -> AuthServer {
+        let organization_id = if organization == ORG_SLUG {
+            self.org
+        } else {
+            assert_eq!(organization, OTHER_ORG_SLUG);
+            self.other_org
+        };
+        AuthServer {
+            id: Uuid::new_v4(),
+            organization_id,
+            organization_slug: organization.into(),
+            name: DnsLabel::parse(name).expect("name"),
+            environment: DnsLabel::parse(ENV).expect("env"),
+            config,
+            created_at: Utc::now(),
+            updated_at: Utc::now(),
+        }
+    }
+
+    /// A Token server whose one token is keyed as the API stores it.
+    pub fn token_server(&self, organization: &str, name: &str, token: &str) -> AuthServer {
+        let credential = TokenCredential {
+            id: Uuid::new_v4(),
+            digest: self.vault().digest_token(&Secret::new(token)),
+            hint: Secret::new(token).hint(),
+        };
+        self.server_of(
+            organization,
+            name,
+            AuthServerConfig::Token(TokenConfig {
+                tokens: vec![credential],
+            }),
+        )
+    }
+
+    /// A Basic server with these `(username, password)` pairs.
+    pub fn basic_server(
+        &self,
+        organization: &str,
+        name: &str,
+        users: &[(&str, &str)],
+    ) -> AuthServer {
+        self.server_of(
+            organization,
+            name,
+            AuthServerConfig::Basic(BasicConfig {
+                realm: None,
+                credentials: users.iter().map(|(u, p)| basic_credential(u, p)).collect(),
+            }),
+        )
+    }
+
+    pub async fn write(&self, change: AuthServerChange, server: &AuthServer) {
+        self.store
+            .write_auth_server(AuthServerWrite {
+                change,
+                audit: AuditEvent {
+                    id: Uuid::new_v4(),
+                    organization_id: server.organization_id,
+                    auth_server_id: server.id,
+                    actor: "test".into(),
+                    action: "test".into(),
+                    details: json!({}),
+                    at: Utc::now(),
+                },
+                idempotency: None,
+            })
+            .await
+            .expect("write auth server");
+    }
+
+    pub async fn insert(&self, server: &AuthServer) {
+        self.write(AuthServerChange::Insert(server.clone()), server)
+            .await;
+    }
+
+    /// Writes `servers` in order, then waits until the gateway has loaded them: until `probe`, a
+    /// path on the route of the LAST server, stops answering 503. (A reload reads every server
+    /// at once, so once the last write shows, the earlier ones do too.)
+    pub async fn insert_all(&self, servers: &[&AuthServer], probe: &str) {
+        for server in servers {
+            self.insert(server).await;
+        }
+        let loaded = eventually(Duration::from_secs(10), || async {
+            http()
+                .get(self.url(probe))
+                .send()
+                .await
+                .is_ok_and(|r| r.status() != 503)
+        })
+        .await;
+        assert!(loaded, "the auth servers were never loaded");
+    }
+}
+
+pub fn basic_credential(username: &str, password: &str) -> BasicCredential {
+    BasicCredential {
+        id: Uuid::new_v4(),
+        username: username.into(),
+        password_hash: secrets::hash_password_blocking(&Secret::new(password)).expect("hash"),
+    }
+}
+
+/// A token credential as earlier versions stored it (unkeyed SHA-256): still verified.
+pub fn token_credential(token: &str) -> TokenCredential {
+    TokenCredential {
+        id: Uuid::new_v4(),
+        digest: secrets::legacy_digest(token),
+        hint: Secret::new(token).hint(),
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clients
+// ---------------------------------------------------------------------------------------------
+
+pub fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+pub fn basic(user_pass: &str) -> String {
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(user_pass)
+    )
+}
+
+pub async fn echo_of(response: reqwest::Response) -> Echo {
+    let status = response.status().as_u16();
+    let body = response.json().await.unwrap_or(Value::Null);
+    Echo { status, body }
+}
+
+pub fn header(response: &reqwest::Response, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// Polls `f` until it returns true, for at most `limit`.
+pub async fn eventually<F, Fut>(limit: Duration, mut f: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if f().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    false
+}
+
+pub async fn problem_code(response: reqwest::Response) -> (u16, Option<String>, Value) {
+    let status = response.status().as_u16();
+    let content_type = header(&response, "content-type");
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    (status, content_type, body)
+}
+
+/// An answer read off a raw connection.
+#[derive(Debug)]
+pub struct Raw {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Raw {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the answer came from the upstream (the echo marks its own).
+    pub fn answered_by_upstream(&self) -> bool {
+        self.header("x-upstream") == Some("yes")
+    }
+
+    /// The echo's report of the request it received.
+    pub fn echo(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+/// `request` sent byte for byte on a new connection; the answer read until the gateway closes
+/// it (send `Connection: close`) or 10 s pass.
+pub async fn raw(addr: SocketAddr, request: &str) -> Raw {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .expect("write request");
+    let mut bytes = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut bytes)).await;
+    parse_raw(&bytes)
+}
+
+/// `GET target` with `Host`, `Connection: close` and these header lines.
+pub async fn raw_get(addr: SocketAddr, target: &str, headers: &[&str]) -> Raw {
+    raw(addr, &raw_request("GET", addr, target, headers)).await
+}
+
+pub fn raw_request(method: &str, addr: SocketAddr, target: &str, headers: &[&str]) -> String {
+    let mut request =
+        format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for line in headers {
+        request.push_str(line);
+        request.push_str("\r\n");
+    }
+    request.push_str("\r\n");
+    request
+}
+
+fn parse_raw(bytes: &[u8]) -> Raw {
+    let text = String::from_utf8_lossy(bytes);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    Raw {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16);
+        let Ok(size) = size else { break };
+        if size == 0 || after.len() < size {
+            break;
+        }
+        out.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// The failed-attempt limit counts in wall-clock minutes: a test that counts failures starts
+/// early in one, so the count is not split across two windows.
+pub async fn wait_for_a_fresh_minute() {
+    let second = Utc::now().timestamp().rem_euclid(60);
+    if second > 40 {
+        let wait = u64::try_from(61 - second).unwrap_or(1);
+        tokio::time::sleep(Duration::from_secs(wait)).await;
+    }
+}

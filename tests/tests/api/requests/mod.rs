@@ -1,0 +1,7 @@
+//! How requests are refused, across every route: the error table, hostile input, the
+//! limits of query parameters and keys, and what schema fuzzing found.
+
+mod bad_input;
+mod errors;
+mod limits;
+mod regressions;
