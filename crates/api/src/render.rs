@@ -38,7 +38,52 @@ impl<T> JsonRender<T> {
     }
 }
 
-impl<T: Serialize> Render<T> for JsonRender<T> {
+/// A domain value and the shape it is answered in (from the `wire` crate).
+pub trait Shown {
+    type Wire<'a>: Serialize
+    where
+        Self: 'a;
+    fn wire(&self) -> Self::Wire<'_>;
+}
+
+/// Domain values answered in a shape of the `wire` crate, built `From` them.
+macro_rules! shown_as {
+    ($($domain:ty => $wire:ty),+ $(,)?) => {$(
+        impl Shown for $domain {
+            type Wire<'a> = $wire;
+            fn wire(&self) -> $wire {
+                <$wire>::from(self)
+            }
+        }
+    )+};
+}
+
+shown_as! {
+    domain::model::cluster::Cluster => wire::cluster::Cluster,
+    domain::model::node_pool::NodePool => wire::cluster::NodePool,
+    domain::model::node::Node => wire::cluster::Node,
+}
+
+/// Domain values still answered as the domain serializes them.
+macro_rules! shown_as_itself {
+    ($($domain:ty),+ $(,)?) => {$(
+        impl Shown for $domain {
+            type Wire<'a> = &'a $domain;
+            fn wire(&self) -> &$domain {
+                self
+            }
+        }
+    )+};
+}
+
+shown_as_itself! {
+    domain::model::auth_server::AuthServerView,
+    domain::model::auth_server::CredentialView,
+    domain::model::elastic_ip::ElasticIpView,
+    domain::model::firewall::FirewallRule,
+}
+
+impl<T: Shown> Render<T> for JsonRender<T> {
     fn ok(&self, value: &T) -> StoredResponse {
         let mut headers = vec![(header::CONTENT_TYPE.to_string(), JSON.to_owned())];
         if let Some(f) = &self.location {
@@ -47,21 +92,26 @@ impl<T: Serialize> Render<T> for JsonRender<T> {
         StoredResponse {
             status: self.status.as_u16(),
             headers,
-            body: serde_json::to_vec(value).unwrap_or_default(),
+            body: serde_json::to_vec(&value.wire()).unwrap_or_default(),
         }
     }
 
     fn err(&self, error: &DomainError) -> StoredResponse {
-        let problem = Problem::from_domain(error, &self.request_id);
-        let mut headers = vec![(header::CONTENT_TYPE.to_string(), PROBLEM_JSON.to_owned())];
-        if let Some(s) = error.retry_after_seconds() {
-            headers.push((header::RETRY_AFTER.to_string(), s.to_string()));
-        }
-        StoredResponse {
-            status: problem.status,
-            headers,
-            body: problem.body(),
-        }
+        problem_record(error, &self.request_id)
+    }
+}
+
+/// A refusal as it is answered, and stored for replays.
+fn problem_record(error: &DomainError, request_id: &str) -> StoredResponse {
+    let problem = Problem::from_domain(error, request_id);
+    let mut headers = vec![(header::CONTENT_TYPE.to_string(), PROBLEM_JSON.to_owned())];
+    if let Some(s) = error.retry_after_seconds() {
+        headers.push((header::RETRY_AFTER.to_string(), s.to_string()));
+    }
+    StoredResponse {
+        status: problem.status,
+        headers,
+        body: problem.body(),
     }
 }
 
@@ -88,7 +138,7 @@ impl<T> Render<T> for EmptyRender {
     }
 
     fn err(&self, error: &DomainError) -> StoredResponse {
-        JsonRender::<()>::new(StatusCode::NO_CONTENT, &self.request_id).err(error)
+        problem_record(error, &self.request_id)
     }
 }
 

@@ -11,7 +11,7 @@ use domain::service::KubeconfigAnswer;
 use crate::extract::{Body, Ctx, Idempotency, Query};
 use crate::problem::ApiError;
 use crate::render::{JsonRender, answer, json};
-use crate::views::{ClusterList, ClusterState, KubeconfigJson, KubeconfigPending};
+use wire::cluster::{self as w, ClusterList, ClusterState, KubeconfigJson, KubeconfigPending};
 
 fn location(c: &Cluster) -> String {
     format!("/v1/public/clusters/{}", c.id)
@@ -34,7 +34,7 @@ pub async fn list_clusters(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError>
     Ok(json(
         StatusCode::OK,
         &ClusterList {
-            items: page.items,
+            items: page.items.iter().map(w::Cluster::from).collect(),
             page: page.page,
             size: page.size,
             total: page.total,
@@ -44,7 +44,7 @@ pub async fn list_clusters(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError>
 
 /// Creates a cluster in the organization named in the body.
 #[utoipa::path(post, path = "/v1/public/clusters", tag = "clusters", request_body = CreateClusterRequest,
-    responses((status = 201, description = "Created; provisioning starts", body = Cluster,
+    responses((status = 201, description = "Created; provisioning starts", body = w::Cluster,
                headers(("Location" = String, description = "The cluster's URL")))))]
 pub async fn create_cluster(
     ctx: Ctx,
@@ -68,20 +68,20 @@ pub async fn create_cluster(
 /// One cluster.
 #[utoipa::path(get, path = "/v1/public/clusters/{id}", tag = "clusters",
     params(("id" = String, Path, description = "Cluster id")),
-    responses((status = 200, description = "The cluster", body = Cluster)))]
+    responses((status = 200, description = "The cluster", body = w::Cluster)))]
 pub async fn get_cluster(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
     let c = ctx
         .services
         .get_cluster(&ctx.caller, &id)
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &c))
+    Ok(json(StatusCode::OK, &w::Cluster::from(&c)))
 }
 
 /// Changes the description or tags.
 #[utoipa::path(patch, path = "/v1/public/clusters/{id}", tag = "clusters", request_body = ClusterPatch,
     params(("id" = String, Path, description = "Cluster id")),
-    responses((status = 200, description = "The changed cluster", body = Cluster)))]
+    responses((status = 200, description = "The changed cluster", body = w::Cluster)))]
 pub async fn patch_cluster(
     ctx: Ctx,
     id: Path<String>,
@@ -92,14 +92,14 @@ pub async fn patch_cluster(
         .patch_cluster(&ctx.caller, &id, body.value)
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &c))
+    Ok(json(StatusCode::OK, &w::Cluster::from(&c)))
 }
 
 /// Starts an exposure change (202), or answers 200 when the cluster already has it.
 #[utoipa::path(patch, path = "/v1/public/clusters/{id}/exposure", tag = "clusters", request_body = ExposurePatch,
     params(("id" = String, Path, description = "Cluster id")),
-    responses((status = 202, description = "The change started; `exposure_change` shows its target", body = Cluster),
-              (status = 200, description = "Already at that exposure: nothing started", body = Cluster)))]
+    responses((status = 202, description = "The change started; `exposure_change` shows its target", body = w::Cluster),
+              (status = 200, description = "Already at that exposure: nothing started", body = w::Cluster)))]
 pub async fn change_exposure(
     ctx: Ctx,
     id: Path<String>,
@@ -115,13 +115,13 @@ pub async fn change_exposure(
     } else {
         StatusCode::OK
     };
-    Ok(json(status, &o.cluster))
+    Ok(json(status, &w::Cluster::from(&o.cluster)))
 }
 
 /// Deletes a cluster: 202 with the cluster `Deleting`; gone (404) once deletion completes.
 #[utoipa::path(delete, path = "/v1/public/clusters/{id}", tag = "clusters",
     params(("id" = String, Path, description = "Cluster id")),
-    responses((status = 202, description = "Deletion accepted", body = Cluster)))]
+    responses((status = 202, description = "Deletion accepted", body = w::Cluster)))]
 pub async fn delete_cluster(
     ctx: Ctx,
     idem: Idempotency,

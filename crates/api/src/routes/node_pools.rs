@@ -4,13 +4,11 @@ use actix_web::http::StatusCode;
 use actix_web::web::Path;
 use actix_web::{HttpRequest, HttpResponse};
 use domain::input::node_pool::{NodePoolPatch, NodePoolRequest};
-use domain::model::node::Node;
-use domain::model::node_pool::NodePool;
 
 use crate::extract::{Body, Ctx, Idempotency};
 use crate::problem::ApiError;
 use crate::render::{JsonRender, answer, json};
-use crate::views::{NodeList, NodePoolList};
+use wire::cluster::{self as w, NodeList, NodePoolList};
 
 /// The cluster's node pools.
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/node-pools", tag = "node pools",
@@ -22,13 +20,18 @@ pub async fn list_node_pools(ctx: Ctx, id: Path<String>) -> Result<HttpResponse,
         .list_node_pools(&ctx.caller, &id)
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &NodePoolList { items }))
+    Ok(json(
+        StatusCode::OK,
+        &NodePoolList {
+            items: items.iter().map(w::NodePool::from).collect(),
+        },
+    ))
 }
 
 /// Adds a node pool: 202 with the pool `Provisioning`.
 #[utoipa::path(post, path = "/v1/public/clusters/{id}/node-pools", tag = "node pools", request_body = NodePoolRequest,
     params(("id" = String, Path, description = "Cluster id")),
-    responses((status = 202, description = "Accepted", body = NodePool)))]
+    responses((status = 202, description = "Accepted", body = w::NodePool)))]
 pub async fn create_node_pool(
     ctx: Ctx,
     idem: Idempotency,
@@ -53,7 +56,7 @@ pub async fn create_node_pool(
 /// Resizes a pool or replaces its labels or tags: 202.
 #[utoipa::path(patch, path = "/v1/public/clusters/{id}/node-pools/{pool}", tag = "node pools", request_body = NodePoolPatch,
     params(("id" = String, Path, description = "Cluster id"), ("pool" = String, Path, description = "Pool name")),
-    responses((status = 202, description = "Accepted", body = NodePool)))]
+    responses((status = 202, description = "Accepted", body = w::NodePool)))]
 pub async fn patch_node_pool(
     ctx: Ctx,
     idem: Idempotency,
@@ -80,7 +83,7 @@ pub async fn patch_node_pool(
 /// Deletes a pool: 202 with the pool `Deleting`. The last pool cannot be deleted.
 #[utoipa::path(delete, path = "/v1/public/clusters/{id}/node-pools/{pool}", tag = "node pools",
     params(("id" = String, Path, description = "Cluster id"), ("pool" = String, Path, description = "Pool name")),
-    responses((status = 202, description = "Accepted", body = NodePool)))]
+    responses((status = 202, description = "Accepted", body = w::NodePool)))]
 pub async fn delete_node_pool(
     ctx: Ctx,
     idem: Idempotency,
@@ -107,7 +110,12 @@ pub async fn list_nodes(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiE
         .list_nodes(&ctx.caller, &id, None)
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &NodeList { items }))
+    Ok(json(
+        StatusCode::OK,
+        &NodeList {
+            items: items.iter().map(w::Node::from).collect(),
+        },
+    ))
 }
 
 /// One pool's worker nodes.
@@ -124,13 +132,18 @@ pub async fn list_pool_nodes(
         .list_nodes(&ctx.caller, &id, Some(&pool))
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &NodeList { items }))
+    Ok(json(
+        StatusCode::OK,
+        &NodeList {
+            items: items.iter().map(w::Node::from).collect(),
+        },
+    ))
 }
 
 /// Deletes a node: 202 with the node `Deleting`; the pool keeps its count, so it is replaced.
 #[utoipa::path(delete, path = "/v1/public/clusters/{id}/nodes/{node}", tag = "nodes",
     params(("id" = String, Path, description = "Cluster id"), ("node" = String, Path, description = "Node name")),
-    responses((status = 202, description = "Accepted", body = Node)))]
+    responses((status = 202, description = "Accepted", body = w::Node)))]
 pub async fn delete_node(
     ctx: Ctx,
     idem: Idempotency,

@@ -8,12 +8,17 @@ use crate::extract::request_id;
 use crate::problem::problem_response;
 use crate::render::json;
 use crate::state::AppState;
-use crate::views::Health;
+use wire::system::Health;
 
 /// The process is up.
 #[utoipa::path(get, path = "/healthz", tag = "system", responses((status = 200, description = "Alive", body = Health)))]
 pub async fn healthz() -> HttpResponse {
-    json(StatusCode::OK, &Health { status: "ok" })
+    json(
+        StatusCode::OK,
+        &Health {
+            status: "ok".into(),
+        },
+    )
 }
 
 /// The service can answer: database reachable, migrations applied.
@@ -21,7 +26,12 @@ pub async fn healthz() -> HttpResponse {
     responses((status = 200, description = "Ready", body = Health)))]
 pub async fn readyz(state: Data<AppState>, req: HttpRequest) -> HttpResponse {
     match state.readiness.ready().await {
-        Ok(()) => json(StatusCode::OK, &Health { status: "ready" }),
+        Ok(()) => json(
+            StatusCode::OK,
+            &Health {
+                status: "ready".into(),
+            },
+        ),
         Err(reason) => {
             tracing::warn!(%reason, "not ready");
             problem_response(&domain::DomainError::ServiceUnavailable, &request_id(&req))

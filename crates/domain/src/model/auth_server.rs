@@ -18,6 +18,15 @@ pub enum AuthServerType {
 }
 
 impl AuthServerType {
+    /// Every value, in declaration order.
+    pub const ALL: [AuthServerType; 3] = [
+        AuthServerType::Oidc,
+        AuthServerType::Basic,
+        AuthServerType::Token,
+    ];
+}
+
+impl AuthServerType {
     pub fn as_str(self) -> &'static str {
         match self {
             AuthServerType::Oidc => "oidc",

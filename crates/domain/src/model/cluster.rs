@@ -18,6 +18,11 @@ pub enum Exposure {
 }
 
 impl Exposure {
+    /// Every value, in declaration order.
+    pub const ALL: [Exposure; 2] = [Exposure::Public, Exposure::Private];
+}
+
+impl Exposure {
     pub fn as_str(self) -> &'static str {
         match self {
             Exposure::Public => "public",
@@ -42,6 +47,11 @@ impl Exposure {
 pub enum NetworkMode {
     Intranet,
     Internet,
+}
+
+impl NetworkMode {
+    /// Every value, in declaration order.
+    pub const ALL: [NetworkMode; 2] = [NetworkMode::Intranet, NetworkMode::Internet];
 }
 
 impl NetworkMode {
@@ -80,6 +90,18 @@ pub enum ClusterPhase {
     Provisioned,
     Failed,
     Deleting,
+}
+
+impl ClusterPhase {
+    /// Every value, in declaration order.
+    pub const ALL: [ClusterPhase; 6] = [
+        ClusterPhase::Pending,
+        ClusterPhase::Provisioning,
+        ClusterPhase::ControlPlaneReady,
+        ClusterPhase::Provisioned,
+        ClusterPhase::Failed,
+        ClusterPhase::Deleting,
+    ];
 }
 
 /// What happens to a cluster's phase.
@@ -163,6 +185,11 @@ pub enum SubStatus {
 }
 
 impl SubStatus {
+    /// Every value, in declaration order.
+    pub const ALL: [SubStatus; 3] = [SubStatus::Pending, SubStatus::Ready, SubStatus::Failed];
+}
+
+impl SubStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             SubStatus::Pending => "pending",
@@ -225,7 +252,6 @@ impl RegistrationReason {
 
 /// `hub_registration` and `default_environment`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Registration {
     pub status: SubStatus,
     pub reason: Option<RegistrationReason>,
@@ -246,9 +272,13 @@ pub enum ExposureChangeStatus {
     InProgress,
 }
 
+impl ExposureChangeStatus {
+    /// Every value, in declaration order.
+    pub const ALL: [ExposureChangeStatus; 1] = [ExposureChangeStatus::InProgress];
+}
+
 /// An exposure change in flight: `exposure` still shows the current value, `to` the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ExposureChange {
     pub to: Exposure,
     pub status: ExposureChangeStatus,
@@ -275,16 +305,13 @@ pub enum ExposureRefusal {
 }
 
 /// A cluster and its node pools.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Cluster {
     pub id: Uuid,
     pub organization_id: Uuid,
     pub organization_slug: String,
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub name: DnsLabel,
     pub description: Option<String>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>))]
     pub tags: Vec<DnsLabel>,
     pub zone: String,
     /// The Kubernetes version id, e.g. `v1.32.4`.
@@ -308,10 +335,8 @@ pub struct Cluster {
     pub updated_at: DateTime<Utc>,
     /// The change counter of the state long-poll: raised by every change of the
     /// cluster or anything under it. Also the optimistic-concurrency token of writes.
-    #[serde(skip)]
     pub revision: i64,
     /// Set once deletion completed; such a cluster is gone for every read.
-    #[serde(skip)]
     pub deleted_at: Option<DateTime<Utc>>,
 }
 

@@ -24,6 +24,18 @@ pub enum ElasticIpStatus {
     Deleted,
 }
 
+impl ElasticIpStatus {
+    /// Every value, in declaration order.
+    pub const ALL: [ElasticIpStatus; 6] = [
+        ElasticIpStatus::Pending,
+        ElasticIpStatus::Provisioning,
+        ElasticIpStatus::Ready,
+        ElasticIpStatus::Failed,
+        ElasticIpStatus::Deleting,
+        ElasticIpStatus::Deleted,
+    ];
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ElasticIpEvent {
     StartProvisioning,

@@ -82,6 +82,11 @@ pub enum Protocol {
 }
 
 impl Protocol {
+    /// Every value, in declaration order.
+    pub const ALL: [Protocol; 3] = [Protocol::Tcp, Protocol::Udp, Protocol::Icmp];
+}
+
+impl Protocol {
     pub fn as_str(self) -> &'static str {
         match self {
             Protocol::Tcp => "tcp",
@@ -112,6 +117,11 @@ pub enum Direction {
     Ingress,
 }
 
+impl Direction {
+    /// Every value, in declaration order.
+    pub const ALL: [Direction; 1] = [Direction::Ingress];
+}
+
 /// Ports `from..=to`, 1-65535.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -128,6 +138,16 @@ pub enum FirewallRuleStatus {
     Active,
     Deleting,
     Failed,
+}
+
+impl FirewallRuleStatus {
+    /// Every value, in declaration order.
+    pub const ALL: [FirewallRuleStatus; 4] = [
+        FirewallRuleStatus::Pending,
+        FirewallRuleStatus::Active,
+        FirewallRuleStatus::Deleting,
+        FirewallRuleStatus::Failed,
+    ];
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

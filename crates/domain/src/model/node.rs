@@ -14,6 +14,15 @@ pub enum NodeStatus {
     Deleting,
 }
 
+impl NodeStatus {
+    /// Every value, in declaration order.
+    pub const ALL: [NodeStatus; 3] = [
+        NodeStatus::Provisioning,
+        NodeStatus::Ready,
+        NodeStatus::Deleting,
+    ];
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeEvent {
     Up,
@@ -56,13 +65,10 @@ impl NodeStatus {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub name: NodeName,
     /// The pool's name.
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub pool: DnsLabel,
     pub status: NodeStatus,
     pub created_at: DateTime<Utc>,

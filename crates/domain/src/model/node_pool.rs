@@ -17,6 +17,16 @@ pub enum PoolStatus {
     Deleting,
 }
 
+impl PoolStatus {
+    /// Every value, in declaration order.
+    pub const ALL: [PoolStatus; 4] = [
+        PoolStatus::Provisioning,
+        PoolStatus::Ready,
+        PoolStatus::Scaling,
+        PoolStatus::Deleting,
+    ];
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PoolEvent {
     /// The pool's nodes match its target.
@@ -74,10 +84,8 @@ impl PoolStatus {
 }
 
 /// A node pool as stored and as answered.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NodePool {
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub name: DnsLabel,
     /// The machine tier id; immutable.
     pub size: String,

@@ -1,0 +1,221 @@
+//! Clusters, their node pools and nodes as answered, and the answers around them: list
+//! pages, the state long-poll and the kubeconfig.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use domain::model::cluster as model;
+use domain::model::node::{Node as DomainNode, NodeStatus};
+use domain::model::node_pool::{NodePool as DomainPool, PoolStatus};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::enums;
+
+/// A cluster and its node pools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Cluster {
+    pub id: Uuid,
+    pub organization_id: Uuid,
+    pub organization_slug: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub tags: Vec<String>,
+    pub zone: String,
+    /// The Kubernetes version id, e.g. `v1.32.4`.
+    pub version: String,
+    /// The control-plane option assigned to the organization in this zone.
+    pub control_plane_option_id: String,
+    #[schema(value_type = enums::Exposure)]
+    pub exposure: model::Exposure,
+    #[schema(value_type = enums::NetworkMode)]
+    pub network_mode: model::NetworkMode,
+    #[schema(value_type = enums::ClusterPhase)]
+    pub phase: model::ClusterPhase,
+    /// Why the cluster is `Failed`; null otherwise.
+    pub failure_reason: Option<String>,
+    /// The public API hostname (ends in the configured public suffix); null unless public.
+    pub public_hostname: Option<String>,
+    /// The API server URL the kubeconfig points at; null until the control plane is up.
+    pub api_endpoint: Option<String>,
+    pub node_pools: Vec<NodePool>,
+    pub hub_registration: Registration,
+    pub default_environment: Registration,
+    pub exposure_change: Option<ExposureChange>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&model::Cluster> for Cluster {
+    fn from(c: &model::Cluster) -> Self {
+        Cluster {
+            id: c.id,
+            organization_id: c.organization_id,
+            organization_slug: c.organization_slug.clone(),
+            name: c.name.to_string(),
+            description: c.description.clone(),
+            tags: c.tags.iter().map(ToString::to_string).collect(),
+            zone: c.zone.clone(),
+            version: c.version.clone(),
+            control_plane_option_id: c.control_plane_option_id.clone(),
+            exposure: c.exposure,
+            network_mode: c.network_mode,
+            phase: c.phase,
+            failure_reason: c.failure_reason.clone(),
+            public_hostname: c.public_hostname.clone(),
+            api_endpoint: c.api_endpoint.clone(),
+            node_pools: c.node_pools.iter().map(NodePool::from).collect(),
+            hub_registration: c.hub_registration.into(),
+            default_environment: c.default_environment.into(),
+            exposure_change: c.exposure_change.map(Into::into),
+            created_at: c.created_at,
+            updated_at: c.updated_at,
+        }
+    }
+}
+
+/// `hub_registration` and `default_environment`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Registration {
+    #[schema(value_type = enums::SubStatus)]
+    pub status: model::SubStatus,
+    #[schema(value_type = Option<enums::RegistrationReason>)]
+    pub reason: Option<model::RegistrationReason>,
+}
+
+impl From<model::Registration> for Registration {
+    fn from(r: model::Registration) -> Self {
+        Registration {
+            status: r.status,
+            reason: r.reason,
+        }
+    }
+}
+
+/// An exposure change in flight: `exposure` still shows the current value, `to` the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ExposureChange {
+    #[schema(value_type = enums::Exposure)]
+    pub to: model::Exposure,
+    #[schema(value_type = enums::ExposureChangeStatus)]
+    pub status: model::ExposureChangeStatus,
+}
+
+impl From<model::ExposureChange> for ExposureChange {
+    fn from(e: model::ExposureChange) -> Self {
+        ExposureChange {
+            to: e.to,
+            status: e.status,
+        }
+    }
+}
+
+/// A node pool as stored and as answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct NodePool {
+    pub name: String,
+    /// The machine tier id; immutable.
+    pub size: String,
+    /// The target node count.
+    pub count: u32,
+    pub auto_scale: bool,
+    pub min_nodes: u32,
+    /// Null when never given (only needed with auto_scale).
+    pub max_nodes: Option<u32>,
+    pub labels: BTreeMap<String, String>,
+    pub tags: BTreeMap<String, String>,
+    /// The tier's disk size.
+    pub root_volume_size_gib: u32,
+    #[schema(value_type = enums::PoolStatus)]
+    pub status: PoolStatus,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&DomainPool> for NodePool {
+    fn from(p: &DomainPool) -> Self {
+        NodePool {
+            name: p.name.to_string(),
+            size: p.size.clone(),
+            count: p.count,
+            auto_scale: p.auto_scale,
+            min_nodes: p.min_nodes,
+            max_nodes: p.max_nodes,
+            labels: p.labels.clone(),
+            tags: p.tags.clone(),
+            root_volume_size_gib: p.root_volume_size_gib,
+            status: p.status,
+            created_at: p.created_at,
+            updated_at: p.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Node {
+    pub name: String,
+    /// The pool's name.
+    pub pool: String,
+    #[schema(value_type = enums::NodeStatus)]
+    pub status: NodeStatus,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<&DomainNode> for Node {
+    fn from(n: &DomainNode) -> Self {
+        Node {
+            name: n.name.to_string(),
+            pool: n.pool.to_string(),
+            status: n.status,
+            created_at: n.created_at,
+        }
+    }
+}
+
+/// `GET /v1/public/clusters`: ordered by `created_at`, then `id`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ClusterList {
+    pub items: Vec<Cluster>,
+    pub page: u32,
+    pub size: u32,
+    pub total: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct NodePoolList {
+    pub items: Vec<NodePool>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct NodeList {
+    pub items: Vec<Node>,
+}
+
+/// The state long-poll's answer.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ClusterState {
+    pub cluster_id: Uuid,
+    /// Raised by every change of the cluster or anything under it; >= 1.
+    pub version: i64,
+    #[schema(value_type = enums::ClusterPhase)]
+    pub phase: model::ClusterPhase,
+    /// Whether `version` is past the request's `since`.
+    pub changed: bool,
+}
+
+/// `format=json` kubeconfig.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct KubeconfigJson {
+    pub cluster_id: Uuid,
+    /// The same YAML `format=plain` answers.
+    pub kubeconfig: String,
+}
+
+/// 202 while the control plane is not up.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct KubeconfigPending {
+    #[schema(value_type = enums::ClusterPhase)]
+    pub phase: model::ClusterPhase,
+    pub retry_after_seconds: u32,
+}

@@ -1,0 +1,10 @@
+//! The public API's JSON shapes: the answers the server writes, with their OpenAPI schemas.
+//!
+//! The domain says what a cluster, a pool or an Elastic IP is; this crate says how one is
+//! written on the wire, so that the server and its clients (a CLI, a generated SDK) read one
+//! definition and cannot drift. It has no HTTP framework: a client links it without actix.
+//! Each answer is built from the domain value it shows (`From<&domain value>`).
+
+pub mod cluster;
+pub mod enums;
+pub mod system;
