@@ -10,7 +10,6 @@ pub mod query;
 pub mod render;
 pub mod routes;
 pub mod state;
-pub mod views;
 
 use actix_web::web::{self, ServiceConfig};
 

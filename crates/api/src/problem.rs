@@ -5,8 +5,8 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use domain::DomainError;
 use domain::error::{AuthFailure, Conflict};
-use domain::validation::FieldError;
 use serde::Serialize;
+use wire::problem::FieldError;
 
 /// `application/problem+json`.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -101,7 +101,7 @@ impl Problem {
 
     pub fn from_domain(e: &DomainError, request_id: &str) -> Self {
         let errors = match e {
-            DomainError::Validation(v) => Some(v.errors().to_vec()),
+            DomainError::Validation(v) => Some(v.errors().iter().map(FieldError::from).collect()),
             _ => None,
         };
         Problem::new(status_of(e), e.code(), detail_of(e), errors, request_id)

@@ -62,25 +62,10 @@ shown_as! {
     domain::model::cluster::Cluster => wire::cluster::Cluster,
     domain::model::node_pool::NodePool => wire::cluster::NodePool,
     domain::model::node::Node => wire::cluster::Node,
-}
-
-/// Domain values still answered as the domain serializes them.
-macro_rules! shown_as_itself {
-    ($($domain:ty),+ $(,)?) => {$(
-        impl Shown for $domain {
-            type Wire<'a> = &'a $domain;
-            fn wire(&self) -> &$domain {
-                self
-            }
-        }
-    )+};
-}
-
-shown_as_itself! {
-    domain::model::auth_server::AuthServerView,
-    domain::model::auth_server::CredentialView,
-    domain::model::elastic_ip::ElasticIpView,
-    domain::model::firewall::FirewallRule,
+    domain::model::elastic_ip::ElasticIpView => wire::networking::ElasticIpView,
+    domain::model::firewall::FirewallRule => wire::networking::FirewallRule,
+    domain::model::auth_server::AuthServerView => wire::auth_server::AuthServerView,
+    domain::model::auth_server::CredentialView => wire::auth_server::CredentialView,
 }
 
 impl<T: Shown> Render<T> for JsonRender<T> {

@@ -3,11 +3,8 @@
 
 use std::fmt;
 
-use serde::Serialize;
-
 /// One problem with one input field.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
     /// Path of the field, e.g. `node_pools[0].count`; empty for the body as a whole.
     pub field: String,

@@ -5,6 +5,10 @@
 //! definition and cannot drift. It has no HTTP framework: a client links it without actix.
 //! Each answer is built from the domain value it shows (`From<&domain value>`).
 
+pub mod auth_server;
+pub mod catalog;
 pub mod cluster;
 pub mod enums;
+pub mod networking;
+pub mod problem;
 pub mod system;

@@ -22,7 +22,7 @@ use crate::routes::{self, OrgSource, ROUTES, RequiredRole, RouteSpec};
     ),
     components(schemas(
         crate::problem::Problem,
-        domain::validation::FieldError,
+        wire::problem::FieldError,
         domain::input::auth_server::OidcConfigRequest,
         domain::input::auth_server::BasicConfigRequest,
         domain::input::auth_server::TokenConfigRequest,

@@ -4,13 +4,12 @@ use actix_web::http::StatusCode;
 use actix_web::web::Path;
 use actix_web::{HttpRequest, HttpResponse};
 use domain::input::auth_server::{AuthServerPatch, CreateAuthServerRequest, CredentialRequest};
-use domain::model::auth_server::{AuthServerView, CredentialView};
 
 use crate::extract::{Body, Ctx, Idempotency, Query};
 use crate::problem::ApiError;
 use crate::query;
 use crate::render::{EmptyRender, JsonRender, answer, json};
-use crate::views::AuthServerList;
+use wire::auth_server::{AuthServerList, AuthServerView, CredentialView};
 
 /// The organization's auth servers, optionally of one environment.
 #[utoipa::path(get, path = "/v1/public/gateway/auth-servers", tag = "gateway auth servers",
@@ -25,7 +24,12 @@ pub async fn list_auth_servers(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiEr
         .list_auth_servers(&ctx.caller, &ctx.organization(&q), environment)
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &AuthServerList { items }))
+    Ok(json(
+        StatusCode::OK,
+        &AuthServerList {
+            items: items.iter().map(AuthServerView::from).collect(),
+        },
+    ))
 }
 
 /// Creates an auth server. Secrets are write-only.
@@ -38,8 +42,11 @@ pub async fn create_auth_server(
     req: HttpRequest,
     body: Body<CreateAuthServerRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let render = JsonRender::new(StatusCode::CREATED, &ctx.request_id)
-        .with_location(|s: &AuthServerView| format!("/v1/public/gateway/auth-servers/{}", s.id));
+    let render = JsonRender::new(StatusCode::CREATED, &ctx.request_id).with_location(
+        |s: &domain::model::auth_server::AuthServerView| {
+            format!("/v1/public/gateway/auth-servers/{}", s.id)
+        },
+    );
     let a = ctx
         .services
         .create_auth_server(
@@ -62,7 +69,7 @@ pub async fn get_auth_server(ctx: Ctx, id: Path<String>) -> Result<HttpResponse,
         .get_auth_server(&ctx.caller, &id)
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &v))
+    Ok(json(StatusCode::OK, &AuthServerView::from(&v)))
 }
 
 /// Changes name, environment, non-secret config fields, or sets a new client secret.
@@ -79,7 +86,7 @@ pub async fn patch_auth_server(
         .patch_auth_server(&ctx.caller, &id, body.value)
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &v))
+    Ok(json(StatusCode::OK, &AuthServerView::from(&v)))
 }
 
 /// Deletes an auth server.

@@ -2,7 +2,7 @@
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
-use domain::model::catalog::CatalogView;
+use wire::catalog::CatalogView;
 
 use crate::extract::{Ctx, Query};
 use crate::problem::ApiError;
@@ -19,5 +19,5 @@ pub async fn get_catalog(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError> {
         .catalog(&ctx.caller, &ctx.organization(&q), q.get("zone"))
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &view))
+    Ok(json(StatusCode::OK, &CatalogView::from(&view)))
 }

@@ -5,13 +5,11 @@ use actix_web::web::Path;
 use actix_web::{HttpRequest, HttpResponse};
 use domain::input::elastic_ip::CreateElasticIpRequest;
 use domain::input::firewall::CreateFirewallRuleRequest;
-use domain::model::elastic_ip::ElasticIpView;
-use domain::model::firewall::FirewallRule;
 
 use crate::extract::{Body, Ctx, Idempotency};
 use crate::problem::ApiError;
 use crate::render::{JsonRender, answer, json};
-use crate::views::{ElasticIpList, FirewallRuleList};
+use wire::networking::{ElasticIpList, ElasticIpView, FirewallRule, FirewallRuleList};
 
 /// The cluster's Elastic IPs.
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/elastic-ips", tag = "elastic ips",
@@ -23,7 +21,12 @@ pub async fn list_elastic_ips(ctx: Ctx, id: Path<String>) -> Result<HttpResponse
         .list_elastic_ips(&ctx.caller, &id)
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &ElasticIpList { items }))
+    Ok(json(
+        StatusCode::OK,
+        &ElasticIpList {
+            items: items.iter().map(ElasticIpView::from).collect(),
+        },
+    ))
 }
 
 /// One Elastic IP.
@@ -40,7 +43,7 @@ pub async fn get_elastic_ip(
         .get_elastic_ip(&ctx.caller, &id, &eip)
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &v))
+    Ok(json(StatusCode::OK, &ElasticIpView::from(&v)))
 }
 
 /// Allocates an Elastic IP: 202 with it `Pending`.
@@ -98,7 +101,12 @@ pub async fn list_firewall_rules(ctx: Ctx, id: Path<String>) -> Result<HttpRespo
         .list_firewall_rules(&ctx.caller, &id)
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &FirewallRuleList { items }))
+    Ok(json(
+        StatusCode::OK,
+        &FirewallRuleList {
+            items: items.iter().map(FirewallRule::from).collect(),
+        },
+    ))
 }
 
 /// One firewall rule.
@@ -115,7 +123,7 @@ pub async fn get_firewall_rule(
         .get_firewall_rule(&ctx.caller, &id, &rule)
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &r))
+    Ok(json(StatusCode::OK, &FirewallRule::from(&r)))
 }
 
 /// Creates an ingress rule (the cluster must be Provisioned): 202 with it `Pending`.

@@ -132,18 +132,14 @@ pub struct AuthServer {
 }
 
 /// A credential as answered: basic `{"id", "username"}`, token `{"id", "hint"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CredentialView {
     Basic { id: Uuid, username: String },
     Token { id: Uuid, hint: String },
 }
 
 /// `config` as answered: never a secret.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthServerConfigView {
     Oidc {
         issuer_url: String,
@@ -166,15 +162,13 @@ pub enum AuthServerConfigView {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthServerView {
     pub id: Uuid,
     pub organization_id: Uuid,
     pub organization_slug: String,
     pub name: String,
     pub environment: String,
-    #[serde(rename = "type")]
     pub kind: AuthServerType,
     pub config: AuthServerConfigView,
     pub created_at: DateTime<Utc>,

@@ -20,7 +20,6 @@ pub struct Catalog {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Zone {
     pub id: String,
     pub display_name: String,
@@ -30,7 +29,6 @@ pub struct Zone {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct KubernetesVersion {
     pub id: String,
     pub label: String,
@@ -40,7 +38,6 @@ pub struct KubernetesVersion {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MachineTier {
     pub id: String,
     pub display_name: String,
@@ -52,7 +49,6 @@ pub struct MachineTier {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Defaults {
     pub exposure_mode: Exposure,
     pub network_mode: NetworkMode,
@@ -60,7 +56,6 @@ pub struct Defaults {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ControlPlaneOption {
     pub id: String,
     pub display_name: String,
@@ -69,7 +64,6 @@ pub struct ControlPlaneOption {
 /// One zone's offer, as data.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ZoneOffer {
     pub zone: Zone,
     pub kubernetes_versions: Vec<KubernetesVersion>,
@@ -81,8 +75,7 @@ pub struct ZoneOffer {
 }
 
 /// `constraints.cluster_name`.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone)]
 pub struct NameConstraint {
     pub pattern: &'static str,
     pub min_length: usize,
@@ -90,8 +83,7 @@ pub struct NameConstraint {
 }
 
 /// `constraints.node_pools`.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone)]
 pub struct NodePoolConstraint {
     pub min_pools: usize,
     pub max_pools: usize,
@@ -99,8 +91,7 @@ pub struct NodePoolConstraint {
     pub max_nodes_per_pool: u32,
 }
 
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone)]
 pub struct Constraints {
     pub cluster_name: NameConstraint,
     pub node_pools: NodePoolConstraint,
@@ -128,8 +119,7 @@ impl Constraints {
 
 /// `GET /v1/catalog`: one zone's offer plus the constraints. Spelled out rather than
 /// flattened so its schema is exact.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone)]
 pub struct CatalogView {
     pub zone: Zone,
     pub kubernetes_versions: Vec<KubernetesVersion>,
@@ -284,13 +274,14 @@ mod tests {
 
     #[test]
     fn catalog_view_publishes_the_enforced_constraints() {
-        let v = serde_json::to_value(Catalog::builtin().default_zone().view()).unwrap_or_default();
-        assert_eq!(v["constraints"]["node_pools"]["min_nodes_per_pool"], 1);
-        assert_eq!(v["constraints"]["node_pools"]["max_nodes_per_pool"], 200);
-        assert_eq!(v["constraints"]["node_pools"]["max_pools"], 20);
-        assert_eq!(v["constraints"]["cluster_name"]["max_length"], 63);
-        assert_eq!(v["zone"]["id"], "zone-1");
-        assert!(v["active_control_plane_option_id"].is_string());
+        let v = Catalog::builtin().default_zone().view();
+        let c = &v.constraints;
+        assert_eq!(c.node_pools.min_nodes_per_pool, 1);
+        assert_eq!(c.node_pools.max_nodes_per_pool, 200);
+        assert_eq!(c.node_pools.max_pools, 20);
+        assert_eq!(c.cluster_name.max_length, 63);
+        assert_eq!(v.zone.id, "zone-1");
+        assert!(!v.active_control_plane_option_id.is_empty());
     }
 
     #[test]

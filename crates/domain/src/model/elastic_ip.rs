@@ -97,8 +97,7 @@ impl ElasticIpStatus {
 }
 
 /// The Service annotation that binds a workload to an Elastic IP.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Annotation {
     pub key: String,
     pub value: String,
@@ -120,8 +119,7 @@ pub struct ElasticIp {
 }
 
 /// An Elastic IP as answered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ElasticIpView {
     pub id: Uuid,
     pub cluster_id: Uuid,

@@ -123,8 +123,7 @@ impl Direction {
 }
 
 /// Ports `from..=to`, 1-65535.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PortRange {
     pub from: u16,
     pub to: u16,
@@ -201,17 +200,14 @@ impl FirewallRuleStatus {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FirewallRule {
     pub id: Uuid,
     pub cluster_id: Uuid,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub name: Option<DnsLabel>,
     pub description: Option<String>,
     pub direction: Direction,
     pub protocol: Protocol,
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<String>))]
     pub source_cidrs: Vec<Ipv4Cidr>,
     /// Null for icmp.
     pub port_range: Option<PortRange>,
