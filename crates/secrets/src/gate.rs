@@ -124,8 +124,9 @@ mod tests {
                 .await
             }));
         }
-        // Two run, four wait: a caller that accepts at most four waiting is refused.
-        while gate.waiting() < 4 {
+        // Two run (both inside their closures, blocked until released), four wait: a caller
+        // that accepts at most four waiting is refused.
+        while gate.waiting() < 4 || running.load(Ordering::SeqCst) < 2 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         assert_eq!(gate.run(Queue::AtMost(4), || ()).await, Err(Busy));
