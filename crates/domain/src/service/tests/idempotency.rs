@@ -10,6 +10,20 @@ fn fingerprint() -> RequestFingerprint {
     RequestFingerprint::new("POST", "/v1/public/clusters", Some(&json!({"a": 1})))
 }
 
+/// Creates a cluster in acme under `key()` with `fingerprint()`, as the super_admin.
+fn keyed_create(m: Mocks) -> Result<Answer<crate::model::cluster::Cluster>, DomainError> {
+    let render = JsonRender(201);
+    let req = IdempotencyRequest {
+        key: key(),
+        fingerprint: fingerprint(),
+        render: &render,
+    };
+    block_on(
+        m.services()
+            .create_cluster(&super_admin_a(), create_body(json!({})), Some(req)),
+    )
+}
+
 #[test]
 fn idempotent_create_commits_the_answer_with_the_cluster() {
     let mut m = create_ready();
@@ -29,17 +43,7 @@ fn idempotent_create_commits_the_answer_with_the_cluster() {
         .times(1)
         .returning(|_| Ok(1));
     m.idempotency.expect_complete().returning(|_| Ok(()));
-    let render = JsonRender(201);
-    let req = IdempotencyRequest {
-        key: key(),
-        fingerprint: fingerprint(),
-        render: &render,
-    };
-    let a = block_on(m.services().create_cluster(
-        &super_admin_a(),
-        create_body(json!({})),
-        Some(req),
-    ));
+    let a = keyed_create(m);
     assert!(matches!(a, Ok(Answer::Fresh(_))));
 }
 
@@ -67,17 +71,7 @@ fn idempotent_same_key_same_body_replays_the_stored_answer() {
         .returning(move |_| Ok(ClaimOutcome::Existing(record.clone())));
     m.clusters.checkpoint();
     m.clusters.expect_commit().never();
-    let render = JsonRender(201);
-    let req = IdempotencyRequest {
-        key: key(),
-        fingerprint: fingerprint(),
-        render: &render,
-    };
-    let a = block_on(m.services().create_cluster(
-        &super_admin_a(),
-        create_body(json!({})),
-        Some(req),
-    ));
+    let a = keyed_create(m);
     assert_eq!(a, Ok(Answer::Replayed(stored)));
 }
 
@@ -102,17 +96,7 @@ fn idempotent_same_key_different_body_is_409_reused() {
     m.idempotency
         .expect_claim()
         .returning(move |_| Ok(ClaimOutcome::Existing(record.clone())));
-    let render = JsonRender(201);
-    let req = IdempotencyRequest {
-        key: key(),
-        fingerprint: fingerprint(),
-        render: &render,
-    };
-    let r = block_on(m.services().create_cluster(
-        &super_admin_a(),
-        create_body(json!({})),
-        Some(req),
-    ));
+    let r = keyed_create(m);
     assert_eq!(code(r), "idempotency_key_reused");
 }
 
@@ -134,17 +118,7 @@ fn idempotent_key_in_progress_is_409_in_progress() {
     m.idempotency
         .expect_claim()
         .returning(move |_| Ok(ClaimOutcome::Existing(record.clone())));
-    let render = JsonRender(201);
-    let req = IdempotencyRequest {
-        key: key(),
-        fingerprint: fingerprint(),
-        render: &render,
-    };
-    let r = block_on(m.services().create_cluster(
-        &super_admin_a(),
-        create_body(json!({})),
-        Some(req),
-    ));
+    let r = keyed_create(m);
     assert_eq!(code(r), "idempotency_key_in_progress");
 }
 
@@ -172,17 +146,7 @@ fn idempotent_expired_claim_is_taken_over_and_run_anew() {
         .times(1)
         .returning(|_, _, _, _| Ok(true));
     m.idempotency.expect_complete().returning(|_| Ok(()));
-    let render = JsonRender(201);
-    let req = IdempotencyRequest {
-        key: key(),
-        fingerprint: fingerprint(),
-        render: &render,
-    };
-    let r = block_on(m.services().create_cluster(
-        &super_admin_a(),
-        create_body(json!({})),
-        Some(req),
-    ));
+    let r = keyed_create(m);
     assert!(matches!(r, Ok(Answer::Fresh(_))));
 }
 
