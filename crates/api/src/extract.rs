@@ -371,7 +371,7 @@ mod tests {
 
     #[test]
     fn wrong_types_name_their_path() {
-        let e = parse_body::<domain::input::cluster::CreateClusterRequest>(
+        let e = parse_body::<wire::request::cluster::CreateClusterRequest>(
             br#"{"node_pools":[{"count":"3"}]}"#,
         )
         .err();

@@ -1,4 +1,5 @@
-//! The public API's JSON shapes: the answers the server writes, with their OpenAPI schemas.
+//! The public API's JSON shapes: the bodies the server reads and the answers it writes, with
+//! their OpenAPI schemas.
 //!
 //! The domain says what a cluster, a pool or an Elastic IP is; this crate says how one is
 //! written on the wire, so that the server and its clients (a CLI, a generated SDK) read one
@@ -11,4 +12,5 @@ pub mod cluster;
 pub mod enums;
 pub mod networking;
 pub mod problem;
+pub mod request;
 pub mod system;

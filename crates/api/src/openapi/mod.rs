@@ -23,13 +23,13 @@ use crate::routes::{self, OrgSource, ROUTES, RequiredRole, RouteSpec};
     components(schemas(
         crate::problem::Problem,
         wire::problem::FieldError,
-        domain::input::auth_server::OidcConfigRequest,
-        domain::input::auth_server::BasicConfigRequest,
-        domain::input::auth_server::TokenConfigRequest,
-        domain::input::auth_server::BasicCredentialRequest,
-        domain::input::auth_server::TokenCredentialRequest,
-        domain::input::auth_server::OidcConfigPatch,
-        domain::input::auth_server::BasicConfigPatch,
+        wire::request::auth_server::OidcConfigRequest,
+        wire::request::auth_server::BasicConfigRequest,
+        wire::request::auth_server::TokenConfigRequest,
+        wire::request::auth_server::BasicCredentialRequest,
+        wire::request::auth_server::TokenCredentialRequest,
+        wire::request::auth_server::OidcConfigPatch,
+        wire::request::auth_server::BasicConfigPatch,
     ))
 )]
 struct ApiDoc;

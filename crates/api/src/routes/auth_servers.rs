@@ -3,7 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::web::Path;
 use actix_web::{HttpRequest, HttpResponse};
-use domain::input::auth_server::{AuthServerPatch, CreateAuthServerRequest, CredentialRequest};
+use wire::request::auth_server::{AuthServerPatch, CreateAuthServerRequest, CredentialRequest};
 
 use crate::extract::{Body, Ctx, Idempotency, Query};
 use crate::problem::ApiError;
@@ -51,7 +51,7 @@ pub async fn create_auth_server(
         .services
         .create_auth_server(
             &ctx.caller,
-            body.value,
+            body.value.into(),
             idem.request(&req, Some(&body.json), &render),
         )
         .await
@@ -83,7 +83,7 @@ pub async fn patch_auth_server(
 ) -> Result<HttpResponse, ApiError> {
     let v = ctx
         .services
-        .patch_auth_server(&ctx.caller, &id, body.value)
+        .patch_auth_server(&ctx.caller, &id, body.value.into())
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &AuthServerView::from(&v)))
@@ -125,7 +125,7 @@ pub async fn add_credential(
         .add_credential(
             &ctx.caller,
             &id,
-            body.value,
+            body.value.into(),
             idem.request(&req, Some(&body.json), &render),
         )
         .await

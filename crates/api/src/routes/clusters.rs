@@ -4,9 +4,9 @@ use crate::query::{self, KubeconfigFormat, kubeconfig_format};
 use actix_web::http::StatusCode;
 use actix_web::web::Path;
 use actix_web::{HttpRequest, HttpResponse};
-use domain::input::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
 use domain::model::cluster::Cluster;
 use domain::service::KubeconfigAnswer;
+use wire::request::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
 
 use crate::extract::{Body, Ctx, Idempotency, Query};
 use crate::problem::ApiError;
@@ -57,7 +57,7 @@ pub async fn create_cluster(
         .services
         .create_cluster(
             &ctx.caller,
-            body.value,
+            body.value.into(),
             idem.request(&req, Some(&body.json), &render),
         )
         .await
@@ -89,7 +89,7 @@ pub async fn patch_cluster(
 ) -> Result<HttpResponse, ApiError> {
     let c = ctx
         .services
-        .patch_cluster(&ctx.caller, &id, body.value)
+        .patch_cluster(&ctx.caller, &id, body.value.into())
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &w::Cluster::from(&c)))
@@ -107,7 +107,7 @@ pub async fn change_exposure(
 ) -> Result<HttpResponse, ApiError> {
     let o = ctx
         .services
-        .change_exposure(&ctx.caller, &id, body.value)
+        .change_exposure(&ctx.caller, &id, body.value.into())
         .await
         .map_err(|e| ctx.error(e))?;
     let status = if o.started {

@@ -3,8 +3,8 @@
 use actix_web::http::StatusCode;
 use actix_web::web::Path;
 use actix_web::{HttpRequest, HttpResponse};
-use domain::input::elastic_ip::CreateElasticIpRequest;
-use domain::input::firewall::CreateFirewallRuleRequest;
+use wire::request::networking::CreateElasticIpRequest;
+use wire::request::networking::CreateFirewallRuleRequest;
 
 use crate::extract::{Body, Ctx, Idempotency};
 use crate::problem::ApiError;
@@ -63,7 +63,7 @@ pub async fn create_elastic_ip(
         .create_elastic_ip(
             &ctx.caller,
             &id,
-            body.value,
+            body.value.into(),
             idem.request(&req, Some(&body.json), &render),
         )
         .await
@@ -143,7 +143,7 @@ pub async fn create_firewall_rule(
         .create_firewall_rule(
             &ctx.caller,
             &id,
-            body.value,
+            body.value.into(),
             idem.request(&req, Some(&body.json), &render),
         )
         .await

@@ -3,7 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::web::Path;
 use actix_web::{HttpRequest, HttpResponse};
-use domain::input::node_pool::{NodePoolPatch, NodePoolRequest};
+use wire::request::node_pool::{NodePoolPatch, NodePoolRequest};
 
 use crate::extract::{Body, Ctx, Idempotency};
 use crate::problem::ApiError;
@@ -45,7 +45,7 @@ pub async fn create_node_pool(
         .create_node_pool(
             &ctx.caller,
             &id,
-            body.value,
+            body.value.into(),
             idem.request(&req, Some(&body.json), &render),
         )
         .await
@@ -72,7 +72,7 @@ pub async fn patch_node_pool(
             &ctx.caller,
             &id,
             &pool,
-            body.value,
+            body.value.into(),
             idem.request(&req, Some(&body.json), &render),
         )
         .await

@@ -1,72 +1,55 @@
-//! Auth server bodies: create, PATCH, and credential additions; the rules for
+//! Auth server drafts: create, PATCH, and credential additions; the rules for
 //! issuer URLs, redirect paths, authorized domains, realms, usernames and static tokens.
+//! (The rules are tested through the JSON bodies clients send, in the `wire` crate's
+//! `request::auth_server` tests.)
 
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr};
 
-use serde::Deserialize;
-use serde_json::Value;
 use validator::Validate;
 
-use crate::input::nullable;
 use crate::model::auth_server::{AuthServerType, ClaimNames};
 use crate::model::secret::Secret;
 use crate::names::{DnsLabel, OrgRef, is_dns_label};
 use crate::rules::{MAX_CREDENTIALS_PER_AUTH_SERVER, MIN_STATIC_TOKEN_LEN};
 use crate::validation::Violations;
 
-/// `POST /v1/public/gateway/auth-servers`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+/// Creates an auth server.
+#[derive(Debug, Clone, Default)]
 pub struct CreateAuthServerRequest {
     /// The organization's slug or id.
-    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub organization: Option<String>,
     /// A DNS label, unique in the organization and environment.
-    #[cfg_attr(
-        feature = "openapi",
-        schema(
-            required = true,
-            nullable = false,
-            pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
-        )
-    )]
     pub name: Option<String>,
     /// A DNS label, e.g. `production`.
-    #[cfg_attr(
-        feature = "openapi",
-        schema(
-            required = true,
-            nullable = false,
-            pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
-        )
-    )]
     pub environment: Option<String>,
-    #[serde(rename = "type")]
-    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
     pub kind: Option<AuthServerType>,
-    /// Shape depends on `type`: see the OIDC, Basic and Token config schemas.
-    #[cfg_attr(feature = "openapi", schema(required = true, nullable = false))]
-    pub config: Option<Value>,
+    /// The configuration, of the shape `kind` names.
+    pub config: Option<CreateConfig>,
+}
+
+/// A create's configuration, as read for the type the client named.
+#[derive(Debug, Clone)]
+pub enum CreateConfig {
+    Oidc(OidcConfigRequest),
+    Basic(BasicConfigRequest),
+    Token(TokenConfigRequest),
+    /// The client's config did not have its type's shape: why, in words that repeat no value.
+    Unreadable(String),
 }
 
 /// OIDC `config` on create.
-#[derive(Debug, Clone, Deserialize, Validate)]
-#[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Validate)]
 pub struct OidcConfigRequest {
     /// https, or http for a loopback host.
     #[validate(custom(function = "issuer_url_rule"))]
     pub issuer_url: String,
     /// A path of its own, starting with `/`.
     #[validate(custom(function = "redirect_path_rule"))]
-    #[cfg_attr(feature = "openapi", schema(pattern = "^/"))]
     pub redirect_path: String,
     #[validate(length(min = 1, max = 255, message = "must be 1-255 characters"))]
     pub client_id: String,
     /// Write-only.
-    #[cfg_attr(feature = "openapi", schema(value_type = String, write_only))]
     pub client_secret: Secret,
     /// A host name with an optional port (`app.example.com`, `localhost:8443`).
     #[validate(custom(function = "authorized_domain_rule"))]
@@ -82,130 +65,104 @@ pub struct OidcConfigRequest {
 }
 
 /// A Basic username/password pair (create, and the credentials sub-route).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone)]
 pub struct BasicCredentialRequest {
     pub username: String,
-    #[cfg_attr(feature = "openapi", schema(value_type = String, write_only))]
     pub password: Secret,
 }
 
 /// Basic `config` on create.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone)]
 pub struct BasicConfigRequest {
     /// Challenge realm; default the server's name. No `"` or `\`.
-    #[cfg_attr(
-        feature = "openapi",
-        schema(pattern = "^[^\"\\\\\\x00-\\x1f\\x7f]{1,255}$")
-    )]
     pub realm: Option<String>,
-    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 100))]
     pub credentials: Vec<BasicCredentialRequest>,
 }
 
 /// Token `config` on create.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone)]
 pub struct TokenConfigRequest {
     /// Static tokens (JWTs among them), at least 16 characters each. Write-only.
-    #[cfg_attr(
-        feature = "openapi",
-        schema(
-            value_type = Vec<crate::input::schema::StaticTokenText>,
-            write_only,
-            min_items = 1,
-            max_items = 100
-        )
-    )]
     pub tokens: Vec<Secret>,
 }
 
 /// A Token credential (the credentials sub-route).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone)]
 pub struct TokenCredentialRequest {
     /// At least 16 visible ASCII characters. Write-only.
-    #[cfg_attr(
-        feature = "openapi",
-        schema(value_type = String, write_only, pattern = "^[!-~]{16,}$")
-    )]
     pub token: Secret,
 }
 
 /// Body of `POST …/auth-servers/{id}/credentials`: basic or token, by the server's type.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone)]
 pub enum CredentialRequest {
     Basic(BasicCredentialRequest),
     Token(TokenCredentialRequest),
 }
 
-/// `PATCH …/auth-servers/{id}`: name, environment and the non-secret config fields, plus a
+/// Changes an auth server: name, environment and the non-secret config fields, plus a
 /// new client secret; never credentials.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default)]
 pub struct AuthServerPatch {
-    #[cfg_attr(
-        feature = "openapi",
-        schema(nullable = false, pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-    )]
     pub name: Option<String>,
-    #[cfg_attr(
-        feature = "openapi",
-        schema(nullable = false, pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-    )]
     pub environment: Option<String>,
     /// The config fields to replace (merged with the stored ones).
-    pub config: Option<Value>,
+    pub config: Option<ConfigPatch>,
+}
+
+/// A PATCH's `config`. Its shape is the stored server's type, which only the use case knows,
+/// so it is read as each type's shape (each reading an error text when it does not fit) and
+/// the use case keeps the reading of the server's type.
+#[derive(Debug, Clone)]
+pub struct ConfigPatch {
+    pub oidc: Result<OidcConfigPatch, String>,
+    pub basic: Result<BasicConfigPatch, String>,
+    /// It names `credentials` or `tokens`, which change only through the credentials sub-route.
+    pub names_credentials: bool,
+    /// It is `{}`: the one config a token server's PATCH may carry.
+    pub is_empty: bool,
+}
+
+impl ConfigPatch {
+    /// The PATCH of an OIDC server's config.
+    pub fn oidc(patch: OidcConfigPatch) -> Self {
+        ConfigPatch {
+            oidc: Ok(patch),
+            basic: Err("not a Basic configuration".into()),
+            names_credentials: false,
+            is_empty: false,
+        }
+    }
+
+    /// The PATCH of a Basic server's realm.
+    pub fn basic(patch: BasicConfigPatch) -> Self {
+        ConfigPatch {
+            oidc: Err("not an OIDC configuration".into()),
+            basic: Ok(patch),
+            names_credentials: false,
+            is_empty: false,
+        }
+    }
 }
 
 /// OIDC `config` on PATCH: any of the fields; a claim set to null stops being sent.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default)]
 pub struct OidcConfigPatch {
-    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub issuer_url: Option<String>,
-    #[cfg_attr(feature = "openapi", schema(nullable = false, pattern = "^/"))]
     pub redirect_path: Option<String>,
-    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub client_id: Option<String>,
     /// A new client secret (write-only).
-    #[cfg_attr(feature = "openapi", schema(value_type = String, required = false, write_only))]
     pub client_secret: Option<Secret>,
-    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     pub authorized_domain: Option<String>,
-    #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub username_claim: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub email_claim: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub role_claim: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub group_claim: Option<Option<String>>,
 }
 
 /// Basic `config` on PATCH: the realm (null: the server's name again).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default)]
 pub struct BasicConfigPatch {
-    #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(
-        feature = "openapi",
-        schema(value_type = Option<String>, pattern = "^[^\"\\\\\\x00-\\x1f\\x7f]{1,255}$")
-    )]
     pub realm: Option<Option<String>>,
 }
 
@@ -447,23 +404,9 @@ pub fn check_token(v: &mut Violations, field: &str, token: &Secret) {
     }
 }
 
-fn typed<T: for<'de> Deserialize<'de>>(
-    v: &mut Violations,
-    field: &str,
-    value: &Value,
-) -> Option<T> {
-    match serde_json::from_value::<T>(value.clone()) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            // serde's message names the offending field, never echoes a string value back
-            // beyond the field name, so no secret is repeated.
-            v.push(
-                field,
-                crate::validation::redact_serde_message(&e.to_string()),
-            );
-            None
-        }
-    }
+/// The reading of a config of the expected shape, or its error text at `config`.
+fn taken<T>(v: &mut Violations, reading: Result<T, String>) -> Option<T> {
+    reading.map_err(|message| v.push("config", message)).ok()
 }
 
 /// The bound on credentials per server, checked before anything is hashed.
@@ -612,14 +555,25 @@ impl CreateAuthServerRequest {
                 v.push("config", "is required");
                 None
             }
-            (Some(AuthServerType::Oidc), Some(c)) => {
-                typed::<OidcConfigRequest>(&mut v, "config", c).map(|c| oidc_spec(&mut v, c))
+            (Some(_), Some(CreateConfig::Unreadable(message))) => {
+                v.push("config", message.clone());
+                None
             }
-            (Some(AuthServerType::Basic), Some(c)) => {
-                typed::<BasicConfigRequest>(&mut v, "config", c).map(|c| basic_spec(&mut v, c))
+            (Some(AuthServerType::Oidc), Some(CreateConfig::Oidc(c))) => {
+                Some(oidc_spec(&mut v, c.clone()))
             }
-            (Some(AuthServerType::Token), Some(c)) => {
-                typed::<TokenConfigRequest>(&mut v, "config", c).map(|c| token_spec(&mut v, c))
+            (Some(AuthServerType::Basic), Some(CreateConfig::Basic(c))) => {
+                Some(basic_spec(&mut v, c.clone()))
+            }
+            (Some(AuthServerType::Token), Some(CreateConfig::Token(c))) => {
+                Some(token_spec(&mut v, c.clone()))
+            }
+            (Some(kind), Some(_)) => {
+                v.push(
+                    "config",
+                    format!("must be the configuration of a {} server", kind.as_str()),
+                );
+                None
             }
         };
         if !v.is_empty() {
@@ -664,78 +618,74 @@ impl AuthServerPatch {
             .and_then(|e| v.check("environment", DnsLabel::parse(e)));
         let config = match (&self.config, kind) {
             (None, _) => ConfigChanges::None,
-            (Some(c), _) if c.get("credentials").is_some() || c.get("tokens").is_some() => {
+            (Some(c), _) if c.names_credentials => {
                 v.push(
                     "config",
                     "credentials change only through the credentials sub-route",
                 );
                 ConfigChanges::None
             }
-            (Some(c), AuthServerType::Oidc) => {
-                match typed::<OidcConfigPatch>(&mut v, "config", c) {
-                    None => ConfigChanges::None,
-                    Some(p) => {
-                        let wrap = |r: Result<(), validator::ValidationError>,
-                                    field: &str,
-                                    v: &mut Violations| {
-                            if let Err(e) = r {
-                                v.push(field, e.message.map(|m| m.to_string()).unwrap_or_default());
-                            }
-                        };
-                        if let Some(u) = &p.issuer_url {
-                            wrap(issuer_url_rule(u), "config.issuer_url", &mut v);
+            (Some(c), AuthServerType::Oidc) => match taken(&mut v, c.oidc.clone()) {
+                None => ConfigChanges::None,
+                Some(p) => {
+                    let wrap = |r: Result<(), validator::ValidationError>,
+                                field: &str,
+                                v: &mut Violations| {
+                        if let Err(e) = r {
+                            v.push(field, e.message.map(|m| m.to_string()).unwrap_or_default());
                         }
-                        if let Some(r) = &p.redirect_path {
-                            wrap(redirect_path_rule(r), "config.redirect_path", &mut v);
-                        }
-                        if let Some(d) = &p.authorized_domain {
-                            wrap(
-                                authorized_domain_rule(d),
-                                "config.authorized_domain",
-                                &mut v,
-                            );
-                        }
-                        if let Some(id) = &p.client_id {
-                            if id.is_empty() || id.chars().count() > 255 {
-                                v.push("config.client_id", "must be 1-255 characters");
-                            }
-                        }
-                        if let Some(s) = &p.client_secret {
-                            if s.is_empty() {
-                                v.push("config.client_secret", "must not be empty");
-                            }
-                        }
-                        claim_change(&mut v, "config.username_claim", &p.username_claim);
-                        claim_change(&mut v, "config.email_claim", &p.email_claim);
-                        claim_change(&mut v, "config.role_claim", &p.role_claim);
-                        claim_change(&mut v, "config.group_claim", &p.group_claim);
-                        ConfigChanges::Oidc(OidcChanges {
-                            issuer_url: p.issuer_url,
-                            redirect_path: p.redirect_path,
-                            client_id: p.client_id,
-                            client_secret: p.client_secret,
-                            authorized_domain: p.authorized_domain.map(|d| d.to_ascii_lowercase()),
-                            username_claim: p.username_claim,
-                            email_claim: p.email_claim,
-                            role_claim: p.role_claim,
-                            group_claim: p.group_claim,
-                        })
+                    };
+                    if let Some(u) = &p.issuer_url {
+                        wrap(issuer_url_rule(u), "config.issuer_url", &mut v);
                     }
-                }
-            }
-            (Some(c), AuthServerType::Basic) => {
-                match typed::<BasicConfigPatch>(&mut v, "config", c) {
-                    None => ConfigChanges::None,
-                    Some(p) => {
-                        if let Some(Some(r)) = &p.realm {
-                            check_realm(&mut v, "config.realm", r);
-                        }
-                        ConfigChanges::Basic { realm: p.realm }
+                    if let Some(r) = &p.redirect_path {
+                        wrap(redirect_path_rule(r), "config.redirect_path", &mut v);
                     }
+                    if let Some(d) = &p.authorized_domain {
+                        wrap(
+                            authorized_domain_rule(d),
+                            "config.authorized_domain",
+                            &mut v,
+                        );
+                    }
+                    if let Some(id) = &p.client_id {
+                        if id.is_empty() || id.chars().count() > 255 {
+                            v.push("config.client_id", "must be 1-255 characters");
+                        }
+                    }
+                    if let Some(s) = &p.client_secret {
+                        if s.is_empty() {
+                            v.push("config.client_secret", "must not be empty");
+                        }
+                    }
+                    claim_change(&mut v, "config.username_claim", &p.username_claim);
+                    claim_change(&mut v, "config.email_claim", &p.email_claim);
+                    claim_change(&mut v, "config.role_claim", &p.role_claim);
+                    claim_change(&mut v, "config.group_claim", &p.group_claim);
+                    ConfigChanges::Oidc(OidcChanges {
+                        issuer_url: p.issuer_url,
+                        redirect_path: p.redirect_path,
+                        client_id: p.client_id,
+                        client_secret: p.client_secret,
+                        authorized_domain: p.authorized_domain.map(|d| d.to_ascii_lowercase()),
+                        username_claim: p.username_claim,
+                        email_claim: p.email_claim,
+                        role_claim: p.role_claim,
+                        group_claim: p.group_claim,
+                    })
                 }
-            }
+            },
+            (Some(c), AuthServerType::Basic) => match taken(&mut v, c.basic.clone()) {
+                None => ConfigChanges::None,
+                Some(p) => {
+                    if let Some(Some(r)) = &p.realm {
+                        check_realm(&mut v, "config.realm", r);
+                    }
+                    ConfigChanges::Basic { realm: p.realm }
+                }
+            },
             (Some(c), AuthServerType::Token) => {
-                if c.as_object().is_some_and(|o| o.is_empty()) {
+                if c.is_empty {
                     ConfigChanges::None
                 } else {
                     v.push("config", "a token server has no editable config fields");
@@ -748,290 +698,5 @@ impl AuthServerPatch {
             environment,
             config,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn create(body: Value) -> Result<AuthServerSpec, Violations> {
-        let r: CreateAuthServerRequest =
-            serde_json::from_value(body).unwrap_or_else(|e| panic!("{e}"));
-        r.validate()
-    }
-
-    fn oidc(config: Value) -> Result<AuthServerSpec, Violations> {
-        create(
-            json!({"organization": "acme", "name": "corp-sso", "environment": "production", "type": "oidc", "config": config}),
-        )
-    }
-
-    fn oidc_config() -> Value {
-        json!({"issuer_url": "https://id.example.com", "redirect_path": "/callback", "client_id": "app",
-               "client_secret": "s3cret", "authorized_domain": "app.example.com"})
-    }
-
-    fn with(mut base: Value, key: &str, value: Value) -> Value {
-        base[key] = value;
-        base
-    }
-
-    #[test]
-    fn auth_server_oidc_valid_config() {
-        assert!(oidc(oidc_config()).is_ok());
-    }
-
-    #[test]
-    fn auth_server_issuer_url_is_https_or_loopback_http() {
-        assert!(
-            oidc(with(
-                oidc_config(),
-                "issuer_url",
-                json!("http://id.example.com")
-            ))
-            .is_err_and(|v| v.has("config.issuer_url"))
-        );
-        assert!(
-            oidc(with(
-                oidc_config(),
-                "issuer_url",
-                json!("http://127.0.0.1:3900")
-            ))
-            .is_ok()
-        );
-        assert!(
-            oidc(with(
-                oidc_config(),
-                "issuer_url",
-                json!("http://localhost:3900")
-            ))
-            .is_ok()
-        );
-        assert!(oidc(with(oidc_config(), "issuer_url", json!("not a url"))).is_err());
-    }
-
-    #[test]
-    fn auth_server_redirect_path_starts_with_slash() {
-        assert!(
-            oidc(with(oidc_config(), "redirect_path", json!("callback")))
-                .is_err_and(|v| v.has("config.redirect_path"))
-        );
-        assert!(
-            oidc(with(
-                oidc_config(),
-                "redirect_path",
-                json!("//evil.example.com/cb")
-            ))
-            .is_err()
-        );
-    }
-
-    #[test]
-    fn auth_server_redirect_path_is_already_normalised() {
-        for good in ["/callback", "/oauth/callback", "/a/b;v=1/c", "/cb/"] {
-            assert!(
-                oidc(with(oidc_config(), "redirect_path", json!(good))).is_ok(),
-                "{good}"
-            );
-        }
-        for bad in [
-            "/",
-            "/a/../b",
-            "/a/./b",
-            "/a//b",
-            "/%2e%2e/x",
-            "/a%2Fb",
-            "/a\\b",
-            "/..;/x",
-            "/a/..",
-            "/caf\u{e9}",
-        ] {
-            assert!(
-                oidc(with(oidc_config(), "redirect_path", json!(bad)))
-                    .is_err_and(|v| v.has("config.redirect_path")),
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn auth_server_issuer_is_never_a_link_local_metadata_or_unspecified_address() {
-        for bad in [
-            "https://169.254.169.254/latest",
-            "https://[fe80::1]/",
-            "https://0.0.0.0/",
-            "https://[::]/",
-            "https://[::ffff:169.254.169.254]/",
-            "https://224.0.0.1/",
-            "https://255.255.255.255/",
-        ] {
-            assert!(
-                oidc(with(oidc_config(), "issuer_url", json!(bad)))
-                    .is_err_and(|v| v.has("config.issuer_url")),
-                "{bad}"
-            );
-        }
-        // Private and loopback addresses are the gateway's network policy to judge.
-        for fine in [
-            "https://10.0.0.5/realms/x",
-            "http://127.0.0.1:3900",
-            "https://[::1]:8443",
-        ] {
-            assert!(
-                oidc(with(oidc_config(), "issuer_url", json!(fine))).is_ok(),
-                "{fine}"
-            );
-        }
-    }
-
-    #[test]
-    fn auth_server_holds_at_most_100_credentials_checked_before_anything_else() {
-        let basic = |n: usize| {
-            let creds: Vec<Value> = (0..n)
-                .map(|i| json!({"username": format!("user{i}"), "password": "p"}))
-                .collect();
-            create(
-                json!({"organization": "acme", "name": "b", "environment": "dev", "type": "basic", "config": {"credentials": creds}}),
-            )
-        };
-        let token = |n: usize| {
-            let tokens: Vec<String> = (0..n).map(|i| format!("static-token-{i:08}-xyz")).collect();
-            create(
-                json!({"organization": "acme", "name": "t", "environment": "dev", "type": "token", "config": {"tokens": tokens}}),
-            )
-        };
-        assert!(basic(MAX_CREDENTIALS_PER_AUTH_SERVER).is_ok());
-        assert!(token(MAX_CREDENTIALS_PER_AUTH_SERVER).is_ok());
-        let over = basic(MAX_CREDENTIALS_PER_AUTH_SERVER + 1)
-            .err()
-            .unwrap_or_default();
-        assert!(over.has("config.credentials"), "{over:?}");
-        // One error for the list, not one per entry.
-        assert_eq!(over.len(), 1, "{over:?}");
-        assert!(token(300).is_err_and(|v| v.has("config.tokens") && v.len() == 1));
-    }
-
-    #[test]
-    fn auth_server_authorized_domain_is_a_host_with_optional_port() {
-        assert!(
-            oidc(with(
-                oidc_config(),
-                "authorized_domain",
-                json!("localhost:8443")
-            ))
-            .is_ok()
-        );
-        for bad in [
-            "https://app.example.com",
-            "app.example.com/path",
-            "app.example.com:0",
-            "app.example.com:70000",
-            "bad host",
-            "",
-        ] {
-            assert!(
-                oidc(with(oidc_config(), "authorized_domain", json!(bad)))
-                    .is_err_and(|v| v.has("config.authorized_domain")),
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn auth_server_claim_names_non_empty() {
-        assert!(
-            oidc(with(oidc_config(), "email_claim", json!("")))
-                .is_err_and(|v| v.has("config.email_claim"))
-        );
-        assert!(oidc(with(oidc_config(), "group_claim", json!("groups"))).is_ok());
-    }
-
-    #[test]
-    fn auth_server_basic_needs_a_credential_with_unique_usernames() {
-        let basic = |creds: Value| {
-            create(
-                json!({"organization": "acme", "name": "b", "environment": "dev", "type": "basic", "config": {"credentials": creds}}),
-            )
-        };
-        assert!(basic(json!([])).is_err_and(|v| v.has("config.credentials")));
-        assert!(basic(json!([{"username": "u", "password": "p:with:colons"}])).is_ok());
-        assert!(
-            basic(json!([{"username": "u", "password": "a"}, {"username": "u", "password": "b"}]))
-                .is_err_and(|v| v.has("config.credentials[1].username"))
-        );
-        assert!(basic(json!([{"username": "u:x", "password": "a"}])).is_err());
-        assert!(
-            basic(json!([{"username": "u", "password": ""}]))
-                .is_err_and(|v| v.has("config.credentials[0].password"))
-        );
-    }
-
-    #[test]
-    fn auth_server_realm_holds_no_quote_or_backslash() {
-        let basic = |realm: &str| {
-            create(
-                json!({"organization": "acme", "name": "b", "environment": "dev", "type": "basic", "config": {"realm": realm, "credentials": [{"username": "u", "password": "p"}]}}),
-            )
-        };
-        assert!(basic("Corp area").is_ok());
-        assert!(basic("a\"b").is_err_and(|v| v.has("config.realm")));
-        assert!(basic("a\\b").is_err_and(|v| v.has("config.realm")));
-    }
-
-    #[test]
-    fn auth_server_static_tokens_are_at_least_16_characters() {
-        let token = |tokens: Value| {
-            create(
-                json!({"organization": "acme", "name": "t", "environment": "dev", "type": "token", "config": {"tokens": tokens}}),
-            )
-        };
-        assert!(token(json!(["0123456789abcdef"])).is_ok());
-        assert!(token(json!(["0123456789abcde"])).is_err_and(|v| v.has("config.tokens[0]")));
-        assert!(token(json!([])).is_err_and(|v| v.has("config.tokens")));
-    }
-
-    #[test]
-    fn auth_server_name_environment_and_type_required() {
-        let e = create(json!({"organization": "acme"}))
-            .err()
-            .unwrap_or_default();
-        assert!(e.has("name") && e.has("environment") && e.has("type"));
-        assert!(create(json!({"organization": "acme", "name": "x", "environment": "Prod!", "type": "token", "config": {"tokens": ["0123456789abcdef"]}})).is_err_and(|v| v.has("environment")));
-    }
-
-    #[test]
-    fn auth_server_config_of_the_wrong_type_is_refused() {
-        assert!(create(json!({"organization": "acme", "name": "t", "environment": "dev", "type": "token", "config": {"credentials": []}})).is_err_and(|v| v.has("config")));
-    }
-
-    #[test]
-    fn auth_server_error_texts_never_echo_a_secret() {
-        let e = oidc(with(oidc_config(), "client_secret", json!(12345)))
-            .err()
-            .unwrap_or_default();
-        assert!(!e.to_string().contains("12345"));
-        let t = create(json!({"organization": "acme", "name": "t", "environment": "dev", "type": "token", "config": {"tokens": ["short-secret"]}})).err().unwrap_or_default();
-        assert!(!t.to_string().contains("short-secret"));
-    }
-
-    #[test]
-    fn auth_server_patch_never_carries_credentials() {
-        let p: AuthServerPatch =
-            serde_json::from_value(json!({"config": {"credentials": []}})).unwrap_or_default();
-        assert!(p.validate(AuthServerType::Basic).is_err());
-        let p: AuthServerPatch =
-            serde_json::from_value(json!({"config": {"realm": "New"}})).unwrap_or_default();
-        assert!(p.validate(AuthServerType::Basic).is_ok());
-        let p: AuthServerPatch = serde_json::from_value(json!({})).unwrap_or_default();
-        assert!(p.validate(AuthServerType::Token).is_err());
-        let p: AuthServerPatch =
-            serde_json::from_value(json!({"config": {"issuer_url": "http://evil.example.com"}}))
-                .unwrap_or_default();
-        assert!(
-            p.validate(AuthServerType::Oidc)
-                .is_err_and(|v| v.has("config.issuer_url"))
-        );
     }
 }

@@ -1,56 +1,14 @@
-//! Request bodies as clients send them, and the rules that turn them
-//! into validated values. Serde decides the shape (unknown fields and wrong types are 422 at
-//! the edge); these rules decide the content, collecting every problem with its field path.
+//! The drafts of the commands clients send, and the rules that turn them into validated
+//! values. A draft holds what the client said, as loosely as it may say it (every field
+//! optional, text not yet parsed); `validate` collects every problem with its field path, so
+//! a client learns all of them at once. Reading a draft from JSON is the API's business (the
+//! `wire` crate's request bodies convert into these); an internal tool builds them directly.
 
 pub mod auth_server;
 pub mod cluster;
 pub mod elastic_ip;
 pub mod firewall;
 pub mod node_pool;
-
-use serde::{Deserialize, Deserializer};
-
-/// For PATCH fields where `null` differs from absent: absent is `None`, `null` is
-/// `Some(None)`, a value is `Some(Some(v))`. Use with `#[serde(default)]`.
-pub fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(d).map(Some)
-}
-
-/// An integer that JSON may also spell as an integral float (`3.0`): JSON Schema counts
-/// `3.0` as an integer, and clients generated from the OpenAPI document may send it.
-fn integral(n: serde_json::Number) -> Option<i64> {
-    n.as_i64().or_else(|| {
-        n.as_f64()
-            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
-            .map(|f| f as i64)
-    })
-}
-
-fn integer_error<E: serde::de::Error>() -> E {
-    E::custom("invalid type: expected an integer")
-}
-
-/// For `Option<i64>` fields: absent or null is `None`.
-pub fn opt_integer<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    match Option::<serde_json::Number>::deserialize(d)? {
-        None => Ok(None),
-        Some(n) => integral(n).map(Some).ok_or_else(integer_error::<D::Error>),
-    }
-}
-
-/// For PATCH integer fields where `null` differs from absent (use with `#[serde(default)]`).
-pub fn nullable_integer<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<i64>>, D::Error> {
-    opt_integer(d).map(Some)
-}
-
-/// For required `i64` fields.
-pub fn integer<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
-    integral(serde_json::Number::deserialize(d)?).ok_or_else(integer_error::<D::Error>)
-}
 
 pub(crate) fn check_len(
     v: &mut crate::validation::Violations,
@@ -62,24 +20,4 @@ pub(crate) fn check_len(
     if n > max {
         v.push(field, format!("must be at most {max} characters (got {n})"));
     }
-}
-
-/// Item shapes the OpenAPI document gives to lists of strings (a JSON schema says them with a
-/// pattern; the rules themselves are in this module's validation).
-#[cfg(feature = "openapi")]
-pub mod schema {
-    /// A DNS label: 1-63 of `a-z`, `0-9` and `-`, starting and ending alphanumeric.
-    #[derive(utoipa::ToSchema)]
-    #[schema(pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
-    pub struct DnsLabelText(pub String);
-
-    /// A static token: at least 16 visible ASCII characters.
-    #[derive(utoipa::ToSchema)]
-    #[schema(pattern = "^[!-~]{16,}$")]
-    pub struct StaticTokenText(pub String);
-
-    /// An IPv4 CIDR such as `203.0.113.0/24` (host bits zero: checked by the server).
-    #[derive(utoipa::ToSchema)]
-    #[schema(pattern = "^([0-9]{1,3}\\.){3}[0-9]{1,3}/[0-9]{1,2}$")]
-    pub struct Ipv4CidrText(pub String);
 }

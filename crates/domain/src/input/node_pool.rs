@@ -3,75 +3,38 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-
-use crate::input::{nullable, nullable_integer, opt_integer};
 use crate::names::DnsLabel;
 use crate::rules::{DEFAULT_MIN_NODES, DEFAULT_POOL_NAME, MAX_NODES_PER_POOL};
 use crate::validation::Violations;
 
 /// A pool in a create body, or the body of `POST …/node-pools`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct NodePoolRequest {
     /// DNS label; `default` when omitted.
-    #[cfg_attr(
-        feature = "openapi",
-        schema(
-            pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-            min_length = 1,
-            max_length = 63
-        )
-    )]
     pub name: Option<String>,
     /// A machine tier id from the catalog, e.g. `kube.c5.xlarge`.
-    #[cfg_attr(
-        feature = "openapi",
-        schema(required = true, nullable = false, min_length = 1)
-    )]
     pub size: Option<String>,
     /// 0-200; 0 only with auto_scale; required unless auto_scale (then it starts at min_nodes).
-    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 200))]
-    #[serde(default, deserialize_with = "opt_integer")]
     pub count: Option<i64>,
     pub auto_scale: Option<bool>,
     /// >= 0, default 1, <= max_nodes.
-    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 200))]
-    #[serde(default, deserialize_with = "opt_integer")]
     pub min_nodes: Option<i64>,
     /// 1-200; required with auto_scale.
-    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 200))]
-    #[serde(default, deserialize_with = "opt_integer")]
     pub max_nodes: Option<i64>,
     pub labels: Option<BTreeMap<String, String>>,
     pub tags: Option<BTreeMap<String, String>>,
 }
 
 /// `PATCH …/node-pools/{pool}`: any of count, auto_scale, min_nodes, max_nodes, labels, tags.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct NodePoolPatch {
-    #[serde(default, deserialize_with = "nullable_integer")]
-    #[cfg_attr(feature = "openapi", schema(required = false, value_type = i64, minimum = 0, maximum = 200))]
     pub count: Option<Option<i64>>,
-    #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(feature = "openapi", schema(required = false, value_type = bool))]
     pub auto_scale: Option<Option<bool>>,
-    #[serde(default, deserialize_with = "nullable_integer")]
-    #[cfg_attr(feature = "openapi", schema(required = false, value_type = i64, minimum = 0, maximum = 200))]
     pub min_nodes: Option<Option<i64>>,
-    #[serde(default, deserialize_with = "nullable_integer")]
-    #[cfg_attr(feature = "openapi", schema(required = false, value_type = i64, minimum = 1, maximum = 200))]
     pub max_nodes: Option<Option<i64>>,
     /// Replaces the labels whole; null is refused.
-    #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(feature = "openapi", schema(required = false, value_type = BTreeMap<String, String>))]
     pub labels: Option<Option<BTreeMap<String, String>>>,
     /// Replaces the tags whole; null is refused.
-    #[serde(default, deserialize_with = "nullable")]
-    #[cfg_attr(feature = "openapi", schema(required = false, value_type = BTreeMap<String, String>))]
     pub tags: Option<Option<BTreeMap<String, String>>>,
 }
 
@@ -249,156 +212,5 @@ impl NodePoolPatch {
             }
         }
         v.into_result(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pool(json: &str) -> NodePoolRequest {
-        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    fn check(json: &str) -> Result<PoolSpec, Violations> {
-        let mut v = Violations::new();
-        let spec = pool(json).validate(&mut v, "node_pools[3]");
-        match spec {
-            Some(s) if v.is_empty() => Ok(s),
-            _ => Err(v),
-        }
-    }
-
-    #[test]
-    fn pool_name_defaults_to_default() {
-        let s = check(r#"{"size":"kube.c5.large","count":1}"#);
-        assert_eq!(
-            s.map(|s| s.name.as_str().to_owned()),
-            Ok("default".to_owned())
-        );
-    }
-
-    #[test]
-    fn pool_name_must_be_a_dns_label() {
-        let e = check(r#"{"name":"Bad_Name","size":"kube.c5.large","count":1}"#);
-        assert!(e.is_err_and(|v| v.has("node_pools[3].name")));
-    }
-
-    #[test]
-    fn pool_count_zero_without_auto_scale_is_refused() {
-        let e = check(r#"{"size":"s","count":0}"#).err().unwrap_or_default();
-        assert_eq!(e.errors()[0].field, "node_pools[3].count");
-        assert_eq!(
-            e.errors()[0].message,
-            "must be at least 1 unless auto_scale is true"
-        );
-    }
-
-    #[test]
-    fn pool_count_zero_with_auto_scale_is_allowed() {
-        let s = check(r#"{"size":"s","count":0,"auto_scale":true,"min_nodes":0,"max_nodes":3}"#);
-        assert_eq!(s.map(|s| s.sizing.count), Ok(0));
-    }
-
-    #[test]
-    fn pool_count_200_is_the_bound_and_201_is_past_it() {
-        assert!(check(r#"{"size":"s","count":200}"#).is_ok());
-        assert!(check(r#"{"size":"s","count":201}"#).is_err_and(|v| v.has("node_pools[3].count")));
-        assert!(check(r#"{"size":"s","count":-1}"#).is_err_and(|v| v.has("node_pools[3].count")));
-    }
-
-    #[test]
-    fn pool_count_required_unless_auto_scale() {
-        assert!(check(r#"{"size":"s"}"#).is_err_and(|v| v.has("node_pools[3].count")));
-    }
-
-    #[test]
-    fn pool_auto_scale_without_count_starts_at_min_nodes() {
-        let s = check(r#"{"size":"s","auto_scale":true,"min_nodes":2,"max_nodes":5}"#);
-        assert_eq!(s.map(|s| s.sizing.count), Ok(2));
-    }
-
-    #[test]
-    fn pool_auto_scale_requires_max_nodes() {
-        assert!(
-            check(r#"{"size":"s","auto_scale":true,"count":1}"#)
-                .is_err_and(|v| v.has("node_pools[3].max_nodes"))
-        );
-    }
-
-    #[test]
-    fn pool_auto_scale_count_must_lie_within_min_and_max() {
-        assert!(
-            check(r#"{"size":"s","auto_scale":true,"count":6,"min_nodes":1,"max_nodes":5}"#)
-                .is_err_and(|v| v.has("node_pools[3].count"))
-        );
-        assert!(
-            check(r#"{"size":"s","auto_scale":true,"count":1,"min_nodes":2,"max_nodes":5}"#)
-                .is_err()
-        );
-        assert!(
-            check(r#"{"size":"s","auto_scale":true,"count":5,"min_nodes":2,"max_nodes":5}"#)
-                .is_ok()
-        );
-    }
-
-    #[test]
-    fn pool_min_nodes_defaults_to_one_and_must_not_exceed_max() {
-        let s = check(r#"{"size":"s","count":1}"#);
-        assert_eq!(s.map(|s| s.sizing.min_nodes), Ok(1));
-        assert!(
-            check(r#"{"size":"s","count":3,"min_nodes":4,"max_nodes":3}"#)
-                .is_err_and(|v| v.has("node_pools[3].min_nodes"))
-        );
-        assert!(
-            check(r#"{"size":"s","count":1,"min_nodes":-1}"#)
-                .is_err_and(|v| v.has("node_pools[3].min_nodes"))
-        );
-    }
-
-    #[test]
-    fn pool_max_nodes_is_one_to_200() {
-        assert!(check(r#"{"size":"s","count":1,"max_nodes":200}"#).is_ok());
-        assert!(
-            check(r#"{"size":"s","count":1,"max_nodes":201}"#)
-                .is_err_and(|v| v.has("node_pools[3].max_nodes"))
-        );
-        assert!(
-            check(r#"{"size":"s","count":1,"min_nodes":0,"max_nodes":0}"#)
-                .is_err_and(|v| v.has("node_pools[3].max_nodes"))
-        );
-    }
-
-    #[test]
-    fn pool_size_is_required() {
-        assert!(check(r#"{"count":1}"#).is_err_and(|v| v.has("node_pools[3].size")));
-    }
-
-    #[test]
-    fn pool_labels_and_tags_take_any_strings() {
-        let s = check(r#"{"size":"s","count":1,"labels":{"Any Key/!":"v"},"tags":{"k":""}}"#);
-        assert!(s.is_ok());
-    }
-
-    #[test]
-    fn pool_unknown_fields_are_refused_by_the_shape() {
-        assert!(
-            serde_json::from_str::<NodePoolRequest>(r#"{"size":"s","count":1,"flavor":"x"}"#)
-                .is_err()
-        );
-        assert!(serde_json::from_str::<NodePoolRequest>(r#"{"size":"s","count":"1"}"#).is_err());
-    }
-
-    #[test]
-    fn pool_patch_empty_and_null_are_refused() {
-        let empty: NodePoolPatch = serde_json::from_str("{}").unwrap_or_default();
-        assert!(empty.check_shape().is_err());
-        let null_labels: NodePoolPatch =
-            serde_json::from_str(r#"{"labels":null}"#).unwrap_or_default();
-        assert!(null_labels.check_shape().is_err_and(|v| v.has("labels")));
-        let ok: NodePoolPatch = serde_json::from_str(r#"{"count":3}"#).unwrap_or_default();
-        assert!(ok.check_shape().is_ok());
-        assert!(serde_json::from_str::<NodePoolPatch>(r#"{"size":"kube.c5.large"}"#).is_err());
-        assert!(serde_json::from_str::<NodePoolPatch>(r#"{"name":"x"}"#).is_err());
     }
 }

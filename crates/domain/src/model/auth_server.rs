@@ -10,7 +10,6 @@ use crate::names::DnsLabel;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum AuthServerType {
     Oidc,
     Basic,
@@ -47,7 +46,6 @@ impl AuthServerType {
 
 /// The OIDC claims passed upstream as `X-Auth-*` headers.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ClaimNames {
     pub username_claim: Option<String>,
     pub email_claim: Option<String>,

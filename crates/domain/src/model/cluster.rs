@@ -11,7 +11,6 @@ use crate::names::DnsLabel;
 /// Where the cluster's API endpoint is reachable from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Exposure {
     Public,
     Private,
@@ -43,7 +42,6 @@ impl Exposure {
 /// intranet cluster gets private addresses only. Immutable after create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum NetworkMode {
     Intranet,
     Internet,
@@ -82,7 +80,6 @@ impl NetworkMode {
 /// Cluster phases: `Pending → Provisioning → ControlPlaneReady → Provisioned`;
 /// `Provisioning | ControlPlaneReady → Failed`; any phase `→ Deleting → (gone)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ClusterPhase {
     Pending,
     Provisioning,
@@ -177,7 +174,6 @@ impl ClusterPhase {
 /// Status of the hub registration and of the default environment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum SubStatus {
     Pending,
     Ready,
@@ -210,7 +206,6 @@ impl SubStatus {
 
 /// The only reason texts a registration may carry (docs/api.md lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum RegistrationReason {
     #[serde(rename = "organization quota exceeded")]
     QuotaExceeded,
@@ -267,7 +262,6 @@ impl Registration {
 /// State of an exposure change. Only one is ever in flight: a second is 409.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ExposureChangeStatus {
     InProgress,
 }

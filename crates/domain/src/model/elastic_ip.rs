@@ -14,7 +14,6 @@ use crate::names::DnsLabel;
 
 /// Pending, Provisioning, Ready, Failed, Deleting, Deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ElasticIpStatus {
     Pending,
     Provisioning,

@@ -74,7 +74,6 @@ impl Serialize for Ipv4Cidr {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Protocol {
     Tcp,
     Udp,
@@ -112,7 +111,6 @@ impl Protocol {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Direction {
     Ingress,
 }
@@ -131,7 +129,6 @@ pub struct PortRange {
 
 /// `Pending`, `Active`, `Deleting`, `Failed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum FirewallRuleStatus {
     Pending,
     Active,

@@ -7,7 +7,6 @@ use crate::names::{DnsLabel, NodeName};
 
 /// `Provisioning`, `Ready`, `Deleting`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum NodeStatus {
     Provisioning,
     Ready,

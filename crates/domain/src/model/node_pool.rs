@@ -9,7 +9,6 @@ use crate::names::DnsLabel;
 
 /// `Provisioning`, `Ready`, `Scaling`, `Deleting`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum PoolStatus {
     Provisioning,
     Ready,

@@ -2,7 +2,12 @@
 
 use super::*;
 
-use crate::input::auth_server::{AuthServerPatch, CreateAuthServerRequest, CredentialRequest};
+use crate::input::auth_server::{
+    AuthServerPatch, BasicConfigPatch, BasicConfigRequest, BasicCredentialRequest, ConfigPatch,
+    CreateAuthServerRequest, CreateConfig, CredentialRequest, OidcConfigRequest,
+    TokenConfigRequest, TokenCredentialRequest,
+};
+use crate::model::auth_server::AuthServerType;
 use crate::model::auth_server::{
     AuthServer, AuthServerConfig, AuthServerConfigView, BasicConfig, BasicCredential,
     CredentialView,
@@ -23,8 +28,32 @@ fn vault(m: &mut Mocks) {
         .returning(|_| Ok(SealedSecret("v1:sealed".into())));
 }
 
-fn create(v: serde_json::Value) -> CreateAuthServerRequest {
-    serde_json::from_value(v).unwrap()
+/// A create in `acme`'s `production` environment.
+fn create(name: &str, kind: AuthServerType, config: CreateConfig) -> CreateAuthServerRequest {
+    CreateAuthServerRequest {
+        organization: Some("acme".into()),
+        name: Some(name.into()),
+        environment: Some("production".into()),
+        kind: Some(kind),
+        config: Some(config),
+    }
+}
+
+fn machines() -> CreateAuthServerRequest {
+    create(
+        "machines",
+        AuthServerType::Token,
+        CreateConfig::Token(TokenConfigRequest {
+            tokens: vec![Secret::new("0123456789abcdefWXYZ")],
+        }),
+    )
+}
+
+fn basic_credential(username: &str, password: &str) -> CredentialRequest {
+    CredentialRequest::Basic(BasicCredentialRequest {
+        username: username.into(),
+        password: Secret::new(password),
+    })
 }
 
 fn basic_server(usernames: &[&str]) -> AuthServer {
@@ -65,8 +94,15 @@ fn auth_server_secrets_are_protected_before_storage_and_never_answered() {
         .times(1)
         .returning(|_| Ok(()));
     let body = create(
-        json!({"organization": "acme", "name": "partners", "environment": "production", "type": "basic",
-                             "config": {"credentials": [{"username": "alice", "password": "hunter2-hunter2"}]}}),
+        "partners",
+        AuthServerType::Basic,
+        CreateConfig::Basic(BasicConfigRequest {
+            realm: None,
+            credentials: vec![BasicCredentialRequest {
+                username: "alice".into(),
+                password: Secret::new("hunter2-hunter2"),
+            }],
+        }),
     );
     let v = block_on(
         m.services()
@@ -97,8 +133,19 @@ fn auth_server_oidc_answers_client_secret_set_and_token_hints() {
         .returning(|_| Ok(()));
     let s = m.services();
     let oidc = create(
-        json!({"organization": "acme", "name": "sso", "environment": "production", "type": "oidc",
-        "config": {"issuer_url": "https://id.example.com", "redirect_path": "/cb", "client_id": "app", "client_secret": "top-secret-value", "authorized_domain": "app.example.com"}}),
+        "sso",
+        AuthServerType::Oidc,
+        CreateConfig::Oidc(OidcConfigRequest {
+            issuer_url: "https://id.example.com".into(),
+            redirect_path: "/cb".into(),
+            client_id: "app".into(),
+            client_secret: Secret::new("top-secret-value"),
+            authorized_domain: "app.example.com".into(),
+            username_claim: None,
+            email_claim: None,
+            role_claim: None,
+            group_claim: None,
+        }),
     );
     let v = block_on(s.create_auth_server(&super_admin_a(), oidc, None))
         .unwrap()
@@ -112,10 +159,7 @@ fn auth_server_oidc_answers_client_secret_set_and_token_hints() {
         }
     ));
     assert!(!format!("{v:?}").contains("top-secret-value"));
-    let token = create(
-        json!({"organization": "acme", "name": "machines", "environment": "production", "type": "token",
-        "config": {"tokens": ["0123456789abcdefWXYZ"]}}),
-    );
+    let token = machines();
     let v = block_on(s.create_auth_server(&super_admin_a(), token, None))
         .unwrap()
         .fresh()
@@ -133,10 +177,7 @@ fn auth_server_name_taken_in_the_organization_and_environment_is_409() {
     m.auth_servers
         .expect_write_auth_server()
         .returning(|_| Err(StoreError::Duplicate(UniqueRule::AuthServerName)));
-    let body = create(
-        json!({"organization": "acme", "name": "machines", "environment": "production", "type": "token",
-        "config": {"tokens": ["0123456789abcdefWXYZ"]}}),
-    );
+    let body = machines();
     assert_eq!(
         code(block_on(m.services().create_auth_server(
             &super_admin_a(),
@@ -149,10 +190,7 @@ fn auth_server_name_taken_in_the_organization_and_environment_is_409() {
 
 #[test]
 fn auth_server_create_needs_super_admin_there() {
-    let body = create(
-        json!({"organization": "acme", "name": "machines", "environment": "production", "type": "token",
-        "config": {"tokens": ["0123456789abcdefWXYZ"]}}),
-    );
+    let body = machines();
     let r = block_on(Mocks::new().services().create_auth_server(
         &caller(&[(ORG_A, Role::Member)]),
         body,
@@ -198,14 +236,14 @@ fn auth_server_duplicate_username_is_409_and_an_oidc_server_takes_no_credentials
         .returning(|_| Ok(Some(basic_server(&["alice"]))));
     let s = m.services();
     let id = uuid::Uuid::from_u128(0xa5).to_string();
-    let dup: CredentialRequest =
-        serde_json::from_value(json!({"username": "alice", "password": "x"})).unwrap();
+    let dup = basic_credential("alice", "x");
     assert_eq!(
         code(block_on(s.add_credential(&super_admin_a(), &id, dup, None))),
         "name_conflict"
     );
-    let wrong_shape: CredentialRequest =
-        serde_json::from_value(json!({"token": "0123456789abcdefWXYZ"})).unwrap();
+    let wrong_shape = CredentialRequest::Token(TokenCredentialRequest {
+        token: Secret::new("0123456789abcdefWXYZ"),
+    });
     assert_eq!(
         code(block_on(s.add_credential(
             &super_admin_a(),
@@ -228,8 +266,7 @@ fn auth_server_at_its_credential_limit_refuses_another_before_hashing_it() {
         let names: Vec<&str> = full.iter().map(String::as_str).collect();
         Ok(Some(basic_server(&names)))
     });
-    let add: CredentialRequest =
-        serde_json::from_value(json!({"username": "one-more", "password": "pw"})).unwrap();
+    let add = basic_credential("one-more", "pw");
     let r = block_on(m.services().add_credential(
         &super_admin_a(),
         &uuid::Uuid::from_u128(0xa5).to_string(),
@@ -250,8 +287,7 @@ fn auth_server_credential_added_answers_id_and_username() {
         .expect_write_auth_server()
         .withf(|w| matches!(&w.change, AuthServerChange::Update { server, .. } if server.config.credential_count() == 2) && w.audit.action == "credential_added")
         .returning(|_| Ok(()));
-    let add: CredentialRequest =
-        serde_json::from_value(json!({"username": "bob", "password": "pw"})).unwrap();
+    let add = basic_credential("bob", "pw");
     let v = block_on(m.services().add_credential(
         &super_admin_a(),
         &uuid::Uuid::from_u128(0xa5).to_string(),
@@ -274,8 +310,12 @@ fn auth_server_patch_merges_and_is_audited_without_secrets() {
         .expect_write_auth_server()
         .withf(|w| w.audit.action == "updated" && w.audit.details.to_string().contains("realm"))
         .returning(|_| Ok(()));
-    let patch: AuthServerPatch =
-        serde_json::from_value(json!({"config": {"realm": "Partner area"}})).unwrap();
+    let patch = AuthServerPatch {
+        config: Some(ConfigPatch::basic(BasicConfigPatch {
+            realm: Some(Some("Partner area".into())),
+        })),
+        ..Default::default()
+    };
     let v = block_on(m.services().patch_auth_server(
         &super_admin_a(),
         &uuid::Uuid::from_u128(0xa5).to_string(),

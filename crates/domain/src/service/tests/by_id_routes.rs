@@ -80,7 +80,7 @@ fn write_by_id_by_super_admin_nowhere_is_403_before_the_cluster_is_loaded() {
     let s = m.services();
     let member = caller(&[(ORG_A, Role::Member), (ORG_B, Role::ProjectAdmin)]);
     let id = CLUSTER_1.to_string();
-    let patch: ClusterPatch = serde_json::from_value(json!({"description": "x"})).unwrap();
+    let patch = description_patch("x");
     assert_eq!(
         code(block_on(s.patch_cluster(&member, &id, patch))),
         "forbidden"
@@ -111,7 +111,10 @@ fn write_by_member_of_the_organization_is_403() {
         .services();
     // super_admin elsewhere, member here
     let who = caller(&[(ORG_A, Role::Member), (ORG_B, Role::SuperAdmin)]);
-    let patch: ClusterPatch = serde_json::from_value(json!({"tags": ["a"]})).unwrap();
+    let patch = ClusterPatch {
+        description: None,
+        tags: Some(Some(vec!["a".into()])),
+    };
     assert_eq!(
         code(block_on(s.patch_cluster(
             &who,

@@ -15,7 +15,7 @@ fn create_takes_the_organization_from_the_body_and_starts_pending() {
         .times(1)
         .returning(|_| Ok(1));
     let s = m.services();
-    let c = block_on(s.create_cluster(&super_admin_a(), create_body(json!({})), None))
+    let c = block_on(s.create_cluster(&super_admin_a(), cluster_body(), None))
         .unwrap()
         .fresh()
         .unwrap();
@@ -46,10 +46,10 @@ fn create_takes_the_organization_from_the_body_and_starts_pending() {
 fn create_without_organization_is_422_even_with_a_preferred_organization() {
     let mut who = super_admin_a();
     who.preferred_organization = Some(ORG_A);
-    let body: CreateClusterRequest = serde_json::from_value(
-        json!({"name": "a", "node_pools": [{"size": "kube.c5.large", "count": 1}]}),
-    )
-    .unwrap();
+    let body = CreateClusterRequest {
+        organization: None,
+        ..cluster_body()
+    };
     let r = block_on(create_ready().services().create_cluster(&who, body, None));
     assert_eq!(code(r), "validation_failed");
 }
@@ -61,7 +61,10 @@ fn create_unknown_zone_version_or_tier_is_400() {
     assert_eq!(
         code(block_on(s.create_cluster(
             &who,
-            create_body(json!({"zone": "zone-9"})),
+            CreateClusterRequest {
+                zone: Some("zone-9".into()),
+                ..cluster_body()
+            },
             None
         ))),
         "unknown_zone"
@@ -69,12 +72,18 @@ fn create_unknown_zone_version_or_tier_is_400() {
     assert_eq!(
         code(block_on(s.create_cluster(
             &who,
-            create_body(json!({"version": "v1.0.0"})),
+            CreateClusterRequest {
+                version: Some("v1.0.0".into()),
+                ..cluster_body()
+            },
             None
         ))),
         "unknown_version"
     );
-    let tier = create_body(json!({"node_pools": [{"size": "kube.x9.huge", "count": 1}]}));
+    let tier = CreateClusterRequest {
+        node_pools: Some(vec![pool_body(None, "kube.x9.huge", 1)]),
+        ..cluster_body()
+    };
     let e = block_on(s.create_cluster(&who, tier, None)).unwrap_err();
     assert_eq!(e.code(), "unknown_machine_tier");
     assert!(e.to_string().contains("node_pools[0].size"));
@@ -82,7 +91,10 @@ fn create_unknown_zone_version_or_tier_is_400() {
 
 #[test]
 fn create_count_zero_without_auto_scale_is_422() {
-    let body = create_body(json!({"node_pools": [{"size": "kube.c5.large", "count": 0}]}));
+    let body = CreateClusterRequest {
+        node_pools: Some(vec![pool_body(None, "kube.c5.large", 0)]),
+        ..cluster_body()
+    };
     assert_eq!(
         code(block_on(create_ready().services().create_cluster(
             &super_admin_a(),
@@ -99,7 +111,7 @@ fn create_into_an_organization_where_not_super_admin_is_403() {
     assert_eq!(
         code(block_on(create_ready().services().create_cluster(
             &member,
-            create_body(json!({})),
+            cluster_body(),
             None
         ))),
         "forbidden"
@@ -108,7 +120,7 @@ fn create_into_an_organization_where_not_super_admin_is_403() {
     assert_eq!(
         code(block_on(create_ready().services().create_cluster(
             &other,
-            create_body(json!({})),
+            cluster_body(),
             None
         ))),
         "forbidden"
@@ -119,7 +131,7 @@ fn create_into_an_organization_where_not_super_admin_is_403() {
 fn create_into_an_unknown_slug_is_404() {
     let r = block_on(create_ready().services().create_cluster(
         &super_admin_a(),
-        create_body(json!({"organization": "nosuch"})),
+        cluster_in("nosuch"),
         None,
     ));
     assert_eq!(code(r), "not_found");
@@ -128,11 +140,11 @@ fn create_into_an_unknown_slug_is_404() {
 #[test]
 fn create_prepaid_without_credit_is_402() {
     let who = caller(&[(ORG_B, Role::SuperAdmin)]);
-    let r = block_on(create_ready().services().create_cluster(
-        &who,
-        create_body(json!({"organization": "globex"})),
-        None,
-    ));
+    let r = block_on(
+        create_ready()
+            .services()
+            .create_cluster(&who, cluster_in("globex"), None),
+    );
     assert_eq!(code(r), "insufficient_credit");
 }
 
@@ -146,7 +158,7 @@ fn create_past_zone_capacity_is_503() {
     m.clusters.expect_commit().never();
     let r = block_on(
         m.services()
-            .create_cluster(&super_admin_a(), create_body(json!({})), None),
+            .create_cluster(&super_admin_a(), cluster_body(), None),
     );
     assert_eq!(code(r), "capacity_exhausted");
 }
@@ -162,7 +174,7 @@ fn create_at_zone_capacity_exactly_is_accepted() {
     assert_eq!(
         code(block_on(m.services().create_cluster(
             &super_admin_a(),
-            create_body(json!({})),
+            cluster_body(),
             None
         ))),
         "ok"
@@ -181,7 +193,7 @@ fn create_duplicate_name_is_409_name_conflict() {
     });
     let e = block_on(
         m.services()
-            .create_cluster(&super_admin_a(), create_body(json!({})), None),
+            .create_cluster(&super_admin_a(), cluster_body(), None),
     )
     .unwrap_err();
     assert_eq!(e.code(), "name_conflict");
@@ -197,7 +209,7 @@ fn database_unavailable_is_503_service_unavailable() {
         .returning(|_| Err(StoreError::Unavailable("pool timeout".into())));
     let r = block_on(
         m.services()
-            .create_cluster(&super_admin_a(), create_body(json!({})), None),
+            .create_cluster(&super_admin_a(), cluster_body(), None),
     );
     assert_eq!(code(r), "service_unavailable");
 }

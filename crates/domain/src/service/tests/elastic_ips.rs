@@ -34,8 +34,11 @@ fn eip_ready(network_mode: NetworkMode, private: &str, public: Option<&str>) -> 
     m
 }
 
-fn eip_body(v: serde_json::Value) -> CreateElasticIpRequest {
-    serde_json::from_value(v).unwrap()
+fn eip_body(name: Option<&str>, exposure: Option<Exposure>) -> CreateElasticIpRequest {
+    CreateElasticIpRequest {
+        name: name.map(Into::into),
+        exposure,
+    }
 }
 
 #[test]
@@ -52,14 +55,14 @@ fn elastic_ip_intranet_allows_only_private() {
     let r = block_on(s.create_elastic_ip(
         &super_admin_a(),
         &CLUSTER_1.to_string(),
-        eip_body(json!({"exposure": "public"})),
+        eip_body(None, Some(Exposure::Public)),
         None,
     ));
     assert_eq!(code(r), "exposure_mismatch");
     let ok = block_on(s.create_elastic_ip(
         &super_admin_a(),
         &CLUSTER_1.to_string(),
-        eip_body(json!({"name": "web", "exposure": "private"})),
+        eip_body(Some("web"), Some(Exposure::Private)),
         None,
     ));
     let v = ok.unwrap().fresh().unwrap();
@@ -83,14 +86,14 @@ fn elastic_ip_internet_allows_only_public() {
     let r = block_on(s.create_elastic_ip(
         &super_admin_a(),
         &CLUSTER_1.to_string(),
-        eip_body(json!({"exposure": "private"})),
+        eip_body(None, Some(Exposure::Private)),
         None,
     ));
     assert_eq!(code(r), "exposure_mismatch");
     let ok = block_on(s.create_elastic_ip(
         &super_admin_a(),
         &CLUSTER_1.to_string(),
-        eip_body(json!({})),
+        eip_body(None, None),
         None,
     ));
     assert_eq!(
@@ -106,7 +109,7 @@ fn elastic_ip_public_pool_disabled_is_503() {
     let r = block_on(s.create_elastic_ip(
         &super_admin_a(),
         &CLUSTER_1.to_string(),
-        eip_body(json!({"exposure": "public"})),
+        eip_body(None, Some(Exposure::Public)),
         None,
     ));
     assert_eq!(code(r), "capacity_exhausted");
@@ -126,7 +129,7 @@ fn elastic_ip_exhausted_pool_is_503() {
     let r = block_on(m.services().create_elastic_ip(
         &super_admin_a(),
         &CLUSTER_1.to_string(),
-        eip_body(json!({})),
+        eip_body(None, None),
         None,
     ));
     assert_eq!(code(r), "capacity_exhausted");
@@ -178,7 +181,7 @@ fn assistant_may_list_but_not_allocate_or_release_elastic_ips() {
         code(block_on(s.create_elastic_ip(
             &who,
             &id,
-            eip_body(json!({})),
+            eip_body(None, None),
             None
         ))),
         "assistant_not_allowed"
@@ -192,9 +195,7 @@ fn assistant_may_list_but_not_allocate_or_release_elastic_ips() {
         ))),
         "assistant_not_allowed"
     );
-    let rule: CreateFirewallRuleRequest =
-        serde_json::from_value(json!({"protocol": "icmp", "source_cidrs": ["10.0.0.0/8"]}))
-            .unwrap();
+    let rule = icmp_rule();
     assert_eq!(
         code(block_on(s.create_firewall_rule(&who, &id, rule, None))),
         "assistant_not_allowed"

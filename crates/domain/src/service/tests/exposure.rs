@@ -2,8 +2,8 @@
 
 use super::*;
 
-fn exposure(to: &str) -> ExposurePatch {
-    serde_json::from_value(json!({"exposure": to})).unwrap()
+fn exposure(exposure: Exposure) -> ExposurePatch {
+    ExposurePatch { exposure }
 }
 
 #[test]
@@ -17,7 +17,7 @@ fn exposure_before_provisioned_is_400() {
         let r = block_on(s.change_exposure(
             &super_admin_a(),
             &CLUSTER_1.to_string(),
-            exposure("public"),
+            exposure(Exposure::Public),
         ));
         assert_eq!(code(r), "phase_not_provisioned", "{phase:?}");
     }
@@ -33,7 +33,7 @@ fn exposure_change_starts_and_shows_the_target() {
     let o = block_on(m.services().change_exposure(
         &super_admin_a(),
         &CLUSTER_1.to_string(),
-        exposure("public"),
+        exposure(Exposure::Public),
     ))
     .unwrap();
     assert!(o.started);
@@ -55,7 +55,7 @@ fn exposure_to_the_current_value_is_200_nothing_started() {
     let o = block_on(m.services().change_exposure(
         &super_admin_a(),
         &CLUSTER_1.to_string(),
-        exposure("private"),
+        exposure(Exposure::Private),
     ))
     .unwrap();
     assert!(!o.started);
@@ -69,7 +69,7 @@ fn exposure_while_another_change_is_in_flight_is_409() {
         status: ExposureChangeStatus::InProgress,
     });
     let s = Mocks::new().with_cluster(c).services();
-    for to in ["public", "private"] {
+    for to in [Exposure::Public, Exposure::Private] {
         assert_eq!(
             code(block_on(s.change_exposure(
                 &super_admin_a(),
@@ -91,7 +91,10 @@ fn exposure_public_needs_a_zone_with_public_exposure() {
     let m = Mocks::new().with_cluster(cluster(ORG_A, ClusterPhase::Provisioned));
     let base = m.services();
     let s = crate::service::Services::new(base.ports().clone(), catalog, Default::default());
-    let r =
-        block_on(s.change_exposure(&super_admin_a(), &CLUSTER_1.to_string(), exposure("public")));
+    let r = block_on(s.change_exposure(
+        &super_admin_a(),
+        &CLUSTER_1.to_string(),
+        exposure(Exposure::Public),
+    ));
     assert_eq!(code(r), "public_exposure_unavailable");
 }

@@ -2,6 +2,8 @@
 
 use super::*;
 
+use crate::input::firewall::PortRangeRequest;
+
 #[test]
 fn firewall_rule_create_needs_a_provisioned_cluster() {
     for phase in [
@@ -10,9 +12,7 @@ fn firewall_rule_create_needs_a_provisioned_cluster() {
         ClusterPhase::ControlPlaneReady,
     ] {
         let s = Mocks::new().with_cluster(cluster(ORG_A, phase)).services();
-        let rule: CreateFirewallRuleRequest =
-            serde_json::from_value(json!({"protocol": "icmp", "source_cidrs": ["10.0.0.0/8"]}))
-                .unwrap();
+        let rule = icmp_rule();
         let r =
             block_on(s.create_firewall_rule(&super_admin_a(), &CLUSTER_1.to_string(), rule, None));
         assert_eq!(code(r), "cluster_not_provisioned", "{phase:?}");
@@ -24,7 +24,13 @@ fn firewall_rule_create_on_a_provisioned_cluster_is_pending() {
     let mut m = Mocks::new().with_cluster(cluster(ORG_A, ClusterPhase::Provisioned));
     m.clusters.expect_firewall_rules().returning(|_| Ok(vec![]));
     m.clusters.expect_commit().returning(|_| Ok(6));
-    let rule: CreateFirewallRuleRequest = serde_json::from_value(json!({"name": "https", "protocol": "tcp", "source_cidrs": ["203.0.113.0/24"], "port_range": {"from": 443, "to": 443}})).unwrap();
+    let rule = CreateFirewallRuleRequest {
+        name: Some("https".into()),
+        protocol: Some("tcp".into()),
+        source_cidrs: Some(vec!["203.0.113.0/24".into()]),
+        port_range: Some(PortRangeRequest { from: 443, to: 443 }),
+        ..Default::default()
+    };
     let r = block_on(m.services().create_firewall_rule(
         &super_admin_a(),
         &CLUSTER_1.to_string(),
@@ -46,10 +52,12 @@ fn firewall_rule_with_17_cidrs_is_422() {
         .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
         .services();
     let cidrs: Vec<String> = (0..17).map(|i| format!("10.{i}.0.0/16")).collect();
-    let rule: CreateFirewallRuleRequest = serde_json::from_value(
-        json!({"protocol": "udp", "source_cidrs": cidrs, "port_range": {"from": 53, "to": 53}}),
-    )
-    .unwrap();
+    let rule = CreateFirewallRuleRequest {
+        protocol: Some("udp".into()),
+        source_cidrs: Some(cidrs),
+        port_range: Some(PortRangeRequest { from: 53, to: 53 }),
+        ..Default::default()
+    };
     assert_eq!(
         code(block_on(s.create_firewall_rule(
             &super_admin_a(),

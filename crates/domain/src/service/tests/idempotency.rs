@@ -20,7 +20,7 @@ fn keyed_create(m: Mocks) -> Result<Answer<crate::model::cluster::Cluster>, Doma
     };
     block_on(
         m.services()
-            .create_cluster(&super_admin_a(), create_body(json!({})), Some(req)),
+            .create_cluster(&super_admin_a(), cluster_body(), Some(req)),
     )
 }
 
@@ -173,7 +173,7 @@ fn idempotent_refusal_is_stored_but_a_5xx_releases_the_key() {
     assert_eq!(
         code(block_on(m.services().create_cluster(
             &who,
-            create_body(json!({"organization": "globex"})),
+            cluster_in("globex"),
             Some(req)
         ))),
         "insufficient_credit"
@@ -200,7 +200,7 @@ fn idempotent_refusal_is_stored_but_a_5xx_releases_the_key() {
     assert_eq!(
         code(block_on(m.services().create_cluster(
             &super_admin_a(),
-            create_body(json!({})),
+            cluster_body(),
             Some(req)
         ))),
         "capacity_exhausted"
@@ -215,11 +215,11 @@ fn without_a_key_every_call_is_a_new_request() {
     m.clusters.expect_zone_node_demand().returning(|_| Ok(0));
     m.clusters.expect_commit().times(2).returning(|_| Ok(1));
     let s = m.services();
-    let a = block_on(s.create_cluster(&super_admin_a(), create_body(json!({})), None))
+    let a = block_on(s.create_cluster(&super_admin_a(), cluster_body(), None))
         .unwrap()
         .fresh()
         .unwrap();
-    let b = block_on(s.create_cluster(&super_admin_a(), create_body(json!({})), None))
+    let b = block_on(s.create_cluster(&super_admin_a(), cluster_body(), None))
         .unwrap()
         .fresh()
         .unwrap();

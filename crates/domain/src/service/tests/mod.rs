@@ -59,15 +59,49 @@ fn code<T: std::fmt::Debug>(r: Result<T, DomainError>) -> &'static str {
     }
 }
 
-fn create_body(extra: serde_json::Value) -> CreateClusterRequest {
-    let mut body = json!({"organization": "acme", "name": "prod-1",
-                          "node_pools": [{"size": "kube.c5.large", "count": 3}]});
-    if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
-        for (k, v) in e {
-            b.insert(k.clone(), v.clone());
-        }
+/// `prod-1` in `acme`, one pool of three `kube.c5.large`; change a field with
+/// `CreateClusterRequest { zone: …, ..cluster_body() }`.
+fn cluster_body() -> CreateClusterRequest {
+    CreateClusterRequest {
+        organization: Some("acme".into()),
+        name: Some("prod-1".into()),
+        node_pools: Some(vec![pool_body(None, "kube.c5.large", 3)]),
+        ..Default::default()
     }
-    serde_json::from_value(body).unwrap()
+}
+
+/// A pool of `count` nodes of `size`, named `name` (`default` when `None`).
+fn pool_body(name: Option<&str>, size: &str, count: i64) -> NodePoolRequest {
+    NodePoolRequest {
+        name: name.map(Into::into),
+        size: Some(size.into()),
+        count: Some(count),
+        ..Default::default()
+    }
+}
+
+/// An icmp rule from 10.0.0.0/8.
+fn icmp_rule() -> CreateFirewallRuleRequest {
+    CreateFirewallRuleRequest {
+        protocol: Some("icmp".into()),
+        source_cidrs: Some(vec!["10.0.0.0/8".into()]),
+        ..Default::default()
+    }
+}
+
+/// A PATCH of the description only.
+fn description_patch(text: &str) -> ClusterPatch {
+    ClusterPatch {
+        description: Some(Some(text.into())),
+        tags: None,
+    }
+}
+
+fn cluster_in(organization: &str) -> CreateClusterRequest {
+    CreateClusterRequest {
+        organization: Some(organization.into()),
+        ..cluster_body()
+    }
 }
 
 fn super_admin_a() -> crate::model::identity::Caller {

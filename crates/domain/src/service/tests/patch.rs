@@ -22,8 +22,10 @@ fn patch_replaces_tags_and_description() {
         .expect_commit()
         .withf(|w| w.expected_revision == Some(5) && !w.reconcile)
         .returning(|_| Ok(6));
-    let patch: ClusterPatch =
-        serde_json::from_value(json!({"description": "new", "tags": ["team-a"]})).unwrap();
+    let patch = ClusterPatch {
+        description: Some(Some("new".into())),
+        tags: Some(Some(vec!["team-a".into()])),
+    };
     let c = block_on(
         m.services()
             .patch_cluster(&super_admin_a(), &CLUSTER_1.to_string(), patch),
@@ -48,7 +50,7 @@ fn concurrent_change_is_decided_again_on_a_fresh_read() {
             Ok(7)
         }
     });
-    let patch: ClusterPatch = serde_json::from_value(json!({"description": "x"})).unwrap();
+    let patch = description_patch("x");
     assert_eq!(
         code(block_on(m.services().patch_cluster(
             &super_admin_a(),
@@ -64,7 +66,7 @@ fn change_to_a_deleting_cluster_is_409_cluster_deleting() {
     let s = Mocks::new()
         .with_cluster(cluster(ORG_A, ClusterPhase::Deleting))
         .services();
-    let patch: ClusterPatch = serde_json::from_value(json!({"description": "x"})).unwrap();
+    let patch = description_patch("x");
     assert_eq!(
         code(block_on(s.patch_cluster(
             &super_admin_a(),
@@ -73,8 +75,7 @@ fn change_to_a_deleting_cluster_is_409_cluster_deleting() {
         ))),
         "cluster_deleting"
     );
-    let add: NodePoolRequest =
-        serde_json::from_value(json!({"name": "b", "size": "kube.c5.large", "count": 1})).unwrap();
+    let add = pool_body(Some("b"), "kube.c5.large", 1);
     assert_eq!(
         code(block_on(s.create_node_pool(
             &super_admin_a(),
@@ -92,7 +93,7 @@ fn failed_cluster_can_only_be_read_and_deleted() {
     m.clusters.expect_commit().times(1).returning(|_| Ok(6));
     let s = m.services();
     let id = CLUSTER_1.to_string();
-    let patch: ClusterPatch = serde_json::from_value(json!({"description": "x"})).unwrap();
+    let patch = description_patch("x");
     assert_eq!(
         code(block_on(s.patch_cluster(&super_admin_a(), &id, patch))),
         "cluster_failed"

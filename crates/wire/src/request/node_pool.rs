@@ -1,0 +1,240 @@
+//! Node pool bodies: a pool in a create body or `POST …/node-pools`, and a pool's PATCH.
+
+use std::collections::BTreeMap;
+
+use domain::input::node_pool as draft;
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use crate::request::{nullable, nullable_integer, opt_integer};
+
+/// A pool in a create body, or the body of `POST …/node-pools`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NodePoolRequest {
+    /// DNS label; `default` when omitted.
+    #[schema(
+        pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 63
+    )]
+    pub name: Option<String>,
+    /// A machine tier id from the catalog, e.g. `kube.c5.xlarge`.
+    #[schema(required = true, nullable = false, min_length = 1)]
+    pub size: Option<String>,
+    /// 0-200; 0 only with auto_scale; required unless auto_scale (then it starts at min_nodes).
+    #[schema(minimum = 0, maximum = 200)]
+    #[serde(default, deserialize_with = "opt_integer")]
+    pub count: Option<i64>,
+    pub auto_scale: Option<bool>,
+    /// >= 0, default 1, <= max_nodes.
+    #[schema(minimum = 0, maximum = 200)]
+    #[serde(default, deserialize_with = "opt_integer")]
+    pub min_nodes: Option<i64>,
+    /// 1-200; required with auto_scale.
+    #[schema(minimum = 1, maximum = 200)]
+    #[serde(default, deserialize_with = "opt_integer")]
+    pub max_nodes: Option<i64>,
+    pub labels: Option<BTreeMap<String, String>>,
+    pub tags: Option<BTreeMap<String, String>>,
+}
+
+impl From<NodePoolRequest> for draft::NodePoolRequest {
+    fn from(b: NodePoolRequest) -> Self {
+        draft::NodePoolRequest {
+            name: b.name,
+            size: b.size,
+            count: b.count,
+            auto_scale: b.auto_scale,
+            min_nodes: b.min_nodes,
+            max_nodes: b.max_nodes,
+            labels: b.labels,
+            tags: b.tags,
+        }
+    }
+}
+
+/// `PATCH …/node-pools/{pool}`: any of count, auto_scale, min_nodes, max_nodes, labels, tags.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NodePoolPatch {
+    #[serde(default, deserialize_with = "nullable_integer")]
+    #[schema(required = false, value_type = i64, minimum = 0, maximum = 200)]
+    pub count: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(required = false, value_type = bool)]
+    pub auto_scale: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "nullable_integer")]
+    #[schema(required = false, value_type = i64, minimum = 0, maximum = 200)]
+    pub min_nodes: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "nullable_integer")]
+    #[schema(required = false, value_type = i64, minimum = 1, maximum = 200)]
+    pub max_nodes: Option<Option<i64>>,
+    /// Replaces the labels whole; null is refused.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(required = false, value_type = BTreeMap<String, String>)]
+    pub labels: Option<Option<BTreeMap<String, String>>>,
+    /// Replaces the tags whole; null is refused.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(required = false, value_type = BTreeMap<String, String>)]
+    pub tags: Option<Option<BTreeMap<String, String>>>,
+}
+
+impl From<NodePoolPatch> for draft::NodePoolPatch {
+    fn from(b: NodePoolPatch) -> Self {
+        draft::NodePoolPatch {
+            count: b.count,
+            auto_scale: b.auto_scale,
+            min_nodes: b.min_nodes,
+            max_nodes: b.max_nodes,
+            labels: b.labels,
+            tags: b.tags,
+        }
+    }
+}
+
+/// The pool rules as a client meets them: JSON in, through this shape and the domain's rules.
+#[cfg(test)]
+mod tests {
+    use domain::input::node_pool::PoolSpec;
+    use domain::validation::Violations;
+
+    use super::*;
+
+    fn check(json: &str) -> Result<PoolSpec, Violations> {
+        let pool: draft::NodePoolRequest = serde_json::from_str::<NodePoolRequest>(json)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into();
+        let mut v = Violations::new();
+        match pool.validate(&mut v, "node_pools[3]") {
+            Some(s) if v.is_empty() => Ok(s),
+            _ => Err(v),
+        }
+    }
+
+    fn patch(json: &str) -> draft::NodePoolPatch {
+        serde_json::from_str::<NodePoolPatch>(json)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into()
+    }
+
+    #[test]
+    fn pool_name_defaults_to_default() {
+        let s = check(r#"{"size":"kube.c5.large","count":1}"#);
+        assert_eq!(
+            s.map(|s| s.name.as_str().to_owned()),
+            Ok("default".to_owned())
+        );
+    }
+
+    #[test]
+    fn pool_count_zero_without_auto_scale_is_refused_with_its_path_and_reason() {
+        let e = check(r#"{"size":"s","count":0}"#).err().unwrap_or_default();
+        assert_eq!(e.errors()[0].field, "node_pools[3].count");
+        assert_eq!(
+            e.errors()[0].message,
+            "must be at least 1 unless auto_scale is true"
+        );
+    }
+
+    /// Each body and the field it is refused at (`None`: accepted).
+    #[test]
+    fn pool_sizing_rules() {
+        let cases = [
+            (r#"{"name":"Bad_Name","size":"s","count":1}"#, Some("name")),
+            (
+                r#"{"size":"s","count":0,"auto_scale":true,"min_nodes":0,"max_nodes":3}"#,
+                None,
+            ),
+            (r#"{"size":"s","count":200}"#, None),
+            (r#"{"size":"s","count":201}"#, Some("count")),
+            (r#"{"size":"s","count":-1}"#, Some("count")),
+            (r#"{"size":"s"}"#, Some("count")),
+            (
+                r#"{"size":"s","auto_scale":true,"count":1}"#,
+                Some("max_nodes"),
+            ),
+            (
+                r#"{"size":"s","auto_scale":true,"count":6,"min_nodes":1,"max_nodes":5}"#,
+                Some("count"),
+            ),
+            (
+                r#"{"size":"s","auto_scale":true,"count":1,"min_nodes":2,"max_nodes":5}"#,
+                Some("count"),
+            ),
+            (
+                r#"{"size":"s","auto_scale":true,"count":5,"min_nodes":2,"max_nodes":5}"#,
+                None,
+            ),
+            (
+                r#"{"size":"s","count":3,"min_nodes":4,"max_nodes":3}"#,
+                Some("min_nodes"),
+            ),
+            (
+                r#"{"size":"s","count":1,"min_nodes":-1}"#,
+                Some("min_nodes"),
+            ),
+            (r#"{"size":"s","count":1,"max_nodes":200}"#, None),
+            (
+                r#"{"size":"s","count":1,"max_nodes":201}"#,
+                Some("max_nodes"),
+            ),
+            (
+                r#"{"size":"s","count":1,"min_nodes":0,"max_nodes":0}"#,
+                Some("max_nodes"),
+            ),
+            (r#"{"count":1}"#, Some("size")),
+            (
+                r#"{"size":"s","count":1,"labels":{"Any Key/!":"v"},"tags":{"k":""}}"#,
+                None,
+            ),
+        ];
+        for (json, refused_at) in cases {
+            match (check(json), refused_at) {
+                (Ok(_), None) => {}
+                (Err(v), Some(field)) => {
+                    assert!(v.has(&format!("node_pools[3].{field}")), "{json}: {v:?}")
+                }
+                (got, want) => panic!("{json}: got {got:?}, want refusal at {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn pool_auto_scale_without_count_starts_at_min_nodes_and_min_defaults_to_one() {
+        let s = check(r#"{"size":"s","auto_scale":true,"min_nodes":2,"max_nodes":5}"#);
+        assert_eq!(s.map(|s| s.sizing.count), Ok(2));
+        let s = check(r#"{"size":"s","count":1}"#);
+        assert_eq!(s.map(|s| s.sizing.min_nodes), Ok(1));
+    }
+
+    #[test]
+    fn pool_unknown_fields_and_string_numbers_are_refused_by_the_shape() {
+        for json in [
+            r#"{"size":"s","count":1,"flavor":"x"}"#,
+            r#"{"size":"s","count":"1"}"#,
+        ] {
+            assert!(
+                serde_json::from_str::<NodePoolRequest>(json).is_err(),
+                "{json}"
+            );
+        }
+    }
+
+    #[test]
+    fn pool_patch_empty_and_null_are_refused() {
+        assert!(patch("{}").check_shape().is_err());
+        assert!(
+            patch(r#"{"labels":null}"#)
+                .check_shape()
+                .is_err_and(|v| v.has("labels"))
+        );
+        assert!(patch(r#"{"count":3}"#).check_shape().is_ok());
+        for json in [r#"{"size":"kube.c5.large"}"#, r#"{"name":"x"}"#] {
+            assert!(
+                serde_json::from_str::<NodePoolPatch>(json).is_err(),
+                "{json}"
+            );
+        }
+    }
+}
