@@ -74,20 +74,15 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
-/// The answer kept for replays, byte for byte.
+/// The answer kept for replays, byte for byte, as the adapter that speaks to clients rendered
+/// it (see `service::Render`). The domain carries it between the renderer and the store and
+/// never reads it: whether an outcome is kept is decided from the outcome itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredResponse {
     pub status: u16,
     /// Headers to replay (`Location`, `Content-Type`, `Retry-After`).
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
-}
-
-impl StoredResponse {
-    /// 5xx answers are never stored: the key is released so a retry runs anew.
-    pub fn is_storable(&self) -> bool {
-        self.status < 500
-    }
 }
 
 /// Keys are scoped to the organization.
@@ -275,42 +270,6 @@ mod tests {
             IdempotencyDecision::TakeOver {
                 stale_lease_id: lease
             }
-        );
-    }
-
-    #[test]
-    fn idempotency_server_errors_are_not_stored() {
-        assert!(
-            StoredResponse {
-                status: 409,
-                headers: vec![],
-                body: vec![]
-            }
-            .is_storable()
-        );
-        assert!(
-            StoredResponse {
-                status: 422,
-                headers: vec![],
-                body: vec![]
-            }
-            .is_storable()
-        );
-        assert!(
-            !StoredResponse {
-                status: 503,
-                headers: vec![],
-                body: vec![]
-            }
-            .is_storable()
-        );
-        assert!(
-            !StoredResponse {
-                status: 500,
-                headers: vec![],
-                body: vec![]
-            }
-            .is_storable()
         );
     }
 }

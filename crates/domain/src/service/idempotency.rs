@@ -154,8 +154,9 @@ impl Services {
         }
     }
 
-    /// Stores the answer on the key (unless it is a 5xx: then the key is released so a retry
-    /// runs anew). An answer already committed with its change is not changed: the store
+    /// Stores the answer on the key, unless the outcome was the service's failure rather than
+    /// the request's (`DomainError::is_transient`): then the key is released so a retry runs
+    /// anew. An answer already committed with its change is not changed: the store
     /// completes only keys still in progress under this lease.
     pub(crate) async fn settle<T>(
         &self,
@@ -165,25 +166,28 @@ impl Services {
         let Some(held) = held else {
             return result.map(Answer::Fresh);
         };
-        let response = match &result {
-            Ok(value) => held.render.ok(value),
-            Err(e) => held.render.err(e),
-        };
         let scope = held.claim.scope.clone();
-        let outcome = if response.is_storable() {
-            self.ports
-                .idempotency
-                .complete(IdempotencyCompletion {
-                    scope,
-                    lease_id: held.claim.lease_id,
-                    response,
-                })
-                .await
-        } else {
-            self.ports
-                .idempotency
-                .release(scope, held.claim.lease_id)
-                .await
+        let outcome = match &result {
+            Err(e) if e.is_transient() => {
+                self.ports
+                    .idempotency
+                    .release(scope, held.claim.lease_id)
+                    .await
+            }
+            kept => {
+                let response = match kept {
+                    Ok(value) => held.render.ok(value),
+                    Err(e) => held.render.err(e),
+                };
+                self.ports
+                    .idempotency
+                    .complete(IdempotencyCompletion {
+                        scope,
+                        lease_id: held.claim.lease_id,
+                        response,
+                    })
+                    .await
+            }
         };
         // A failure here leaves the key in progress until its lease runs out, after which a
         // retry takes it over: safe, so the answer itself still goes out; the failure is
