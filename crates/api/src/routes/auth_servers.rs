@@ -5,7 +5,7 @@ use actix_web::web::Path;
 use actix_web::{HttpRequest, HttpResponse};
 use wire::request::auth_server::{AuthServerPatch, CreateAuthServerRequest, CredentialRequest};
 
-use crate::extract::{Body, Ctx, Idempotency, Query};
+use crate::extract::{Body, Ctx, Id, Idempotency, Query};
 use crate::problem::ApiError;
 use crate::query;
 use crate::render::{EmptyRender, JsonRender, answer, json};
@@ -63,10 +63,10 @@ pub async fn create_auth_server(
 #[utoipa::path(get, path = "/v1/public/gateway/auth-servers/{id}", tag = "gateway auth servers",
     params(("id" = String, Path, description = "Auth server id")),
     responses((status = 200, description = "The auth server", body = AuthServerView)))]
-pub async fn get_auth_server(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
+pub async fn get_auth_server(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, ApiError> {
     let v = ctx
         .services
-        .get_auth_server(&ctx.caller, &id)
+        .get_auth_server(&ctx.caller, id.0)
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &AuthServerView::from(&v)))
@@ -78,12 +78,12 @@ pub async fn get_auth_server(ctx: Ctx, id: Path<String>) -> Result<HttpResponse,
     responses((status = 200, description = "The changed auth server", body = AuthServerView)))]
 pub async fn patch_auth_server(
     ctx: Ctx,
-    id: Path<String>,
+    id: Path<Id>,
     body: Body<AuthServerPatch>,
 ) -> Result<HttpResponse, ApiError> {
     let v = ctx
         .services
-        .patch_auth_server(&ctx.caller, &id, body.value.into())
+        .patch_auth_server(&ctx.caller, id.0, body.value.into())
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &AuthServerView::from(&v)))
@@ -97,12 +97,12 @@ pub async fn delete_auth_server(
     ctx: Ctx,
     idem: Idempotency,
     req: HttpRequest,
-    id: Path<String>,
+    id: Path<Id>,
 ) -> Result<HttpResponse, ApiError> {
     let render = EmptyRender::new(&ctx.request_id);
     let a = ctx
         .services
-        .delete_auth_server(&ctx.caller, &id, idem.request(&req, None, &render))
+        .delete_auth_server(&ctx.caller, id.0, idem.request(&req, None, &render))
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
@@ -116,7 +116,7 @@ pub async fn add_credential(
     ctx: Ctx,
     idem: Idempotency,
     req: HttpRequest,
-    id: Path<String>,
+    id: Path<Id>,
     body: Body<CredentialRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let render = JsonRender::new(StatusCode::CREATED, &ctx.request_id);
@@ -124,7 +124,7 @@ pub async fn add_credential(
         .services
         .add_credential(
             &ctx.caller,
-            &id,
+            id.0,
             body.value.into(),
             idem.request(&req, Some(&body.json), &render),
         )
@@ -141,13 +141,13 @@ pub async fn remove_credential(
     ctx: Ctx,
     idem: Idempotency,
     req: HttpRequest,
-    path: Path<(String, String)>,
+    path: Path<(Id, Id)>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, cred) = path.into_inner();
     let render = EmptyRender::new(&ctx.request_id);
     let a = ctx
         .services
-        .remove_credential(&ctx.caller, &id, &cred, idem.request(&req, None, &render))
+        .remove_credential(&ctx.caller, id.0, cred.0, idem.request(&req, None, &render))
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))

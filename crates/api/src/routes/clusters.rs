@@ -8,7 +8,7 @@ use domain::model::cluster::Cluster;
 use domain::service::KubeconfigAnswer;
 use wire::request::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
 
-use crate::extract::{Body, Ctx, Idempotency, Query};
+use crate::extract::{Body, Ctx, Id, Idempotency, Query};
 use crate::problem::ApiError;
 use crate::render::{JsonRender, answer, json};
 use wire::cluster::{self as w, ClusterList, ClusterState, KubeconfigJson, KubeconfigPending};
@@ -69,10 +69,10 @@ pub async fn create_cluster(
 #[utoipa::path(get, path = "/v1/public/clusters/{id}", tag = "clusters",
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The cluster", body = w::Cluster)))]
-pub async fn get_cluster(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
+pub async fn get_cluster(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, ApiError> {
     let c = ctx
         .services
-        .get_cluster(&ctx.caller, &id)
+        .get_cluster(&ctx.caller, id.0)
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &w::Cluster::from(&c)))
@@ -84,12 +84,12 @@ pub async fn get_cluster(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, Api
     responses((status = 200, description = "The changed cluster", body = w::Cluster)))]
 pub async fn patch_cluster(
     ctx: Ctx,
-    id: Path<String>,
+    id: Path<Id>,
     body: Body<ClusterPatch>,
 ) -> Result<HttpResponse, ApiError> {
     let c = ctx
         .services
-        .patch_cluster(&ctx.caller, &id, body.value.into())
+        .patch_cluster(&ctx.caller, id.0, body.value.into())
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &w::Cluster::from(&c)))
@@ -102,12 +102,12 @@ pub async fn patch_cluster(
               (status = 200, description = "Already at that exposure: nothing started", body = w::Cluster)))]
 pub async fn change_exposure(
     ctx: Ctx,
-    id: Path<String>,
+    id: Path<Id>,
     body: Body<ExposurePatch>,
 ) -> Result<HttpResponse, ApiError> {
     let o = ctx
         .services
-        .change_exposure(&ctx.caller, &id, body.value.into())
+        .change_exposure(&ctx.caller, id.0, body.value.into())
         .await
         .map_err(|e| ctx.error(e))?;
     let status = if o.started {
@@ -126,12 +126,12 @@ pub async fn delete_cluster(
     ctx: Ctx,
     idem: Idempotency,
     req: HttpRequest,
-    id: Path<String>,
+    id: Path<Id>,
 ) -> Result<HttpResponse, ApiError> {
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
     let a = ctx
         .services
-        .delete_cluster(&ctx.caller, &id, idem.request(&req, None, &render))
+        .delete_cluster(&ctx.caller, id.0, idem.request(&req, None, &render))
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
@@ -144,12 +144,12 @@ pub async fn delete_cluster(
            ("since" = Option<i64>, Query, description = "Version already seen; default 0", minimum = 0),
            ("timeout_seconds" = Option<u32>, Query, description = "0-60; default 25", minimum = 0, maximum = 60)),
     responses((status = 200, description = "The cluster's version and phase", body = ClusterState)))]
-pub async fn cluster_state(ctx: Ctx, id: Path<String>, q: Query) -> Result<HttpResponse, ApiError> {
+pub async fn cluster_state(ctx: Ctx, id: Path<Id>, q: Query) -> Result<HttpResponse, ApiError> {
     let since = query::since(q.get("since")).map_err(|e| ctx.error(e))?;
     let timeout = query::timeout_seconds(q.get("timeout_seconds")).map_err(|e| ctx.error(e))?;
     let s = ctx
         .services
-        .cluster_state(&ctx.caller, &id, since, timeout)
+        .cluster_state(&ctx.caller, id.0, since, timeout)
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(
@@ -171,11 +171,11 @@ pub async fn cluster_state(ctx: Ctx, id: Path<String>, q: Query) -> Result<HttpR
                content_type = "application/json"),
               (status = 202, description = "Not ready yet: retry after `Retry-After` seconds", body = KubeconfigPending,
                headers(("Retry-After" = u32, description = "Seconds to wait")))))]
-pub async fn kubeconfig(ctx: Ctx, id: Path<String>, q: Query) -> Result<HttpResponse, ApiError> {
+pub async fn kubeconfig(ctx: Ctx, id: Path<Id>, q: Query) -> Result<HttpResponse, ApiError> {
     let format = kubeconfig_format(q.get("format")).map_err(|e| ctx.error(e))?;
     match ctx
         .services
-        .kubeconfig(&ctx.caller, &id)
+        .kubeconfig(&ctx.caller, id.0)
         .await
         .map_err(|e| ctx.error(e))?
     {

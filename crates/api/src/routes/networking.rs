@@ -6,7 +6,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use wire::request::networking::CreateElasticIpRequest;
 use wire::request::networking::CreateFirewallRuleRequest;
 
-use crate::extract::{Body, Ctx, Idempotency};
+use crate::extract::{Body, Ctx, Id, Idempotency};
 use crate::problem::ApiError;
 use crate::render::{JsonRender, answer, json};
 use wire::networking::{ElasticIpList, ElasticIpView, FirewallRule, FirewallRuleList};
@@ -15,10 +15,10 @@ use wire::networking::{ElasticIpList, ElasticIpView, FirewallRule, FirewallRuleL
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/elastic-ips", tag = "elastic ips",
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The Elastic IPs", body = ElasticIpList)))]
-pub async fn list_elastic_ips(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
+pub async fn list_elastic_ips(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, ApiError> {
     let items = ctx
         .services
-        .list_elastic_ips(&ctx.caller, &id)
+        .list_elastic_ips(&ctx.caller, id.0)
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(
@@ -33,14 +33,11 @@ pub async fn list_elastic_ips(ctx: Ctx, id: Path<String>) -> Result<HttpResponse
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/elastic-ips/{eip}", tag = "elastic ips",
     params(("id" = String, Path, description = "Cluster id"), ("eip" = String, Path, description = "Elastic IP id")),
     responses((status = 200, description = "The Elastic IP", body = ElasticIpView)))]
-pub async fn get_elastic_ip(
-    ctx: Ctx,
-    path: Path<(String, String)>,
-) -> Result<HttpResponse, ApiError> {
+pub async fn get_elastic_ip(ctx: Ctx, path: Path<(Id, Id)>) -> Result<HttpResponse, ApiError> {
     let (id, eip) = path.into_inner();
     let v = ctx
         .services
-        .get_elastic_ip(&ctx.caller, &id, &eip)
+        .get_elastic_ip(&ctx.caller, id.0, eip.0)
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &ElasticIpView::from(&v)))
@@ -54,7 +51,7 @@ pub async fn create_elastic_ip(
     ctx: Ctx,
     idem: Idempotency,
     req: HttpRequest,
-    id: Path<String>,
+    id: Path<Id>,
     body: Body<CreateElasticIpRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
@@ -62,7 +59,7 @@ pub async fn create_elastic_ip(
         .services
         .create_elastic_ip(
             &ctx.caller,
-            &id,
+            id.0,
             body.value.into(),
             idem.request(&req, Some(&body.json), &render),
         )
@@ -79,13 +76,13 @@ pub async fn release_elastic_ip(
     ctx: Ctx,
     idem: Idempotency,
     req: HttpRequest,
-    path: Path<(String, String)>,
+    path: Path<(Id, Id)>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, eip) = path.into_inner();
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
     let a = ctx
         .services
-        .release_elastic_ip(&ctx.caller, &id, &eip, idem.request(&req, None, &render))
+        .release_elastic_ip(&ctx.caller, id.0, eip.0, idem.request(&req, None, &render))
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
@@ -95,10 +92,10 @@ pub async fn release_elastic_ip(
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/firewall-rules", tag = "firewall rules",
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The rules", body = FirewallRuleList)))]
-pub async fn list_firewall_rules(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
+pub async fn list_firewall_rules(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, ApiError> {
     let items = ctx
         .services
-        .list_firewall_rules(&ctx.caller, &id)
+        .list_firewall_rules(&ctx.caller, id.0)
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(
@@ -113,14 +110,11 @@ pub async fn list_firewall_rules(ctx: Ctx, id: Path<String>) -> Result<HttpRespo
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/firewall-rules/{rule}", tag = "firewall rules",
     params(("id" = String, Path, description = "Cluster id"), ("rule" = String, Path, description = "Rule id")),
     responses((status = 200, description = "The rule", body = FirewallRule)))]
-pub async fn get_firewall_rule(
-    ctx: Ctx,
-    path: Path<(String, String)>,
-) -> Result<HttpResponse, ApiError> {
+pub async fn get_firewall_rule(ctx: Ctx, path: Path<(Id, Id)>) -> Result<HttpResponse, ApiError> {
     let (id, rule) = path.into_inner();
     let r = ctx
         .services
-        .get_firewall_rule(&ctx.caller, &id, &rule)
+        .get_firewall_rule(&ctx.caller, id.0, rule.0)
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &FirewallRule::from(&r)))
@@ -134,7 +128,7 @@ pub async fn create_firewall_rule(
     ctx: Ctx,
     idem: Idempotency,
     req: HttpRequest,
-    id: Path<String>,
+    id: Path<Id>,
     body: Body<CreateFirewallRuleRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
@@ -142,7 +136,7 @@ pub async fn create_firewall_rule(
         .services
         .create_firewall_rule(
             &ctx.caller,
-            &id,
+            id.0,
             body.value.into(),
             idem.request(&req, Some(&body.json), &render),
         )
@@ -159,13 +153,13 @@ pub async fn delete_firewall_rule(
     ctx: Ctx,
     idem: Idempotency,
     req: HttpRequest,
-    path: Path<(String, String)>,
+    path: Path<(Id, Id)>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, rule) = path.into_inner();
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
     let a = ctx
         .services
-        .delete_firewall_rule(&ctx.caller, &id, &rule, idem.request(&req, None, &render))
+        .delete_firewall_rule(&ctx.caller, id.0, rule.0, idem.request(&req, None, &render))
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))

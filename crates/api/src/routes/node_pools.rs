@@ -5,7 +5,7 @@ use actix_web::web::Path;
 use actix_web::{HttpRequest, HttpResponse};
 use wire::request::node_pool::{NodePoolPatch, NodePoolRequest};
 
-use crate::extract::{Body, Ctx, Idempotency};
+use crate::extract::{Body, Ctx, Id, Idempotency};
 use crate::problem::ApiError;
 use crate::render::{JsonRender, answer, json};
 use wire::cluster::{self as w, NodeList, NodePoolList};
@@ -14,10 +14,10 @@ use wire::cluster::{self as w, NodeList, NodePoolList};
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/node-pools", tag = "node pools",
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The pools", body = NodePoolList)))]
-pub async fn list_node_pools(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
+pub async fn list_node_pools(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, ApiError> {
     let items = ctx
         .services
-        .list_node_pools(&ctx.caller, &id)
+        .list_node_pools(&ctx.caller, id.0)
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(
@@ -36,7 +36,7 @@ pub async fn create_node_pool(
     ctx: Ctx,
     idem: Idempotency,
     req: HttpRequest,
-    id: Path<String>,
+    id: Path<Id>,
     body: Body<NodePoolRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
@@ -44,7 +44,7 @@ pub async fn create_node_pool(
         .services
         .create_node_pool(
             &ctx.caller,
-            &id,
+            id.0,
             body.value.into(),
             idem.request(&req, Some(&body.json), &render),
         )
@@ -61,7 +61,7 @@ pub async fn patch_node_pool(
     ctx: Ctx,
     idem: Idempotency,
     req: HttpRequest,
-    path: Path<(String, String)>,
+    path: Path<(Id, String)>,
     body: Body<NodePoolPatch>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, pool) = path.into_inner();
@@ -70,7 +70,7 @@ pub async fn patch_node_pool(
         .services
         .patch_node_pool(
             &ctx.caller,
-            &id,
+            id.0,
             &pool,
             body.value.into(),
             idem.request(&req, Some(&body.json), &render),
@@ -88,13 +88,13 @@ pub async fn delete_node_pool(
     ctx: Ctx,
     idem: Idempotency,
     req: HttpRequest,
-    path: Path<(String, String)>,
+    path: Path<(Id, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, pool) = path.into_inner();
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
     let a = ctx
         .services
-        .delete_node_pool(&ctx.caller, &id, &pool, idem.request(&req, None, &render))
+        .delete_node_pool(&ctx.caller, id.0, &pool, idem.request(&req, None, &render))
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
@@ -104,10 +104,10 @@ pub async fn delete_node_pool(
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/nodes", tag = "nodes",
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The nodes", body = NodeList)))]
-pub async fn list_nodes(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiError> {
+pub async fn list_nodes(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, ApiError> {
     let items = ctx
         .services
-        .list_nodes(&ctx.caller, &id, None)
+        .list_nodes(&ctx.caller, id.0, None)
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(
@@ -122,14 +122,11 @@ pub async fn list_nodes(ctx: Ctx, id: Path<String>) -> Result<HttpResponse, ApiE
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/node-pools/{pool}/nodes", tag = "nodes",
     params(("id" = String, Path, description = "Cluster id"), ("pool" = String, Path, description = "Pool name")),
     responses((status = 200, description = "The pool's nodes", body = NodeList)))]
-pub async fn list_pool_nodes(
-    ctx: Ctx,
-    path: Path<(String, String)>,
-) -> Result<HttpResponse, ApiError> {
+pub async fn list_pool_nodes(ctx: Ctx, path: Path<(Id, String)>) -> Result<HttpResponse, ApiError> {
     let (id, pool) = path.into_inner();
     let items = ctx
         .services
-        .list_nodes(&ctx.caller, &id, Some(&pool))
+        .list_nodes(&ctx.caller, id.0, Some(&pool))
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(
@@ -148,13 +145,13 @@ pub async fn delete_node(
     ctx: Ctx,
     idem: Idempotency,
     req: HttpRequest,
-    path: Path<(String, String)>,
+    path: Path<(Id, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, node) = path.into_inner();
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
     let a = ctx
         .services
-        .delete_node(&ctx.caller, &id, &node, idem.request(&req, None, &render))
+        .delete_node(&ctx.caller, id.0, &node, idem.request(&req, None, &render))
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))

@@ -22,7 +22,7 @@ use crate::model::secret::Secret;
 use crate::ports::storage::{AuditEvent, AuthServerChange, AuthServerWrite, StoreError};
 use crate::rules::MAX_CREDENTIALS_PER_AUTH_SERVER;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{MAX_ATTEMPTS, Services, name_taken, parse_id, store_error};
+use crate::service::{MAX_ATTEMPTS, Services, name_taken, store_error};
 use crate::validation::Violations;
 
 /// What a DELETE of an auth server or credential answers: 204, nothing in the body.
@@ -61,11 +61,10 @@ impl Services {
         }
     }
 
-    async fn load_auth_server(&self, id: &str) -> Result<AuthServer, DomainError> {
-        let uuid = parse_id(id).ok_or(DomainError::NotFound(Resource::AuthServer))?;
+    async fn load_auth_server(&self, id: Uuid) -> Result<AuthServer, DomainError> {
         self.ports
             .auth_servers
-            .auth_server(uuid)
+            .auth_server(id)
             .await
             .map_err(store_error)?
             .ok_or(DomainError::NotFound(Resource::AuthServer))
@@ -74,7 +73,7 @@ impl Services {
     async fn auth_server_for_write(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
     ) -> Result<AuthServer, DomainError> {
         access::require_writer_somewhere(caller)?;
         let server = self.load_auth_server(id).await?;
@@ -200,7 +199,7 @@ impl Services {
     pub async fn get_auth_server(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
     ) -> Result<AuthServerView, DomainError> {
         let server = self.load_auth_server(id).await?;
         access::authorize_object(caller, &server.organization_id, Access::Read)?;
@@ -218,7 +217,7 @@ impl Services {
     ) -> Result<T, DomainError> {
         for attempt in 0..MAX_ATTEMPTS {
             if attempt > 0 {
-                server = self.load_auth_server(&server.id.to_string()).await?;
+                server = self.load_auth_server(server.id).await?;
             }
             let ServerChange {
                 mut next,
@@ -260,7 +259,7 @@ impl Services {
     pub async fn patch_auth_server(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
         body: AuthServerPatch,
     ) -> Result<AuthServerView, DomainError> {
         let server = self.auth_server_for_write(caller, id).await?;
@@ -350,15 +349,14 @@ impl Services {
     pub async fn delete_auth_server(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
         idempotency: Option<IdempotencyRequest<'_, Deleted>>,
     ) -> Result<Answer<Deleted>, DomainError> {
         access::require_writer_somewhere(caller)?;
-        let uuid = parse_id(id).ok_or(DomainError::NotFound(Resource::AuthServer))?;
         let found = self
             .ports
             .auth_servers
-            .auth_server(uuid)
+            .auth_server(id)
             .await
             .map_err(store_error)?;
         let Some(server) = found else {
@@ -391,7 +389,7 @@ impl Services {
     pub async fn add_credential(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
         body: CredentialRequest,
         idempotency: Option<IdempotencyRequest<'_, CredentialView>>,
     ) -> Result<Answer<CredentialView>, DomainError> {
@@ -502,12 +500,11 @@ impl Services {
     pub async fn remove_credential(
         &self,
         caller: &Caller,
-        id: &str,
-        credential_id: &str,
+        id: Uuid,
+        credential_id: Uuid,
         idempotency: Option<IdempotencyRequest<'_, Deleted>>,
     ) -> Result<Answer<Deleted>, DomainError> {
         let server = self.auth_server_for_write(caller, id).await?;
-        let cred = parse_id(credential_id).ok_or(DomainError::NotFound(Resource::Credential))?;
         self.idempotently(server.organization_id, idempotency, async |held| {
             self.change_auth_server(
                 server,
@@ -519,21 +516,23 @@ impl Services {
                         AuthServerConfig::Token(t) => t.tokens.iter().map(|c| c.id).collect(),
                         AuthServerConfig::Oidc(_) => HashSet::new(),
                     };
-                    if !ids.contains(&cred) {
+                    if !ids.contains(&credential_id) {
                         return Err(DomainError::NotFound(Resource::Credential));
                     }
                     if ids.len() <= 1 {
                         return Err(DomainError::Conflict(Conflict::LastCredential));
                     }
                     match &mut next.config {
-                        AuthServerConfig::Basic(b) => b.credentials.retain(|c| c.id != cred),
-                        AuthServerConfig::Token(t) => t.tokens.retain(|c| c.id != cred),
+                        AuthServerConfig::Basic(b) => {
+                            b.credentials.retain(|c| c.id != credential_id)
+                        }
+                        AuthServerConfig::Token(t) => t.tokens.retain(|c| c.id != credential_id),
                         AuthServerConfig::Oidc(_) => {}
                     }
                     Ok(ServerChange {
                         next,
                         action: "credential_removed",
-                        details: json!({"credential_id": cred}),
+                        details: json!({"credential_id": credential_id}),
                         answer: Deleted,
                     })
                 },

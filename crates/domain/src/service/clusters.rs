@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use uuid::Uuid;
+
 use crate::access::OrgSelector;
 use crate::access::{self, Access};
 use crate::error::{Capacity, Conflict, DomainError, Resource};
@@ -219,7 +221,7 @@ impl Services {
     }
 
     /// `GET /v1/public/clusters/{id}`.
-    pub async fn get_cluster(&self, caller: &Caller, id: &str) -> Result<Cluster, DomainError> {
+    pub async fn get_cluster(&self, caller: &Caller, id: Uuid) -> Result<Cluster, DomainError> {
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
         Ok(cluster)
@@ -230,7 +232,7 @@ impl Services {
     pub(crate) async fn cluster_for_write(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
     ) -> Result<Cluster, DomainError> {
         access::require_writer_somewhere(caller)?;
         let cluster = self.live_cluster(id).await?;
@@ -244,7 +246,7 @@ impl Services {
     pub(crate) async fn cluster_for_restricted_write(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
     ) -> Result<Cluster, DomainError> {
         access::require_writer_somewhere(caller)?;
         let cluster = self.live_cluster(id).await?;
@@ -313,7 +315,7 @@ impl Services {
     pub async fn patch_cluster(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
         body: ClusterPatch,
     ) -> Result<Cluster, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
@@ -346,7 +348,7 @@ impl Services {
     pub async fn change_exposure(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
         body: ExposurePatch,
     ) -> Result<ExposureOutcome, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
@@ -399,7 +401,7 @@ impl Services {
     pub async fn delete_cluster(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
         idempotency: Option<IdempotencyRequest<'_, Cluster>>,
     ) -> Result<Answer<Cluster>, DomainError> {
         access::require_writer_somewhere(caller)?;
@@ -440,7 +442,7 @@ impl Services {
     pub async fn cluster_state(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
         since: i64,
         timeout_seconds: u32,
     ) -> Result<StateAnswer, DomainError> {
@@ -489,7 +491,7 @@ impl Services {
     pub async fn kubeconfig(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
     ) -> Result<KubeconfigAnswer, DomainError> {
         let cluster = self.live_cluster(id).await?;
         let needed = if self.settings.kubeconfig_requires_super_admin {

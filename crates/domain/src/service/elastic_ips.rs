@@ -1,5 +1,7 @@
 //! Elastic IP routes: list, get, allocate and release.
 
+use uuid::Uuid;
+
 use crate::access::{self, Access};
 use crate::error::{Capacity, Conflict, DomainError, Resource};
 use crate::input::elastic_ip::CreateElasticIpRequest;
@@ -8,7 +10,7 @@ use crate::model::elastic_ip::{ElasticIp, ElasticIpEvent, ElasticIpStatus, Elast
 use crate::model::identity::Caller;
 use crate::ports::storage::Change;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{Decision, Services, parse_id, require_changeable, store_error};
+use crate::service::{Decision, Services, require_changeable, store_error};
 
 impl Services {
     async fn alive_elastic_ips(&self, cluster: &Cluster) -> Result<Vec<ElasticIp>, DomainError> {
@@ -29,7 +31,7 @@ impl Services {
     pub async fn list_elastic_ips(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
     ) -> Result<Vec<ElasticIpView>, DomainError> {
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
@@ -45,17 +47,16 @@ impl Services {
     pub async fn get_elastic_ip(
         &self,
         caller: &Caller,
-        id: &str,
-        eip: &str,
+        id: Uuid,
+        eip: Uuid,
     ) -> Result<ElasticIpView, DomainError> {
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
-        let eip_id = parse_id(eip).ok_or(DomainError::NotFound(Resource::ElasticIp))?;
         let found = self
             .alive_elastic_ips(&cluster)
             .await?
             .into_iter()
-            .find(|e| e.id == eip_id);
+            .find(|e| e.id == eip);
         found
             .map(|e| self.elastic_ip_view(&e))
             .ok_or(DomainError::NotFound(Resource::ElasticIp))
@@ -66,7 +67,7 @@ impl Services {
     pub async fn create_elastic_ip(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
         body: CreateElasticIpRequest,
         idempotency: Option<IdempotencyRequest<'_, ElasticIpView>>,
     ) -> Result<Answer<ElasticIpView>, DomainError> {
@@ -158,12 +159,11 @@ impl Services {
     pub async fn release_elastic_ip(
         &self,
         caller: &Caller,
-        id: &str,
-        eip: &str,
+        id: Uuid,
+        eip: Uuid,
         idempotency: Option<IdempotencyRequest<'_, ElasticIpView>>,
     ) -> Result<Answer<ElasticIpView>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
-        let eip_id = parse_id(eip).ok_or(DomainError::NotFound(Resource::ElasticIp))?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
             self.change_cluster(
                 cluster,
@@ -172,7 +172,7 @@ impl Services {
                         .alive_elastic_ips(c)
                         .await?
                         .into_iter()
-                        .find(|e| e.id == eip_id)
+                        .find(|e| e.id == eip)
                         .ok_or(DomainError::NotFound(Resource::ElasticIp))?;
                     require_changeable(c)?;
                     let status = current.status.apply(ElasticIpEvent::Release).map_err(|_| {

@@ -1,5 +1,7 @@
 //! Firewall rule routes: list, get, create (cluster must be Provisioned) and delete.
 
+use uuid::Uuid;
+
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
 use crate::input::firewall::CreateFirewallRuleRequest;
@@ -8,14 +10,14 @@ use crate::model::firewall::{FirewallEvent, FirewallRule, FirewallRuleStatus};
 use crate::model::identity::Caller;
 use crate::ports::storage::Change;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{Decision, Services, parse_id, require_changeable, store_error};
+use crate::service::{Decision, Services, require_changeable, store_error};
 
 impl Services {
     /// `GET …/firewall-rules`.
     pub async fn list_firewall_rules(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
     ) -> Result<Vec<FirewallRule>, DomainError> {
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
@@ -30,12 +32,11 @@ impl Services {
     pub async fn get_firewall_rule(
         &self,
         caller: &Caller,
-        id: &str,
-        rule: &str,
+        id: Uuid,
+        rule: Uuid,
     ) -> Result<FirewallRule, DomainError> {
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
-        let rule_id = parse_id(rule).ok_or(DomainError::NotFound(Resource::FirewallRule))?;
         let rules = self
             .ports
             .clusters
@@ -44,7 +45,7 @@ impl Services {
             .map_err(store_error)?;
         rules
             .into_iter()
-            .find(|r| r.id == rule_id)
+            .find(|r| r.id == rule)
             .ok_or(DomainError::NotFound(Resource::FirewallRule))
     }
 
@@ -52,7 +53,7 @@ impl Services {
     pub async fn create_firewall_rule(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
         body: CreateFirewallRuleRequest,
         idempotency: Option<IdempotencyRequest<'_, FirewallRule>>,
     ) -> Result<Answer<FirewallRule>, DomainError> {
@@ -119,12 +120,11 @@ impl Services {
     pub async fn delete_firewall_rule(
         &self,
         caller: &Caller,
-        id: &str,
-        rule: &str,
+        id: Uuid,
+        rule: Uuid,
         idempotency: Option<IdempotencyRequest<'_, FirewallRule>>,
     ) -> Result<Answer<FirewallRule>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
-        let rule_id = parse_id(rule).ok_or(DomainError::NotFound(Resource::FirewallRule))?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
             self.change_cluster(
                 cluster,
@@ -137,7 +137,7 @@ impl Services {
                         .map_err(store_error)?;
                     let current = rules
                         .into_iter()
-                        .find(|r| r.id == rule_id)
+                        .find(|r| r.id == rule)
                         .ok_or(DomainError::NotFound(Resource::FirewallRule))?;
                     require_changeable(c)?;
                     let status = current.status.apply(FirewallEvent::Delete).map_err(|_| {

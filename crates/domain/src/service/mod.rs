@@ -21,6 +21,8 @@ pub use self::auth_servers::Deleted;
 pub use self::clusters::{ClusterPage, ExposureOutcome, KubeconfigAnswer, StateAnswer};
 pub use self::idempotency::{Answer, IdempotencyRequest, Render};
 
+use uuid::Uuid;
+
 use crate::error::{Conflict, DomainError, Resource};
 use crate::model::catalog::Catalog;
 use crate::model::cluster::Cluster;
@@ -158,8 +160,8 @@ impl Services {
         crate::access::authenticate(self.ports.identity.as_ref(), token).await
     }
 
-    /// Loads a live cluster by its path id: not a UUID, unknown or gone → 404.
-    async fn live_cluster(&self, id: &str) -> Result<Cluster, DomainError> {
+    /// Loads a live cluster by its id: unknown or gone → 404.
+    async fn live_cluster(&self, id: Uuid) -> Result<Cluster, DomainError> {
         let cluster = self.any_cluster(id).await?;
         if cluster.is_gone() {
             Err(DomainError::NotFound(Resource::Cluster))
@@ -168,25 +170,16 @@ impl Services {
         }
     }
 
-    /// Loads a cluster by its path id, tombstones included (an idempotent replay of a DELETE
+    /// Loads a cluster by its id, tombstones included (an idempotent replay of a DELETE
     /// must still find the organization its key belongs to).
-    async fn any_cluster(&self, id: &str) -> Result<Cluster, DomainError> {
-        let uuid = parse_id(id).ok_or(DomainError::NotFound(Resource::Cluster))?;
+    async fn any_cluster(&self, id: Uuid) -> Result<Cluster, DomainError> {
         self.ports
             .clusters
-            .cluster(uuid)
+            .cluster(id)
             .await
             .map_err(store_error)?
             .ok_or(DomainError::NotFound(Resource::Cluster))
     }
-}
-
-/// A path id: a UUID, or nothing can have it (404).
-pub(crate) fn parse_id(s: &str) -> Option<uuid::Uuid> {
-    if s.len() != 36 {
-        return None;
-    }
-    uuid::Uuid::parse_str(s).ok()
 }
 
 /// Storage errors as the caller sees them: a lost race or a name already taken is the caller's

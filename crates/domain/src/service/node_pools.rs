@@ -1,5 +1,7 @@
 //! Node pool routes: list, add, PATCH (resize, labels, tags) and delete.
 
+use uuid::Uuid;
+
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
 use crate::input::node_pool::{NodePoolPatch, NodePoolRequest, check_sizing};
@@ -31,7 +33,7 @@ impl Services {
     pub async fn list_node_pools(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
     ) -> Result<Vec<NodePool>, DomainError> {
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
@@ -42,7 +44,7 @@ impl Services {
     pub async fn create_node_pool(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
         body: NodePoolRequest,
         idempotency: Option<IdempotencyRequest<'_, NodePool>>,
     ) -> Result<Answer<NodePool>, DomainError> {
@@ -115,7 +117,7 @@ impl Services {
     pub async fn patch_node_pool(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
         pool_name: &str,
         body: NodePoolPatch,
         idempotency: Option<IdempotencyRequest<'_, NodePool>>,
@@ -174,7 +176,7 @@ impl Services {
     pub async fn delete_node_pool(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
         pool_name: &str,
         idempotency: Option<IdempotencyRequest<'_, NodePool>>,
     ) -> Result<Answer<NodePool>, DomainError> {

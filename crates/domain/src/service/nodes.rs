@@ -1,5 +1,7 @@
 //! Node routes: list (per cluster or per pool) and delete (the node is replaced).
 
+use uuid::Uuid;
+
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
 use crate::model::cluster::Cluster;
@@ -15,7 +17,7 @@ impl Services {
     pub async fn list_nodes(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
         pool: Option<&str>,
     ) -> Result<Vec<Node>, DomainError> {
         let cluster = self.live_cluster(id).await?;
@@ -37,7 +39,7 @@ impl Services {
     pub async fn delete_node(
         &self,
         caller: &Caller,
-        id: &str,
+        id: Uuid,
         node: &str,
         idempotency: Option<IdempotencyRequest<'_, Node>>,
     ) -> Result<Answer<Node>, DomainError> {

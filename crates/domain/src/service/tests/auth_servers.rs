@@ -206,12 +206,12 @@ fn auth_server_removing_the_last_credential_is_409_and_unknown_is_404() {
         .expect_auth_server()
         .returning(|_| Ok(Some(basic_server(&["alice"]))));
     let s = m.services();
-    let id = uuid::Uuid::from_u128(0xa5).to_string();
+    let id = uuid::Uuid::from_u128(0xa5);
     assert_eq!(
         code(block_on(s.remove_credential(
             &super_admin_a(),
-            &id,
-            &uuid::Uuid::from_u128(1).to_string(),
+            id,
+            uuid::Uuid::from_u128(1),
             None
         ))),
         "last_credential"
@@ -219,8 +219,8 @@ fn auth_server_removing_the_last_credential_is_409_and_unknown_is_404() {
     assert_eq!(
         code(block_on(s.remove_credential(
             &super_admin_a(),
-            &id,
-            &uuid::Uuid::from_u128(99).to_string(),
+            id,
+            uuid::Uuid::from_u128(99),
             None
         ))),
         "not_found"
@@ -235,10 +235,10 @@ fn auth_server_duplicate_username_is_409_and_an_oidc_server_takes_no_credentials
         .expect_auth_server()
         .returning(|_| Ok(Some(basic_server(&["alice"]))));
     let s = m.services();
-    let id = uuid::Uuid::from_u128(0xa5).to_string();
+    let id = uuid::Uuid::from_u128(0xa5);
     let dup = basic_credential("alice", "x");
     assert_eq!(
-        code(block_on(s.add_credential(&super_admin_a(), &id, dup, None))),
+        code(block_on(s.add_credential(&super_admin_a(), id, dup, None))),
         "name_conflict"
     );
     let wrong_shape = CredentialRequest::Token(TokenCredentialRequest {
@@ -247,7 +247,7 @@ fn auth_server_duplicate_username_is_409_and_an_oidc_server_takes_no_credentials
     assert_eq!(
         code(block_on(s.add_credential(
             &super_admin_a(),
-            &id,
+            id,
             wrong_shape,
             None
         ))),
@@ -269,7 +269,7 @@ fn auth_server_at_its_credential_limit_refuses_another_before_hashing_it() {
     let add = basic_credential("one-more", "pw");
     let r = block_on(m.services().add_credential(
         &super_admin_a(),
-        &uuid::Uuid::from_u128(0xa5).to_string(),
+        uuid::Uuid::from_u128(0xa5),
         add,
         None,
     ));
@@ -290,7 +290,7 @@ fn auth_server_credential_added_answers_id_and_username() {
     let add = basic_credential("bob", "pw");
     let v = block_on(m.services().add_credential(
         &super_admin_a(),
-        &uuid::Uuid::from_u128(0xa5).to_string(),
+        uuid::Uuid::from_u128(0xa5),
         add,
         None,
     ))
@@ -318,7 +318,7 @@ fn auth_server_patch_merges_and_is_audited_without_secrets() {
     };
     let v = block_on(m.services().patch_auth_server(
         &super_admin_a(),
-        &uuid::Uuid::from_u128(0xa5).to_string(),
+        uuid::Uuid::from_u128(0xa5),
         patch,
     ))
     .unwrap();

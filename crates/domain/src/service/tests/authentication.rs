@@ -41,20 +41,15 @@ fn node_delete_marks_it_deleting_and_unknown_names_are_404() {
         .withf(|w| w.reconcile)
         .returning(|_| Ok(6));
     let s = m.services();
-    let n = block_on(s.delete_node(
-        &super_admin_a(),
-        &CLUSTER_1.to_string(),
-        "prod-1-default-abcde",
-        None,
-    ))
-    .unwrap()
-    .fresh()
-    .unwrap();
+    let n = block_on(s.delete_node(&super_admin_a(), CLUSTER_1, "prod-1-default-abcde", None))
+        .unwrap()
+        .fresh()
+        .unwrap();
     assert_eq!(n.status, crate::model::node::NodeStatus::Deleting);
     assert_eq!(
         code(block_on(s.delete_node(
             &super_admin_a(),
-            &CLUSTER_1.to_string(),
+            CLUSTER_1,
             "prod-1-default-zzzzz",
             None
         ))),
@@ -63,7 +58,7 @@ fn node_delete_marks_it_deleting_and_unknown_names_are_404() {
     assert_eq!(
         code(block_on(s.delete_node(
             &super_admin_a(),
-            &CLUSTER_1.to_string(),
+            CLUSTER_1,
             "../x",
             None
         ))),

@@ -8,16 +8,15 @@ fn get_by_id_takes_the_clusters_organization_no_header_needed() {
         .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
         .services();
     assert_eq!(
-        code(block_on(s.get_cluster(
-            &caller(&[(ORG_A, Role::Member)]),
-            &CLUSTER_1.to_string()
-        ))),
+        code(block_on(
+            s.get_cluster(&caller(&[(ORG_A, Role::Member)]), CLUSTER_1)
+        )),
         "ok"
     );
     assert_eq!(
         code(block_on(s.get_cluster(
             &caller(&[(ORG_A, Role::ProjectAdmin)]),
-            &CLUSTER_1.to_string()
+            CLUSTER_1
         ))),
         "ok"
     );
@@ -29,33 +28,20 @@ fn get_cluster_of_another_organization_is_403() {
         .with_cluster(cluster(ORG_B, ClusterPhase::Provisioned))
         .services();
     assert_eq!(
-        code(block_on(
-            s.get_cluster(&super_admin_a(), &CLUSTER_1.to_string())
-        )),
+        code(block_on(s.get_cluster(&super_admin_a(), CLUSTER_1))),
         "forbidden"
     );
 }
 
 #[test]
-fn get_unknown_or_malformed_cluster_id_is_404() {
+fn get_unknown_cluster_id_is_404() {
     let mut m = Mocks::new();
     m.clusters.expect_cluster().returning(|_| Ok(None));
     let s = m.services();
     assert_eq!(
-        code(block_on(s.get_cluster(
-            &super_admin_a(),
-            &uuid::Uuid::from_u128(77).to_string()
-        ))),
-        "not_found"
-    );
-    assert_eq!(
         code(block_on(
-            s.get_cluster(&super_admin_a(), "../../etc/passwd")
+            s.get_cluster(&super_admin_a(), uuid::Uuid::from_u128(77))
         )),
-        "not_found"
-    );
-    assert_eq!(
-        code(block_on(s.get_cluster(&super_admin_a(), "not-a-uuid"))),
         "not_found"
     );
 }
@@ -66,9 +52,7 @@ fn get_deleted_cluster_is_404() {
     c.deleted_at = Some(at(10));
     let s = Mocks::new().with_cluster(c).services();
     assert_eq!(
-        code(block_on(
-            s.get_cluster(&super_admin_a(), &CLUSTER_1.to_string())
-        )),
+        code(block_on(s.get_cluster(&super_admin_a(), CLUSTER_1))),
         "not_found"
     );
 }
@@ -79,24 +63,24 @@ fn write_by_id_by_super_admin_nowhere_is_403_before_the_cluster_is_loaded() {
     m.clusters.expect_cluster().never();
     let s = m.services();
     let member = caller(&[(ORG_A, Role::Member), (ORG_B, Role::ProjectAdmin)]);
-    let id = CLUSTER_1.to_string();
+    let id = CLUSTER_1;
     let patch = description_patch("x");
     assert_eq!(
-        code(block_on(s.patch_cluster(&member, &id, patch))),
+        code(block_on(s.patch_cluster(&member, id, patch))),
         "forbidden"
     );
     assert_eq!(
-        code(block_on(s.delete_cluster(&member, &id, None))),
+        code(block_on(s.delete_cluster(&member, id, None))),
         "forbidden"
     );
     assert_eq!(
-        code(block_on(s.delete_node_pool(&member, &id, "default", None))),
+        code(block_on(s.delete_node_pool(&member, id, "default", None))),
         "forbidden"
     );
     assert_eq!(
         code(block_on(s.delete_cluster(
             &member,
-            &uuid::Uuid::from_u128(5).to_string(),
+            uuid::Uuid::from_u128(5),
             None
         ))),
         "forbidden",
@@ -116,11 +100,7 @@ fn write_by_member_of_the_organization_is_403() {
         tags: Some(Some(vec!["a".into()])),
     };
     assert_eq!(
-        code(block_on(s.patch_cluster(
-            &who,
-            &CLUSTER_1.to_string(),
-            patch
-        ))),
+        code(block_on(s.patch_cluster(&who, CLUSTER_1, patch))),
         "forbidden"
     );
 }
@@ -133,7 +113,7 @@ fn write_to_another_organizations_cluster_is_403_and_to_an_unknown_one_404() {
     assert_eq!(
         code(block_on(s.delete_cluster(
             &super_admin_a(),
-            &CLUSTER_1.to_string(),
+            CLUSTER_1,
             None
         ))),
         "forbidden"
@@ -143,7 +123,7 @@ fn write_to_another_organizations_cluster_is_403_and_to_an_unknown_one_404() {
     assert_eq!(
         code(block_on(m.services().delete_cluster(
             &super_admin_a(),
-            &CLUSTER_1.to_string(),
+            CLUSTER_1,
             None
         ))),
         "not_found"

@@ -54,14 +54,14 @@ fn elastic_ip_intranet_allows_only_private() {
     let s = m.services();
     let r = block_on(s.create_elastic_ip(
         &super_admin_a(),
-        &CLUSTER_1.to_string(),
+        CLUSTER_1,
         eip_body(None, Some(Exposure::Public)),
         None,
     ));
     assert_eq!(code(r), "exposure_mismatch");
     let ok = block_on(s.create_elastic_ip(
         &super_admin_a(),
-        &CLUSTER_1.to_string(),
+        CLUSTER_1,
         eip_body(Some("web"), Some(Exposure::Private)),
         None,
     ));
@@ -85,17 +85,12 @@ fn elastic_ip_internet_allows_only_public() {
     let s = m.services();
     let r = block_on(s.create_elastic_ip(
         &super_admin_a(),
-        &CLUSTER_1.to_string(),
+        CLUSTER_1,
         eip_body(None, Some(Exposure::Private)),
         None,
     ));
     assert_eq!(code(r), "exposure_mismatch");
-    let ok = block_on(s.create_elastic_ip(
-        &super_admin_a(),
-        &CLUSTER_1.to_string(),
-        eip_body(None, None),
-        None,
-    ));
+    let ok = block_on(s.create_elastic_ip(&super_admin_a(), CLUSTER_1, eip_body(None, None), None));
     assert_eq!(
         ok.unwrap().fresh().map(|v| v.exposure),
         Some(Exposure::Public),
@@ -108,7 +103,7 @@ fn elastic_ip_public_pool_disabled_is_503() {
     let s = eip_ready(NetworkMode::Internet, "10.96.0.0/16", None).services();
     let r = block_on(s.create_elastic_ip(
         &super_admin_a(),
-        &CLUSTER_1.to_string(),
+        CLUSTER_1,
         eip_body(None, Some(Exposure::Public)),
         None,
     ));
@@ -128,7 +123,7 @@ fn elastic_ip_exhausted_pool_is_503() {
     });
     let r = block_on(m.services().create_elastic_ip(
         &super_admin_a(),
-        &CLUSTER_1.to_string(),
+        CLUSTER_1,
         eip_body(None, None),
         None,
     ));
@@ -151,8 +146,8 @@ fn elastic_ip_release_only_from_ready_or_failed() {
         m.clusters.expect_commit().returning(|_| Ok(6));
         let r = block_on(m.services().release_elastic_ip(
             &super_admin_a(),
-            &CLUSTER_1.to_string(),
-            &uuid::Uuid::from_u128(0xe1).to_string(),
+            CLUSTER_1,
+            uuid::Uuid::from_u128(0xe1),
             None,
         ));
         assert_eq!(code(r.clone()), expected, "{from:?}");
@@ -172,15 +167,15 @@ fn assistant_may_list_but_not_allocate_or_release_elastic_ips() {
         .returning(|_| Ok(vec![eip(ElasticIpStatus::Ready)]));
     m.clusters.expect_commit().never();
     let s = m.services();
-    let id = CLUSTER_1.to_string();
+    let id = CLUSTER_1;
     assert_eq!(
-        block_on(s.list_elastic_ips(&who, &id)).map(|l| l.len()),
+        block_on(s.list_elastic_ips(&who, id)).map(|l| l.len()),
         Ok(1)
     );
     assert_eq!(
         code(block_on(s.create_elastic_ip(
             &who,
-            &id,
+            id,
             eip_body(None, None),
             None
         ))),
@@ -189,22 +184,22 @@ fn assistant_may_list_but_not_allocate_or_release_elastic_ips() {
     assert_eq!(
         code(block_on(s.release_elastic_ip(
             &who,
-            &id,
-            &uuid::Uuid::from_u128(0xe1).to_string(),
+            id,
+            uuid::Uuid::from_u128(0xe1),
             None
         ))),
         "assistant_not_allowed"
     );
     let rule = icmp_rule();
     assert_eq!(
-        code(block_on(s.create_firewall_rule(&who, &id, rule, None))),
+        code(block_on(s.create_firewall_rule(&who, id, rule, None))),
         "assistant_not_allowed"
     );
     assert_eq!(
         code(block_on(s.delete_firewall_rule(
             &who,
-            &id,
-            &uuid::Uuid::from_u128(1).to_string(),
+            id,
+            uuid::Uuid::from_u128(1),
             None
         ))),
         "assistant_not_allowed"

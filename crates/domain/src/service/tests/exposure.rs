@@ -14,11 +14,8 @@ fn exposure_before_provisioned_is_400() {
         ClusterPhase::ControlPlaneReady,
     ] {
         let s = Mocks::new().with_cluster(cluster(ORG_A, phase)).services();
-        let r = block_on(s.change_exposure(
-            &super_admin_a(),
-            &CLUSTER_1.to_string(),
-            exposure(Exposure::Public),
-        ));
+        let r =
+            block_on(s.change_exposure(&super_admin_a(), CLUSTER_1, exposure(Exposure::Public)));
         assert_eq!(code(r), "phase_not_provisioned", "{phase:?}");
     }
 }
@@ -32,7 +29,7 @@ fn exposure_change_starts_and_shows_the_target() {
         .returning(|_| Ok(6));
     let o = block_on(m.services().change_exposure(
         &super_admin_a(),
-        &CLUSTER_1.to_string(),
+        CLUSTER_1,
         exposure(Exposure::Public),
     ))
     .unwrap();
@@ -54,7 +51,7 @@ fn exposure_to_the_current_value_is_200_nothing_started() {
     m.clusters.expect_commit().never();
     let o = block_on(m.services().change_exposure(
         &super_admin_a(),
-        &CLUSTER_1.to_string(),
+        CLUSTER_1,
         exposure(Exposure::Private),
     ))
     .unwrap();
@@ -73,7 +70,7 @@ fn exposure_while_another_change_is_in_flight_is_409() {
         assert_eq!(
             code(block_on(s.change_exposure(
                 &super_admin_a(),
-                &CLUSTER_1.to_string(),
+                CLUSTER_1,
                 exposure(to)
             ))),
             "change_in_flight"
@@ -91,10 +88,6 @@ fn exposure_public_needs_a_zone_with_public_exposure() {
     let m = Mocks::new().with_cluster(cluster(ORG_A, ClusterPhase::Provisioned));
     let base = m.services();
     let s = crate::service::Services::new(base.ports().clone(), catalog, Default::default());
-    let r = block_on(s.change_exposure(
-        &super_admin_a(),
-        &CLUSTER_1.to_string(),
-        exposure(Exposure::Public),
-    ));
+    let r = block_on(s.change_exposure(&super_admin_a(), CLUSTER_1, exposure(Exposure::Public)));
     assert_eq!(code(r), "public_exposure_unavailable");
 }

@@ -6,8 +6,7 @@ use super::*;
 fn kubeconfig_before_control_plane_ready_is_202_with_retry_hint() {
     for phase in [ClusterPhase::Pending, ClusterPhase::Provisioning] {
         let s = Mocks::new().with_cluster(cluster(ORG_A, phase)).services();
-        let a = block_on(s.kubeconfig(&caller(&[(ORG_A, Role::Member)]), &CLUSTER_1.to_string()))
-            .unwrap();
+        let a = block_on(s.kubeconfig(&caller(&[(ORG_A, Role::Member)]), CLUSTER_1)).unwrap();
         assert_eq!(
             a,
             KubeconfigAnswer::NotReady {
@@ -33,7 +32,7 @@ fn kubeconfig_from_control_plane_ready_is_served_to_members() {
             .returning(|_| Ok(Secret::new("tok-1")));
         let a = block_on(
             m.services()
-                .kubeconfig(&caller(&[(ORG_A, Role::Member)]), &CLUSTER_1.to_string()),
+                .kubeconfig(&caller(&[(ORG_A, Role::Member)]), CLUSTER_1),
         )
         .unwrap();
         match a {
@@ -55,16 +54,13 @@ fn kubeconfig_may_require_super_admin_by_operator_option() {
             ..Default::default()
         });
     assert_eq!(
-        code(block_on(s.kubeconfig(
-            &caller(&[(ORG_A, Role::Member)]),
-            &CLUSTER_1.to_string()
-        ))),
+        code(block_on(
+            s.kubeconfig(&caller(&[(ORG_A, Role::Member)]), CLUSTER_1)
+        )),
         "forbidden"
     );
     assert_eq!(
-        code(block_on(
-            s.kubeconfig(&super_admin_a(), &CLUSTER_1.to_string())
-        )),
+        code(block_on(s.kubeconfig(&super_admin_a(), CLUSTER_1))),
         "ok"
     );
 }

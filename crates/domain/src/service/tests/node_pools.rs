@@ -7,7 +7,7 @@ fn last_pool_cannot_be_deleted() {
     let s = Mocks::new()
         .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
         .services();
-    let r = block_on(s.delete_node_pool(&super_admin_a(), &CLUSTER_1.to_string(), "default", None));
+    let r = block_on(s.delete_node_pool(&super_admin_a(), CLUSTER_1, "default", None));
     assert_eq!(code(r), "last_pool");
 }
 
@@ -21,7 +21,7 @@ fn a_deleting_pool_does_not_count_toward_the_last_pool() {
     assert_eq!(
         code(block_on(s.delete_node_pool(
             &super_admin_a(),
-            &CLUSTER_1.to_string(),
+            CLUSTER_1,
             "default",
             None
         ))),
@@ -35,12 +35,10 @@ fn pool_delete_answers_the_pool_deleting() {
     c.node_pools.push(pool("second", 2));
     let mut m = Mocks::new().with_cluster(c);
     m.clusters.expect_commit().returning(|_| Ok(6));
-    let p = block_on(m.services().delete_node_pool(
-        &super_admin_a(),
-        &CLUSTER_1.to_string(),
-        "second",
-        None,
-    ))
+    let p = block_on(
+        m.services()
+            .delete_node_pool(&super_admin_a(), CLUSTER_1, "second", None),
+    )
     .unwrap()
     .fresh()
     .unwrap();
@@ -57,7 +55,7 @@ fn pool_name_unique_on_the_cluster_is_409() {
     assert_eq!(
         code(block_on(m.services().create_node_pool(
             &super_admin_a(),
-            &CLUSTER_1.to_string(),
+            CLUSTER_1,
             add,
             None
         ))),
@@ -80,14 +78,14 @@ fn pool_add_needs_credit_when_prepaid() {
     let add = || pool_body(Some("b"), "kube.c5.large", 1);
     let r = block_on(pool_ready(Plan::Prepaid, 0).services().create_node_pool(
         &super_admin_a(),
-        &CLUSTER_1.to_string(),
+        CLUSTER_1,
         add(),
         None,
     ));
     assert_eq!(code(r), "insufficient_credit");
     let p = block_on(pool_ready(Plan::Prepaid, 100).services().create_node_pool(
         &super_admin_a(),
-        &CLUSTER_1.to_string(),
+        CLUSTER_1,
         add(),
         None,
     ));
@@ -104,7 +102,7 @@ fn pool_add_with_unknown_tier_is_400() {
         code(block_on(
             pool_ready(Plan::Postpaid, 0).services().create_node_pool(
                 &super_admin_a(),
-                &CLUSTER_1.to_string(),
+                CLUSTER_1,
                 add,
                 None
             )
@@ -124,7 +122,7 @@ fn pool_add_beyond_twenty_pools_is_422() {
     assert_eq!(
         code(block_on(s.create_node_pool(
             &super_admin_a(),
-            &CLUSTER_1.to_string(),
+            CLUSTER_1,
             add,
             None
         ))),
@@ -140,7 +138,7 @@ fn scale_up_needs_credit_scale_down_never_does() {
     };
     let up = block_on(pool_ready(Plan::Prepaid, 0).services().patch_node_pool(
         &super_admin_a(),
-        &CLUSTER_1.to_string(),
+        CLUSTER_1,
         "default",
         patch(5),
         None,
@@ -148,7 +146,7 @@ fn scale_up_needs_credit_scale_down_never_does() {
     assert_eq!(code(up), "insufficient_credit");
     let down = block_on(pool_ready(Plan::Prepaid, 0).services().patch_node_pool(
         &super_admin_a(),
-        &CLUSTER_1.to_string(),
+        CLUSTER_1,
         "default",
         patch(1),
         None,
@@ -173,7 +171,7 @@ fn scale_past_zone_capacity_is_503() {
     assert_eq!(
         code(block_on(m.services().patch_node_pool(
             &super_admin_a(),
-            &CLUSTER_1.to_string(),
+            CLUSTER_1,
             "default",
             patch,
             None
@@ -196,16 +194,14 @@ fn pool_patch_while_scaling_replaces_the_target() {
         count: Some(Some(7)),
         ..Default::default()
     };
-    let p = block_on(m.services().patch_node_pool(
-        &super_admin_a(),
-        &CLUSTER_1.to_string(),
-        "default",
-        patch,
-        None,
-    ))
-    .unwrap()
-    .fresh()
-    .unwrap();
+    let p =
+        block_on(
+            m.services()
+                .patch_node_pool(&super_admin_a(), CLUSTER_1, "default", patch, None),
+        )
+        .unwrap()
+        .fresh()
+        .unwrap();
     assert_eq!((p.count, p.status), (7, PoolStatus::Scaling));
 }
 
@@ -224,7 +220,7 @@ fn pool_patch_turning_auto_scale_off_needs_count_at_least_one() {
     assert_eq!(
         code(block_on(s.patch_node_pool(
             &super_admin_a(),
-            &CLUSTER_1.to_string(),
+            CLUSTER_1,
             "default",
             patch,
             None
@@ -247,7 +243,7 @@ fn pool_patch_unknown_pool_is_404_and_deleting_pool_409() {
     assert_eq!(
         code(block_on(s.patch_node_pool(
             &super_admin_a(),
-            &CLUSTER_1.to_string(),
+            CLUSTER_1,
             "nosuch",
             patch(),
             None
@@ -257,7 +253,7 @@ fn pool_patch_unknown_pool_is_404_and_deleting_pool_409() {
     assert_eq!(
         code(block_on(s.patch_node_pool(
             &super_admin_a(),
-            &CLUSTER_1.to_string(),
+            CLUSTER_1,
             "going",
             patch(),
             None

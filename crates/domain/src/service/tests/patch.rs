@@ -7,11 +7,7 @@ fn patch_empty_body_is_422() {
     let s = Mocks::new()
         .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
         .services();
-    let r = block_on(s.patch_cluster(
-        &super_admin_a(),
-        &CLUSTER_1.to_string(),
-        ClusterPatch::default(),
-    ));
+    let r = block_on(s.patch_cluster(&super_admin_a(), CLUSTER_1, ClusterPatch::default()));
     assert_eq!(code(r), "validation_failed");
 }
 
@@ -28,7 +24,7 @@ fn patch_replaces_tags_and_description() {
     };
     let c = block_on(
         m.services()
-            .patch_cluster(&super_admin_a(), &CLUSTER_1.to_string(), patch),
+            .patch_cluster(&super_admin_a(), CLUSTER_1, patch),
     )
     .unwrap();
     assert_eq!(c.description.as_deref(), Some("new"));
@@ -54,7 +50,7 @@ fn concurrent_change_is_decided_again_on_a_fresh_read() {
     assert_eq!(
         code(block_on(m.services().patch_cluster(
             &super_admin_a(),
-            &CLUSTER_1.to_string(),
+            CLUSTER_1,
             patch
         ))),
         "ok"
@@ -70,7 +66,7 @@ fn change_to_a_deleting_cluster_is_409_cluster_deleting() {
     assert_eq!(
         code(block_on(s.patch_cluster(
             &super_admin_a(),
-            &CLUSTER_1.to_string(),
+            CLUSTER_1,
             patch
         ))),
         "cluster_deleting"
@@ -79,7 +75,7 @@ fn change_to_a_deleting_cluster_is_409_cluster_deleting() {
     assert_eq!(
         code(block_on(s.create_node_pool(
             &super_admin_a(),
-            &CLUSTER_1.to_string(),
+            CLUSTER_1,
             add,
             None
         ))),
@@ -92,18 +88,18 @@ fn failed_cluster_can_only_be_read_and_deleted() {
     let mut m = Mocks::new().with_cluster(cluster(ORG_A, ClusterPhase::Failed));
     m.clusters.expect_commit().times(1).returning(|_| Ok(6));
     let s = m.services();
-    let id = CLUSTER_1.to_string();
+    let id = CLUSTER_1;
     let patch = description_patch("x");
     assert_eq!(
-        code(block_on(s.patch_cluster(&super_admin_a(), &id, patch))),
+        code(block_on(s.patch_cluster(&super_admin_a(), id, patch))),
         "cluster_failed"
     );
     assert_eq!(
-        code(block_on(s.kubeconfig(&super_admin_a(), &id))),
+        code(block_on(s.kubeconfig(&super_admin_a(), id))),
         "cluster_failed"
     );
-    assert_eq!(code(block_on(s.get_cluster(&super_admin_a(), &id))), "ok");
-    let d = block_on(s.delete_cluster(&super_admin_a(), &id, None))
+    assert_eq!(code(block_on(s.get_cluster(&super_admin_a(), id))), "ok");
+    let d = block_on(s.delete_cluster(&super_admin_a(), id, None))
         .unwrap()
         .fresh()
         .unwrap();
@@ -120,7 +116,7 @@ fn delete_answers_deleting_and_a_second_delete_answers_as_it_is() {
         .returning(|_| Ok(6));
     let d = block_on(
         m.services()
-            .delete_cluster(&super_admin_a(), &CLUSTER_1.to_string(), None),
+            .delete_cluster(&super_admin_a(), CLUSTER_1, None),
     )
     .unwrap()
     .fresh()
@@ -130,7 +126,7 @@ fn delete_answers_deleting_and_a_second_delete_answers_as_it_is() {
     m.clusters.expect_commit().never();
     let d = block_on(
         m.services()
-            .delete_cluster(&super_admin_a(), &CLUSTER_1.to_string(), None),
+            .delete_cluster(&super_admin_a(), CLUSTER_1, None),
     )
     .unwrap()
     .fresh()

@@ -6,13 +6,12 @@ use super::*;
 fn state_answers_at_once_when_version_is_past_since() {
     let mut m = Mocks::new().with_cluster(cluster(ORG_A, ClusterPhase::Provisioned));
     m.changes.expect_wait().never();
-    let a = block_on(m.services().cluster_state(
-        &caller(&[(ORG_A, Role::Member)]),
-        &CLUSTER_1.to_string(),
-        4,
-        25,
-    ))
-    .unwrap();
+    let a =
+        block_on(
+            m.services()
+                .cluster_state(&caller(&[(ORG_A, Role::Member)]), CLUSTER_1, 4, 25),
+        )
+        .unwrap();
     assert_eq!(
         (a.version, a.changed, a.phase),
         (5, true, ClusterPhase::Provisioned)
@@ -30,13 +29,12 @@ fn state_waits_for_a_change_then_answers_changed() {
     m.clusters
         .expect_revision()
         .returning(|_| Ok(Some((6, ClusterPhase::ControlPlaneReady))));
-    let a = block_on(m.services().cluster_state(
-        &caller(&[(ORG_A, Role::Member)]),
-        &CLUSTER_1.to_string(),
-        5,
-        10,
-    ))
-    .unwrap();
+    let a =
+        block_on(
+            m.services()
+                .cluster_state(&caller(&[(ORG_A, Role::Member)]), CLUSTER_1, 5, 10),
+        )
+        .unwrap();
     assert_eq!(
         (a.version, a.changed, a.phase),
         (6, true, ClusterPhase::ControlPlaneReady)
@@ -47,12 +45,11 @@ fn state_waits_for_a_change_then_answers_changed() {
 fn state_with_timeout_zero_answers_unchanged_at_once() {
     let mut m = Mocks::new().with_cluster(cluster(ORG_A, ClusterPhase::Provisioned));
     m.changes.expect_wait().never();
-    let a = block_on(m.services().cluster_state(
-        &caller(&[(ORG_A, Role::Member)]),
-        &CLUSTER_1.to_string(),
-        5,
-        0,
-    ))
-    .unwrap();
+    let a =
+        block_on(
+            m.services()
+                .cluster_state(&caller(&[(ORG_A, Role::Member)]), CLUSTER_1, 5, 0),
+        )
+        .unwrap();
     assert_eq!((a.version, a.changed), (5, false));
 }
