@@ -5,26 +5,8 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use domain::DomainError;
 use domain::error::{AuthFailure, Conflict};
-use serde::Serialize;
 use wire::problem::FieldError;
-
-/// `application/problem+json`.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct Problem {
-    /// Always `about:blank`: `code` is the machine-readable kind.
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub title: String,
-    /// Equals the HTTP status.
-    pub status: u16,
-    /// Stable snake_case word a client can switch on.
-    pub code: &'static str,
-    pub detail: String,
-    /// One entry per problem, on 422 only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub errors: Option<Vec<FieldError>>,
-    pub request_id: String,
-}
+pub use wire::problem::{PROBLEM_JSON, Problem};
 
 /// The one table from what went wrong to the HTTP status that says it (docs/api.md, "Errors").
 /// Every variant is listed: a new one does not compile until it has its status here.
@@ -80,55 +62,49 @@ pub fn detail_of(e: &DomainError) -> String {
     }
 }
 
-impl Problem {
-    pub fn new(
-        status: StatusCode,
-        code: &'static str,
-        detail: String,
-        errors: Option<Vec<FieldError>>,
-        request_id: &str,
-    ) -> Self {
-        Problem {
-            kind: "about:blank",
-            title: status.canonical_reason().unwrap_or("Error").to_owned(),
-            status: status.as_u16(),
-            code,
-            detail,
-            errors,
-            request_id: request_id.to_owned(),
-        }
-    }
-
-    pub fn from_domain(e: &DomainError, request_id: &str) -> Self {
-        let errors = match e {
-            DomainError::Validation(v) => Some(v.errors().iter().map(FieldError::from).collect()),
-            _ => None,
-        };
-        Problem::new(status_of(e), e.code(), detail_of(e), errors, request_id)
-    }
-
-    pub fn from_request(e: &RequestError, request_id: &str) -> Self {
-        Problem::new(e.status(), e.code(), e.to_string(), None, request_id)
-    }
-
-    pub fn status_code(&self) -> StatusCode {
-        StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-    }
-
-    /// The answer's start: this problem's status and the problem+json media type; the caller
-    /// adds any header the problem calls for, then [`Problem::body`].
-    pub fn response(&self) -> actix_web::HttpResponseBuilder {
-        let mut builder = HttpResponse::build(self.status_code());
-        builder.insert_header((header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON)));
-        builder
-    }
-
-    pub fn body(&self) -> Vec<u8> {
-        serde_json::to_vec(self).unwrap_or_default()
+/// A problem with the status's reason phrase as its title.
+pub fn problem(
+    status: StatusCode,
+    code: &str,
+    detail: String,
+    errors: Option<Vec<FieldError>>,
+    request_id: &str,
+) -> Problem {
+    let p = Problem::new(
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("Error"),
+        code,
+        detail,
+        request_id,
+    );
+    match errors {
+        Some(errors) => p.with_errors(errors),
+        None => p,
     }
 }
 
-pub const PROBLEM_JSON: &str = "application/problem+json";
+/// The problem that says a use case's error.
+pub fn of_domain(e: &DomainError, request_id: &str) -> Problem {
+    let errors = match e {
+        DomainError::Validation(v) => Some(v.errors().iter().map(FieldError::from).collect()),
+        _ => None,
+    };
+    problem(status_of(e), e.code(), detail_of(e), errors, request_id)
+}
+
+/// The problem that says what the API refused by itself.
+pub fn of_request(e: &RequestError, request_id: &str) -> Problem {
+    problem(e.status(), e.code(), e.to_string(), None, request_id)
+}
+
+/// The answer's start: the problem's status and the problem+json media type; the caller adds
+/// any header the problem calls for, then the body (`Problem::to_json`).
+pub fn start(p: &Problem) -> actix_web::HttpResponseBuilder {
+    let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut builder = HttpResponse::build(status);
+    builder.insert_header((header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON)));
+    builder
+}
 
 /// What the API refuses by itself, before any use case runs: its own rules about the HTTP
 /// request (the body's media type and size, the query string).
@@ -201,8 +177,8 @@ impl ResponseError for ApiError {
         match &self.error {
             Failure::Domain(e) => problem_response(e, &self.request_id),
             Failure::Request(e) => {
-                let problem = Problem::from_request(e, &self.request_id);
-                problem.response().body(problem.body())
+                let problem = of_request(e, &self.request_id);
+                start(&problem).body(problem.to_json())
             }
         }
     }
@@ -211,18 +187,18 @@ impl ResponseError for ApiError {
 /// The HTTP answer for a domain error: problem+json, plus `WWW-Authenticate` on 401 and
 /// `Retry-After` where the error calls for it. Internal causes are logged, never sent.
 pub fn problem_response(e: &DomainError, request_id: &str) -> HttpResponse {
-    let problem = Problem::from_domain(e, request_id);
+    let problem = of_domain(e, request_id);
     if let DomainError::Internal(cause) = e {
         tracing::error!(request_id, cause = %cause, "internal error");
     }
-    let mut builder = problem.response();
+    let mut builder = start(&problem);
     if matches!(e, DomainError::Unauthorized(_)) {
         builder.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
     }
     if let Some(seconds) = e.retry_after_seconds() {
         builder.insert_header((header::RETRY_AFTER, seconds.to_string()));
     }
-    builder.body(problem.body())
+    builder.body(problem.to_json())
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use domain::model::idempotency::StoredResponse;
 use domain::service::{Answer, Render};
 use serde::Serialize;
 
-use crate::problem::{PROBLEM_JSON, Problem};
+use crate::problem::{self, PROBLEM_JSON};
 
 pub const JSON: &str = "application/json";
 
@@ -88,7 +88,7 @@ impl<T: Shown> Render<T> for JsonRender<T> {
 
 /// A refusal as it is answered, and stored for replays.
 fn problem_record(error: &DomainError, request_id: &str) -> StoredResponse {
-    let problem = Problem::from_domain(error, request_id);
+    let problem = problem::of_domain(error, request_id);
     let mut headers = vec![(header::CONTENT_TYPE.to_string(), PROBLEM_JSON.to_owned())];
     if let Some(s) = error.retry_after_seconds() {
         headers.push((header::RETRY_AFTER.to_string(), s.to_string()));
@@ -96,7 +96,7 @@ fn problem_record(error: &DomainError, request_id: &str) -> StoredResponse {
     StoredResponse {
         status: problem.status,
         headers,
-        body: problem.body(),
+        body: problem.to_json(),
     }
 }
 

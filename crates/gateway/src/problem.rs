@@ -1,10 +1,11 @@
-//! RFC 9457 problem details for the gateway's own answers, each carrying the id of the request
-//! (the one in the `X-Request-Id` header and in the log lines of that request).
+//! RFC 9457 problem details for the gateway's own answers (the API's one `Problem` shape),
+//! each carrying the id of the request (the one in the `X-Request-Id` header and in the log
+//! lines of that request).
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{HeaderName, HeaderValue};
-use serde::Serialize;
+use wire::problem::{PROBLEM_JSON, Problem};
 
 tokio::task_local! {
     /// The id of the request being answered.
@@ -35,32 +36,19 @@ pub fn choose_request_id(given: Option<&str>) -> String {
     }
 }
 
-#[derive(Debug, Serialize)]
-struct Problem<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    title: &'a str,
-    status: u16,
-    code: &'a str,
-    detail: &'a str,
-    request_id: String,
-}
-
 /// A problem+json answer. Never cached: it depends on who asked.
 pub fn problem(status: StatusCode, code: &str, detail: &str) -> HttpResponse {
-    let body = Problem {
-        kind: "about:blank",
-        title: status.canonical_reason().unwrap_or("Error"),
-        status: status.as_u16(),
+    let body = Problem::new(
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("Error"),
         code,
         detail,
-        request_id: request_id(),
-    };
-    let json = serde_json::to_string(&body).unwrap_or_else(|_| "{}".into());
+        request_id(),
+    );
     HttpResponse::build(status)
-        .content_type("application/problem+json")
+        .content_type(PROBLEM_JSON)
         .insert_header(("cache-control", "no-store"))
-        .body(json)
+        .body(body.to_json())
 }
 
 /// The same answer with one more header (a challenge, `Retry-After`).

@@ -21,7 +21,7 @@ use crate::routes::{self, OrgSource, ROUTES, RequiredRole, RouteSpec};
         description = "Clusters, node pools, nodes, Elastic IPs, firewall rules, kubeconfigs and the gateway's auth servers. Errors are RFC 9457 problem details with a stable `code`."
     ),
     components(schemas(
-        crate::problem::Problem,
+        wire::problem::Problem,
         wire::problem::FieldError,
         wire::request::auth_server::OidcConfigRequest,
         wire::request::auth_server::BasicConfigRequest,

@@ -18,7 +18,7 @@ use actix_web::{HttpRequest, HttpResponse, guard};
 use actix_web::http::StatusCode;
 
 use crate::extract::request_id;
-use crate::problem::Problem;
+use crate::problem;
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,24 +206,23 @@ pub async fn not_found(req: HttpRequest) -> HttpResponse {
     let allow = methods_for(req.path());
     if !allow.is_empty() {
         let allow = allow.join(", ");
-        let problem = Problem::new(
+        let problem = problem::problem(
             StatusCode::METHOD_NOT_ALLOWED,
             "method_not_allowed",
             format!("this path answers {allow}"),
             None,
             &request_id(&req),
         );
-        return problem
-            .response()
+        return problem::start(&problem)
             .insert_header(("Allow", allow))
-            .body(problem.body());
+            .body(problem.to_json());
     }
-    let problem = Problem::new(
+    let problem = problem::problem(
         StatusCode::NOT_FOUND,
         "not_found",
         "no such route".into(),
         None,
         &request_id(&req),
     );
-    problem.response().body(problem.body())
+    problem::start(&problem).body(problem.to_json())
 }
