@@ -10,7 +10,8 @@ use crate::model::secret::Secret;
 use crate::names::OrgRef;
 use crate::ports::identity::{IdentityError, IdentityProvider};
 
-/// Maps the platform's answer about a token onto the caller's answer (401 / 502).
+/// Maps the platform's answer about a token onto the caller's error
+/// (`DomainError::Unauthorized` / `DomainError::AuthBackendUnavailable`).
 pub fn identity_error(e: IdentityError) -> DomainError {
     match e {
         IdentityError::InvalidToken => DomainError::Unauthorized(AuthFailure::InvalidToken),
@@ -45,8 +46,9 @@ fn check_role(caller: &Caller, organization_id: &Uuid, access: Access) -> Result
     }
 }
 
-/// By-id routes: the object's organization decides; another
-/// organization's object is 403, never 404, so ids cannot be probed for existence beyond that.
+/// Use cases on one object by its id: the object's organization decides; another
+/// organization's object is `DomainError::Forbidden`, never `DomainError::NotFound`, so ids
+/// cannot be probed for existence beyond that.
 pub fn authorize_object(
     caller: &Caller,
     organization_id: &Uuid,
@@ -63,7 +65,7 @@ fn acting_for(organization_id: &Uuid) {
     tracing::Span::current().record("organization", tracing::field::display(organization_id));
 }
 
-/// Writers who are super_admin nowhere get 403 before anything is loaded.
+/// Writers who are super_admin nowhere get `DomainError::Forbidden` before anything is loaded.
 pub fn require_writer_somewhere(caller: &Caller) -> Result<(), DomainError> {
     if caller.is_super_admin_anywhere() {
         Ok(())
@@ -114,8 +116,8 @@ pub fn collection_org_ref(caller: &Caller, org: &OrgSelector) -> Result<OrgRef, 
     }
 }
 
-/// Unknown organization (404) or someone else's (403): asks the platform only when the
-/// caller's own memberships do not already answer.
+/// Unknown organization (`DomainError::NotFound`) or someone else's (`DomainError::Forbidden`):
+/// asks the platform only when the caller's own memberships do not already answer.
 async fn outsider(identity: &dyn IdentityProvider, r: &OrgRef) -> DomainError {
     if !r.is_well_formed() {
         return DomainError::NotFound(Resource::Organization);
@@ -144,8 +146,9 @@ pub async fn resolve_collection_org(
     }
 }
 
-/// Resolves the organization named in a create body: super_admin there, or 403 (404 when
-/// unknown). Returns the organization with its billing.
+/// Resolves the organization named in a create request: super_admin there, or
+/// `DomainError::Forbidden` (`DomainError::NotFound` when unknown). Returns the organization
+/// with its billing.
 pub async fn resolve_create_org(
     identity: &dyn IdentityProvider,
     caller: &Caller,
@@ -170,7 +173,8 @@ pub async fn resolve_create_org(
 }
 
 /// A change that adds nodes (a new cluster or pool, a higher count or max_nodes) needs the
-/// organization's billing to allow it: a prepaid organization without credit may not (402).
+/// organization's billing to allow it: a prepaid organization without credit may not
+/// (`DomainError::InsufficientCredit`).
 /// The billing is read fresh from the platform, never from a cache: credit that ran out a
 /// second ago must refuse the next node, while reads may go on using cached organizations.
 pub async fn require_credit(identity: &dyn IdentityProvider, id: &Uuid) -> Result<(), DomainError> {

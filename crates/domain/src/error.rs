@@ -1,10 +1,10 @@
-//! The one error of every use case. Each variant maps to exactly one HTTP status (the table in
-//! docs/api.md, "Errors") and carries a stable `code` a client can switch on; the API crate renders it.
+//! The one error of every use case. Each variant carries a stable `code` a client can switch
+//! on; the adapter that speaks to clients renders each variant in one fixed way.
 
 use crate::validation::Violations;
 
-/// Why a request was not authenticated. (The API answers each with a fixed text of its own,
-/// naming the header; docs/api.md, "Authentication".)
+/// Why a request was not authenticated. (The adapter that speaks to clients answers each with a
+/// fixed text of its own.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum AuthFailure {
     #[error("no credentials were presented")]
@@ -17,7 +17,7 @@ pub enum AuthFailure {
     InvalidToken,
 }
 
-/// Which kind of object a 404 or a name conflict is about.
+/// Which kind of object a `DomainError::NotFound` or a name conflict is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resource {
     Organization,
@@ -45,7 +45,7 @@ impl Resource {
     }
 }
 
-/// The 409s, each with its own code.
+/// The conflicts, each with its own code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Conflict {
     NameTaken {
@@ -91,7 +91,7 @@ pub enum Forbidden {
     AssistantNotAllowed,
 }
 
-/// Which capacity ran out (503 `capacity_exhausted`).
+/// Which capacity ran out (`DomainError::CapacityExhausted`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Capacity {
     ZoneNodes,

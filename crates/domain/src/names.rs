@@ -12,7 +12,7 @@ pub const DNS_LABEL_PATTERN: &str = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 pub const DNS_LABEL_MAX: usize = 63;
 /// Worker node names.
 pub const NODE_NAME_PATTERN: &str = "^[a-z0-9][-a-z0-9.]{0,252}[a-z0-9]$";
-/// The Idempotency-Key header.
+/// An idempotency key.
 pub const IDEMPOTENCY_KEY_PATTERN: &str = r"^[A-Za-z0-9_\-:.]{8,255}$";
 
 #[expect(
@@ -121,12 +121,12 @@ impl fmt::Display for NodeName {
     }
 }
 
-/// The `Idempotency-Key` header (8-255 characters of its pattern).
+/// A client's idempotency key (8-255 characters of its pattern).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IdempotencyKey(String);
 
 impl IdempotencyKey {
-    /// `None` for a header value that breaks the pattern (400 `invalid_idempotency_key`).
+    /// `None` for a value that breaks the pattern (`DomainError::InvalidIdempotencyKey`).
     pub fn parse(s: &str) -> Option<Self> {
         IDEMPOTENCY_KEY_RE.is_match(s).then(|| Self(s.to_owned()))
     }
@@ -140,7 +140,7 @@ impl IdempotencyKey {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum OrgRef {
     /// A 36-character value with dashes at 8, 13, 18 and 23. It may still not be a valid UUID
-    /// (then no organization has it: 404, not 400).
+    /// (then no organization has it: `DomainError::NotFound`, not a refusal of its form).
     Id(String),
     Slug(String),
 }
@@ -166,7 +166,8 @@ impl OrgRef {
     }
 
     /// Whether a reference could name an existing organization at all: ids must be UUIDs and
-    /// slugs DNS labels. One that cannot is answered 404 without asking the platform.
+    /// slugs DNS labels. One that cannot is not found (`DomainError::NotFound`) without asking
+    /// the platform.
     pub fn is_well_formed(&self) -> bool {
         match self {
             OrgRef::Id(s) => uuid::Uuid::parse_str(s).is_ok(),

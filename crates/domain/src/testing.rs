@@ -145,8 +145,9 @@ pub fn cluster(org: Uuid, phase: ClusterPhase) -> Cluster {
     }
 }
 
-/// Records answers as the HTTP adapter would in spirit: a body that differs by answer, the
-/// error's status.
+/// A stand-in renderer: an answer as its Debug text, a refusal as its code, so a replay can be
+/// told from a fresh answer. The use cases never read what a renderer wrote; they carry it to
+/// the store and back.
 pub struct JsonRender(pub u16);
 
 impl<T: std::fmt::Debug> Render<T> for JsonRender {
@@ -158,11 +159,9 @@ impl<T: std::fmt::Debug> Render<T> for JsonRender {
         }
     }
 
-    /// A stand-in for the API's rendering: what the use cases depend on is only that a
-    /// transient failure renders as a 5xx, which is never stored.
     fn err(&self, error: &DomainError) -> StoredResponse {
         StoredResponse {
-            status: if error.is_transient() { 503 } else { 400 },
+            status: self.0,
             headers: vec![],
             body: error.code().as_bytes().to_vec(),
         }

@@ -6,7 +6,7 @@ use std::fmt;
 /// One problem with one input field.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
-    /// Path of the field, e.g. `node_pools[0].count`; empty for the body as a whole.
+    /// Path of the field, e.g. `node_pools[0].count`; empty for the input as a whole.
     pub field: String,
     /// What is wrong, in words a person can act on. Never echoes a secret value.
     pub message: String,
@@ -173,7 +173,7 @@ mod tests {
 }
 
 /// A serde error message without the offending value: `invalid type: integer `12345`,
-/// expected a string` becomes `invalid type: integer, expected a string`. A body may carry a
+/// expected a string` becomes `invalid type: integer, expected a string`. An input may carry a
 /// secret in the wrong place, and an error text must never repeat it; field names stay.
 pub fn redact_serde_message(message: &str) -> String {
     use std::sync::LazyLock;

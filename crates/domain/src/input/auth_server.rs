@@ -1,6 +1,6 @@
-//! Auth server drafts: create, PATCH, and credential additions; the rules for
+//! Auth server drafts: create, change, and credential additions; the rules for
 //! issuer URLs, redirect paths, authorized domains, realms, usernames and static tokens.
-//! (The rules are tested through the JSON bodies clients send, in the `wire` crate's
+//! (The rules are tested through the JSON requests clients send, in the `wire` crate's
 //! `request::auth_server` tests.)
 
 use std::collections::HashSet;
@@ -64,7 +64,7 @@ pub struct OidcConfigRequest {
     pub group_claim: Option<String>,
 }
 
-/// A Basic username/password pair (create, and the credentials sub-route).
+/// A Basic username/password pair (create, and adding a credential).
 #[derive(Debug, Clone)]
 pub struct BasicCredentialRequest {
     pub username: String,
@@ -86,14 +86,14 @@ pub struct TokenConfigRequest {
     pub tokens: Vec<Secret>,
 }
 
-/// A Token credential (the credentials sub-route).
+/// A Token credential (adding a credential).
 #[derive(Debug, Clone)]
 pub struct TokenCredentialRequest {
     /// At least 16 visible ASCII characters. Write-only.
     pub token: Secret,
 }
 
-/// Body of `POST …/auth-servers/{id}/credentials`: basic or token, by the server's type.
+/// Adding a credential to an auth server: basic or token, by the server's type.
 #[derive(Debug, Clone)]
 pub enum CredentialRequest {
     Basic(BasicCredentialRequest),
@@ -110,21 +110,21 @@ pub struct AuthServerPatch {
     pub config: Option<ConfigPatch>,
 }
 
-/// A PATCH's `config`. Its shape is the stored server's type, which only the use case knows,
+/// A change's `config`. Its shape is the stored server's type, which only the use case knows,
 /// so it is read as each type's shape (each reading an error text when it does not fit) and
 /// the use case keeps the reading of the server's type.
 #[derive(Debug, Clone)]
 pub struct ConfigPatch {
     pub oidc: Result<OidcConfigPatch, String>,
     pub basic: Result<BasicConfigPatch, String>,
-    /// It names `credentials` or `tokens`, which change only through the credentials sub-route.
+    /// It names `credentials` or `tokens`, which change only by adding or removing credentials.
     pub names_credentials: bool,
-    /// It is `{}`: the one config a token server's PATCH may carry.
+    /// It is `{}`: the one config a token server's change may carry.
     pub is_empty: bool,
 }
 
 impl ConfigPatch {
-    /// The PATCH of an OIDC server's config.
+    /// The change of an OIDC server's config.
     pub fn oidc(patch: OidcConfigPatch) -> Self {
         ConfigPatch {
             oidc: Ok(patch),
@@ -134,7 +134,7 @@ impl ConfigPatch {
         }
     }
 
-    /// The PATCH of a Basic server's realm.
+    /// The change of a Basic server's realm.
     pub fn basic(patch: BasicConfigPatch) -> Self {
         ConfigPatch {
             oidc: Err("not an OIDC configuration".into()),
@@ -145,7 +145,7 @@ impl ConfigPatch {
     }
 }
 
-/// OIDC `config` on PATCH: any of the fields; a claim set to null stops being sent.
+/// OIDC `config` on a change: any of the fields; a claim set to null stops being sent.
 #[derive(Debug, Clone, Default)]
 pub struct OidcConfigPatch {
     pub issuer_url: Option<String>,
@@ -160,7 +160,7 @@ pub struct OidcConfigPatch {
     pub group_claim: Option<Option<String>>,
 }
 
-/// Basic `config` on PATCH: the realm (null: the server's name again).
+/// Basic `config` on a change: the realm (null: the server's name again).
 #[derive(Debug, Clone, Default)]
 pub struct BasicConfigPatch {
     pub realm: Option<Option<String>>,
@@ -197,7 +197,7 @@ pub struct AuthServerSpec {
     pub config: ConfigSpec,
 }
 
-/// A validated PATCH of the non-secret OIDC fields (and maybe a new secret).
+/// A validated change of the non-secret OIDC fields (and maybe a new secret).
 #[derive(Debug, Clone, Default)]
 pub struct OidcChanges {
     pub issuer_url: Option<String>,
@@ -602,7 +602,7 @@ fn claim_change(v: &mut Violations, field: &str, c: &Option<Option<String>>) {
 }
 
 impl AuthServerPatch {
-    /// Validates a PATCH for a server of type `kind`.
+    /// Validates a change for a server of type `kind`.
     pub fn validate(&self, kind: AuthServerType) -> Result<AuthServerChanges, Violations> {
         let mut v = Violations::new();
         if self.name.is_none() && self.environment.is_none() && self.config.is_none() {

@@ -1,4 +1,4 @@
-//! Cluster bodies: create, PATCH (description and tags only), exposure PATCH.
+//! Cluster inputs: create, change (description and tags only), exposure change.
 
 use std::collections::HashSet;
 
@@ -9,10 +9,10 @@ use crate::names::{DnsLabel, OrgRef, is_dns_label};
 use crate::rules::{MAX_CLUSTER_DESCRIPTION, MAX_CLUSTER_TAGS, MAX_POOLS, MIN_POOLS};
 use crate::validation::Violations;
 
-/// `POST /v1/public/clusters`. A control-plane pick is an unknown field (422).
+/// Creating a cluster. A control-plane pick is an unknown field, refused as a validation error.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CreateClusterRequest {
-    /// Required: the organization's slug (DNS label) or id (UUID). Header and query are not read.
+    /// Required: the organization's slug (DNS label) or id (UUID). It is taken from here only.
     pub organization: Option<String>,
     pub name: Option<String>,
     /// Zone id; the default zone when omitted.
@@ -29,8 +29,9 @@ pub struct CreateClusterRequest {
     pub node_pools: Option<Vec<NodePoolRequest>>,
 }
 
-/// A create body that passed every body rule; zone, version and tiers are checked against the
-/// catalog by the use case (400).
+/// A create request that passed every input rule; zone, version and tiers are checked against
+/// the catalog by the use case (`DomainError::UnknownZone`, `UnknownVersion`,
+/// `UnknownMachineTier`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterSpec {
     pub organization: OrgRef,
@@ -62,7 +63,7 @@ pub fn check_tags(v: &mut Violations, field: &str, tags: &[String]) -> Vec<DnsLa
 }
 
 impl CreateClusterRequest {
-    /// Every body rule (422), each problem with its path.
+    /// Every input rule (refused as a validation error), each problem with its path.
     pub fn validate(&self) -> Result<ClusterSpec, Violations> {
         let mut v = Violations::new();
         let organization = match self.organization.as_deref() {
@@ -148,7 +149,7 @@ impl CreateClusterRequest {
     }
 }
 
-/// `PATCH /v1/public/clusters/{id}`: `description` and `tags` only.
+/// Changing a cluster: `description` and `tags` only.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterPatch {
     /// A new description; null clears it.
@@ -157,7 +158,7 @@ pub struct ClusterPatch {
     pub tags: Option<Option<Vec<String>>>,
 }
 
-/// A validated cluster PATCH.
+/// A validated cluster change.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterChanges {
     pub description: Option<Option<String>>,
@@ -191,7 +192,7 @@ impl ClusterPatch {
     }
 }
 
-/// `PATCH /v1/public/clusters/{id}/exposure`.
+/// Changing a cluster's exposure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExposurePatch {
     pub exposure: Exposure,

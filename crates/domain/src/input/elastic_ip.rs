@@ -1,4 +1,4 @@
-//! `POST …/elastic-ips`.
+//! Allocating an Elastic IP.
 
 use crate::model::cluster::Exposure;
 use crate::names::DnsLabel;

@@ -1,4 +1,4 @@
-//! `POST …/firewall-rules`: ingress only; tcp/udp with a port range, icmp
+//! Creating a firewall rule: ingress only; tcp/udp with a port range, icmp
 //! without; 1-16 IPv4 CIDRs.
 
 use crate::input::check_len;

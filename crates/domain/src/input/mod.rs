@@ -2,7 +2,7 @@
 //! values. A draft holds what the client said, as loosely as it may say it (every field
 //! optional, text not yet parsed); `validate` collects every problem with its field path, so
 //! a client learns all of them at once. Reading a draft from JSON is the API's business (the
-//! `wire` crate's request bodies convert into these); an internal tool builds them directly.
+//! `wire` crate's request shapes convert into these); an internal tool builds them directly.
 
 pub mod auth_server;
 pub mod cluster;

@@ -1,4 +1,4 @@
-//! Node pool bodies (create and PATCH) and the count /
+//! Node pool drafts (create and change) and the count /
 //! auto_scale / min / max rules.
 
 use std::collections::BTreeMap;
@@ -7,7 +7,7 @@ use crate::names::DnsLabel;
 use crate::rules::{DEFAULT_MIN_NODES, DEFAULT_POOL_NAME, MAX_NODES_PER_POOL};
 use crate::validation::Violations;
 
-/// A pool in a create body, or the body of `POST …/node-pools`.
+/// A pool of a cluster being created, or a pool added to a cluster.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NodePoolRequest {
     /// DNS label; `default` when omitted.
@@ -25,7 +25,7 @@ pub struct NodePoolRequest {
     pub tags: Option<BTreeMap<String, String>>,
 }
 
-/// `PATCH …/node-pools/{pool}`: any of count, auto_scale, min_nodes, max_nodes, labels, tags.
+/// Changing a node pool: any of count, auto_scale, min_nodes, max_nodes, labels, tags.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NodePoolPatch {
     pub count: Option<Option<i64>>,
@@ -47,7 +47,8 @@ pub struct Sizing {
     pub max_nodes: Option<u32>,
 }
 
-/// A validated pool request; `size` is checked against the catalog by the use case (400).
+/// A validated pool request; `size` is checked against the catalog by the use case
+/// (`DomainError::UnknownMachineTier`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PoolSpec {
     pub name: DnsLabel,
@@ -192,7 +193,7 @@ impl NodePoolPatch {
         self == &NodePoolPatch::default()
     }
 
-    /// Refuses `null` for every field and an empty body.
+    /// Refuses `null` for every field and a change of nothing.
     pub fn check_shape(&self) -> Result<(), Violations> {
         let mut v = Violations::new();
         if self.is_empty() {

@@ -117,7 +117,7 @@ impl Constraints {
     }
 }
 
-/// `GET /v1/catalog`: one zone's offer plus the constraints. Spelled out rather than
+/// The catalog as a client reads it: one zone's offer plus the constraints. Spelled out rather than
 /// flattened so its schema is exact.
 #[derive(Debug, Clone)]
 pub struct CatalogView {

@@ -148,7 +148,7 @@ impl ClusterPhase {
         })
     }
 
-    /// The phase machine. Deleting is idempotent (a second DELETE is accepted as it is).
+    /// The phase machine. Deleting is idempotent (a second deletion is accepted as it is).
     pub fn apply(self, event: PhaseEvent) -> Result<ClusterPhase, PhaseTransitionError> {
         use ClusterPhase::*;
         use PhaseEvent::*;
@@ -259,7 +259,8 @@ impl Registration {
     };
 }
 
-/// State of an exposure change. Only one is ever in flight: a second is 409.
+/// State of an exposure change. Only one is ever in flight: a second is
+/// `Conflict::ChangeInFlight`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExposureChangeStatus {
@@ -281,18 +282,18 @@ pub struct ExposureChange {
 /// What an exposure request asks of a cluster, decided by [`Cluster::request_exposure`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExposureDecision {
-    /// Already at that exposure and nothing in flight: 200, nothing started.
+    /// Already at that exposure and nothing in flight: nothing started.
     Unchanged,
-    /// A change starts: 202.
+    /// A change starts.
     Start(ExposureChange),
 }
 
 /// Why an exposure request is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExposureRefusal {
-    /// Exposure changes need `Provisioned` (400 `phase_not_provisioned`).
+    /// Exposure changes need `Provisioned` (`DomainError::PhaseNotProvisioned`).
     NotProvisioned(ClusterPhase),
-    /// Another exposure change is in flight (409 `change_in_flight`).
+    /// Another exposure change is in flight (`Conflict::ChangeInFlight`).
     ChangeInFlight,
     Deleting,
     Failed,
@@ -367,7 +368,7 @@ impl Cluster {
         self.live_pools().map(|p| u64::from(p.count)).sum()
     }
 
-    /// Decides an exposure PATCH.
+    /// Decides a request to change the exposure.
     pub fn request_exposure(&self, to: Exposure) -> Result<ExposureDecision, ExposureRefusal> {
         match self.phase {
             ClusterPhase::Deleting => return Err(ExposureRefusal::Deleting),

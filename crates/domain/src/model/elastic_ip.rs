@@ -103,7 +103,7 @@ pub struct Annotation {
 }
 
 /// An Elastic IP as stored. Its address is reserved when it is allocated, so an exhausted pool
-/// is answered at once (503), but shown only once `Ready`.
+/// fails at once (`DomainError::CapacityExhausted`), but shown only once `Ready`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ElasticIp {
     pub id: Uuid,

@@ -114,11 +114,11 @@ pub struct IdempotencyRecord {
 /// What a request whose key already exists gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdempotencyDecision {
-    /// Same request, finished: the stored answer with `Idempotency-Replay: true`.
+    /// Same request, finished: the stored answer, marked as a replay.
     Replay(StoredResponse),
-    /// Different method, path or body: 409 `idempotency_key_reused`.
+    /// Different method, path or body: `Conflict::IdempotencyKeyReused`.
     Reused,
-    /// Same key still being worked on within its lease: 409 `idempotency_key_in_progress`.
+    /// Same key still being worked on within its lease: `Conflict::IdempotencyKeyInProgress`.
     InProgress,
     /// The first request died (its lease ran out): this one takes the key over and runs anew.
     TakeOver { stale_lease_id: Uuid },

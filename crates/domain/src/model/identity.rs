@@ -60,7 +60,7 @@ pub struct User {
     pub email: Option<String>,
 }
 
-/// The authenticated caller, as `GET /v1/me` describes them.
+/// The authenticated caller, as the account platform knows them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Caller {
     pub user: User,
@@ -91,7 +91,8 @@ impl Caller {
         self.membership(organization_id).map(|m| m.role)
     }
 
-    /// Whether the caller may write anywhere at all (a writer who is super_admin nowhere gets 403 before anything is loaded).
+    /// Whether the caller may write anywhere at all (a writer who is super_admin nowhere gets
+    /// `DomainError::Forbidden` before anything is loaded).
     pub fn is_super_admin_anywhere(&self) -> bool {
         self.memberships.iter().any(|m| m.role.can_write())
     }
@@ -121,7 +122,7 @@ impl Billing {
     }
 }
 
-/// An organization as `GET /v1/organizations/{id-or-slug}` describes it.
+/// An organization, with its billing, as the account platform knows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Organization {
     pub id: Uuid,

@@ -9,10 +9,11 @@ use crate::names::OrgRef;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdentityError {
-    /// The platform rejected the token (401 `invalid bearer token`).
+    /// The platform rejected the token (`AuthFailure::InvalidToken`).
     #[error("the token was rejected")]
     InvalidToken,
-    /// Refused, timed out, 5xx or an unreadable answer (502). The text never holds a token.
+    /// Refused, timed out, failed on the platform's side or an unreadable answer
+    /// (`DomainError::AuthBackendUnavailable`). The text never holds a token.
     #[error("the account platform is unavailable: {0}")]
     Unavailable(String),
 }
@@ -20,10 +21,10 @@ pub enum IdentityError {
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait IdentityProvider: Send + Sync {
-    /// The caller a bearer token belongs to (`GET /v1/me`).
+    /// The caller a bearer token belongs to, as the account platform knows them.
     async fn caller(&self, token: &Secret) -> Result<Caller, IdentityError>;
-    /// An organization with its billing (`GET /v1/organizations/{id-or-slug}`); `None` when
-    /// the platform does not know it.
+    /// An organization with its billing, by id or slug; `None` when the platform does not
+    /// know it.
     async fn organization(&self, org: &OrgRef) -> Result<Option<Organization>, IdentityError>;
     /// The same, asked of the platform now and never answered from a cache: what a change that
     /// adds nodes reads, so an organization whose credit ran out is refused at once, not when a

@@ -45,7 +45,8 @@ pub enum StoreError {
     /// The idempotency key is no longer held by this request; nothing was written.
     #[error("the idempotency lease was lost")]
     LeaseLost,
-    /// The database cannot be reached or the pool is exhausted: 503, retry later.
+    /// The database cannot be reached or the pool is exhausted: `DomainError::ServiceUnavailable`,
+    /// retry later.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
     /// Anything else: a bug or a broken invariant.
@@ -107,7 +108,7 @@ pub struct ClusterWrite {
     pub changes: Vec<Change>,
     /// Schedule a reconcile of the cluster (the provisioning work).
     pub reconcile: bool,
-    /// The answer to store on the request's Idempotency-Key, committed with the change.
+    /// The answer to store on the request's idempotency key, committed with the change.
     pub idempotency: Option<IdempotencyCompletion>,
     /// The request that decided the change (its id), kept on the work it schedules so the
     /// provisioning that follows can be traced back to it; `None` for the reconciler's own.
@@ -151,7 +152,7 @@ pub trait ClusterRepository: Send + Sync {
     async fn commit(&self, write: ClusterWrite) -> Result<i64, StoreError>;
 }
 
-/// Outcome of trying to claim an Idempotency-Key.
+/// Outcome of trying to claim an idempotency key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClaimOutcome {
     Claimed,
@@ -177,7 +178,7 @@ pub trait IdempotencyStore: Send + Sync {
     /// when the key is already completed (its answer was committed with the change) or held by
     /// another lease.
     async fn complete(&self, completion: IdempotencyCompletion) -> Result<(), StoreError>;
-    /// Gives the key up (a 5xx answer): a retry runs anew.
+    /// Gives the key up (a transient failure, `DomainError::is_transient`): a retry runs anew.
     async fn release(&self, scope: IdempotencyScope, lease_id: Uuid) -> Result<(), StoreError>;
     /// Deletes keys created before `before`; returns how many.
     async fn purge_created_before(&self, before: DateTime<Utc>) -> Result<u64, StoreError>;

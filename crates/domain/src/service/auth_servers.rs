@@ -1,5 +1,5 @@
-//! Gateway auth server routes: list, create, get, PATCH, delete, and the
-//! credentials sub-routes. Secrets are protected before they reach storage and never answered.
+//! Gateway auth server use cases: list, create, get, change, delete, and adding and removing
+//! credentials. Secrets are protected before they reach storage and never answered.
 
 use std::collections::HashSet;
 
@@ -25,7 +25,7 @@ use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{MAX_ATTEMPTS, Services, name_taken, store_error};
 use crate::validation::Violations;
 
-/// What a DELETE of an auth server or credential answers: 204, nothing in the body.
+/// What the deletion of an auth server or credential answers: nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Deleted;
 
@@ -109,7 +109,7 @@ impl Services {
         }
     }
 
-    /// `GET /v1/public/gateway/auth-servers?environment=E`.
+    /// Lists the organization's auth servers, optionally only those of one environment.
     pub async fn list_auth_servers(
         &self,
         caller: &Caller,
@@ -117,8 +117,8 @@ impl Services {
         environment: Option<&str>,
     ) -> Result<Vec<AuthServerView>, DomainError> {
         let org = access::resolve_collection_org(self.ports.identity.as_ref(), caller, org).await?;
-        // The API checked the filter's shape (a DNS label, else 400): an unknown environment
-        // simply lists nothing.
+        // The adapter checked the filter's shape (a DNS label, else it refused the request): an
+        // unknown environment simply lists nothing.
         let environment = environment.map(str::to_owned);
         let servers = self
             .ports
@@ -129,7 +129,7 @@ impl Services {
         Ok(servers.iter().map(AuthServer::view).collect())
     }
 
-    /// `POST /v1/public/gateway/auth-servers`: 201.
+    /// Creates an auth server.
     pub async fn create_auth_server(
         &self,
         caller: &Caller,
@@ -195,7 +195,7 @@ impl Services {
         .await
     }
 
-    /// `GET /v1/public/gateway/auth-servers/{id}`.
+    /// Gets one auth server.
     pub async fn get_auth_server(
         &self,
         caller: &Caller,
@@ -255,7 +255,7 @@ impl Services {
         Err(DomainError::Conflict(Conflict::ConcurrentModification))
     }
 
-    /// `PATCH /v1/public/gateway/auth-servers/{id}`: merges the given fields.
+    /// Changes an auth server: merges the given fields.
     pub async fn patch_auth_server(
         &self,
         caller: &Caller,
@@ -345,7 +345,7 @@ impl Services {
         .await
     }
 
-    /// `DELETE /v1/public/gateway/auth-servers/{id}`: 204.
+    /// Deletes an auth server.
     pub async fn delete_auth_server(
         &self,
         caller: &Caller,
@@ -385,7 +385,7 @@ impl Services {
         .await
     }
 
-    /// `POST /v1/public/gateway/auth-servers/{id}/credentials`: 201 with the new entry.
+    /// Adds a credential to an auth server: answers with the new entry.
     pub async fn add_credential(
         &self,
         caller: &Caller,
@@ -398,7 +398,7 @@ impl Services {
             // Checked before anything is hashed, and again below on the row being written.
             at_capacity(&server)?;
             let mut v = Violations::new();
-            // The body's shape must match the server's type.
+            // The request's shape must match the server's type.
             let prepared = match (&server.config, &body) {
                 (AuthServerConfig::Basic(_), CredentialRequest::Basic(b)) => {
                     check_username(&mut v, "username", &b.username);
@@ -495,8 +495,8 @@ impl Services {
         .await
     }
 
-    /// `DELETE /v1/public/gateway/auth-servers/{id}/credentials/{credential_id}`: 204; never
-    /// the last one.
+    /// Removes a credential from an auth server; never the last one
+    /// (`Conflict::LastCredential`).
     pub async fn remove_credential(
         &self,
         caller: &Caller,
@@ -544,7 +544,7 @@ impl Services {
     }
 }
 
-/// 422 when the server already holds as many credentials as one may.
+/// Refused as a validation error when the server already holds as many credentials as one may.
 fn at_capacity(server: &AuthServer) -> Result<(), DomainError> {
     if server.config.credential_count() >= MAX_CREDENTIALS_PER_AUTH_SERVER {
         return Err(DomainError::validation(

@@ -1,4 +1,4 @@
-//! `GET /v1/catalog`.
+//! The catalog: what a zone offers, and the constraints.
 
 use crate::access;
 use crate::access::OrgSelector;
@@ -9,7 +9,7 @@ use crate::service::Services;
 
 impl Services {
     /// The catalog of a zone (default zone when none is given). Resolves its organization like
-    /// a collection read: 400 when none.
+    /// a collection read: `DomainError::OrganizationRequired` when none.
     pub async fn catalog(
         &self,
         caller: &Caller,

@@ -1,5 +1,5 @@
-//! Cluster routes: list, create, get, PATCH, exposure PATCH, DELETE, the state long-poll and
-//! the kubeconfig.
+//! Cluster use cases: list, create, get, change (description and tags), change the exposure,
+//! delete, wait for a state change, and the kubeconfig.
 
 use std::time::Duration;
 
@@ -31,14 +31,14 @@ pub struct ClusterPage {
     pub total: u64,
 }
 
-/// The answer of an exposure PATCH: 202 when a change started, 200 when nothing had to.
+/// The outcome of an exposure change: whether a change started, or nothing had to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExposureOutcome {
     pub cluster: Cluster,
     pub started: bool,
 }
 
-/// The state long-poll's answer.
+/// The answer of a wait for a state change.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateAnswer {
     pub cluster_id: uuid::Uuid,
@@ -47,7 +47,7 @@ pub struct StateAnswer {
     pub changed: bool,
 }
 
-/// The kubeconfig, or 202 with a retry hint while the control plane is not up.
+/// The kubeconfig, or a retry hint while the control plane is not up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KubeconfigAnswer {
     Ready {
@@ -61,7 +61,7 @@ pub enum KubeconfigAnswer {
 }
 
 impl Services {
-    /// `GET /v1/public/clusters`: the resolved organization's clusters, one page.
+    /// Lists the resolved organization's clusters, one page.
     pub async fn list_clusters(
         &self,
         caller: &Caller,
@@ -89,8 +89,8 @@ impl Services {
         })
     }
 
-    /// `POST /v1/public/clusters`: the organization comes from the body only (never the header
-    /// or the query).
+    /// Creates a cluster: the organization is the one the create request names, never taken
+    /// from anywhere else.
     pub async fn create_cluster(
         &self,
         caller: &Caller,
@@ -199,7 +199,7 @@ impl Services {
         .await
     }
 
-    /// 503 when `extra` more nodes would pass the zone's capacity.
+    /// `DomainError::CapacityExhausted` when `extra` more nodes would pass the zone's capacity.
     pub(crate) async fn require_zone_capacity(
         &self,
         zone: &str,
@@ -220,7 +220,7 @@ impl Services {
         Ok(())
     }
 
-    /// `GET /v1/public/clusters/{id}`.
+    /// Gets one cluster.
     pub async fn get_cluster(&self, caller: &Caller, id: Uuid) -> Result<Cluster, DomainError> {
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
@@ -228,7 +228,8 @@ impl Services {
     }
 
     /// Loads a live cluster for a write by a caller who must be super_admin of its
-    /// organization (403 before load for writers who are super_admin nowhere).
+    /// organization (`DomainError::Forbidden` before load for writers who are super_admin
+    /// nowhere).
     pub(crate) async fn cluster_for_write(
         &self,
         caller: &Caller,
@@ -241,8 +242,8 @@ impl Services {
     }
 
     /// Like [`Self::cluster_for_write`], for the writes the assistant may not make (Elastic IPs
-    /// and firewall rules): a member of the organization using the assistant gets 403
-    /// `assistant_not_allowed` whatever the role.
+    /// and firewall rules): a member of the organization using the assistant gets
+    /// `Forbidden::AssistantNotAllowed` whatever the role.
     pub(crate) async fn cluster_for_restricted_write(
         &self,
         caller: &Caller,
@@ -311,7 +312,7 @@ impl Services {
         Err(DomainError::Conflict(Conflict::ConcurrentModification))
     }
 
-    /// `PATCH /v1/public/clusters/{id}`: description and tags.
+    /// Changes a cluster's description and tags.
     pub async fn patch_cluster(
         &self,
         caller: &Caller,
@@ -344,7 +345,7 @@ impl Services {
         .await
     }
 
-    /// `PATCH /v1/public/clusters/{id}/exposure`.
+    /// Changes a cluster's exposure.
     pub async fn change_exposure(
         &self,
         caller: &Caller,
@@ -396,8 +397,8 @@ impl Services {
         .await
     }
 
-    /// `DELETE /v1/public/clusters/{id}`: 202 with the cluster in `Deleting`; a second DELETE
-    /// answers 202 with the cluster as it is.
+    /// Deletes a cluster: answers with the cluster in `Deleting`; a second deletion answers
+    /// with the cluster as it is.
     pub async fn delete_cluster(
         &self,
         caller: &Caller,
@@ -437,8 +438,8 @@ impl Services {
         .await
     }
 
-    /// `GET …/state`: answers at once when the cluster's version is past `since`, otherwise
-    /// waits for a change or `timeout_seconds`.
+    /// Waits for a cluster's state to change: answers at once when the cluster's version is
+    /// past `since`, otherwise waits for a change or `timeout_seconds`.
     pub async fn cluster_state(
         &self,
         caller: &Caller,
@@ -486,8 +487,8 @@ impl Services {
         }
     }
 
-    /// `GET …/kubeconfig`: 200 from `ControlPlaneReady` on, 202 before (with the delay to wait
-    /// before asking again).
+    /// The cluster's kubeconfig: ready from `ControlPlaneReady` on, `NotReady` before (with the
+    /// delay to wait before asking again).
     pub async fn kubeconfig(
         &self,
         caller: &Caller,

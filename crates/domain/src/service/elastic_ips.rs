@@ -1,4 +1,4 @@
-//! Elastic IP routes: list, get, allocate and release.
+//! Elastic IP use cases: list, get, allocate and release.
 
 use uuid::Uuid;
 
@@ -27,7 +27,7 @@ impl Services {
         eip.view(&self.settings.annotation_domain)
     }
 
-    /// `GET …/elastic-ips` (the assistant may read these).
+    /// Lists a cluster's Elastic IPs (the assistant may read these).
     pub async fn list_elastic_ips(
         &self,
         caller: &Caller,
@@ -43,7 +43,7 @@ impl Services {
             .collect())
     }
 
-    /// `GET …/elastic-ips/{eip}`.
+    /// Gets one Elastic IP of a cluster.
     pub async fn get_elastic_ip(
         &self,
         caller: &Caller,
@@ -62,8 +62,8 @@ impl Services {
             .ok_or(DomainError::NotFound(Resource::ElasticIp))
     }
 
-    /// `POST …/elastic-ips`: 202 with the Elastic IP `Pending`. Its address is reserved now, so
-    /// an exhausted pool is answered at once (503).
+    /// Allocates an Elastic IP: answers with it `Pending`. Its address is reserved now, so an
+    /// exhausted pool fails at once (`DomainError::CapacityExhausted`).
     pub async fn create_elastic_ip(
         &self,
         caller: &Caller,
@@ -155,7 +155,8 @@ impl Services {
         .await
     }
 
-    /// `DELETE …/elastic-ips/{eip}`: release, only from `Ready` or `Failed` (409 otherwise).
+    /// Releases an Elastic IP, only from `Ready` or `Failed` (`Conflict::InvalidState`
+    /// otherwise).
     pub async fn release_elastic_ip(
         &self,
         caller: &Caller,

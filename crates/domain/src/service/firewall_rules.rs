@@ -1,4 +1,4 @@
-//! Firewall rule routes: list, get, create (cluster must be Provisioned) and delete.
+//! Firewall rule use cases: list, get, create (cluster must be Provisioned) and delete.
 
 use uuid::Uuid;
 
@@ -13,7 +13,7 @@ use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{Decision, Services, require_changeable, store_error};
 
 impl Services {
-    /// `GET …/firewall-rules`.
+    /// Lists a cluster's firewall rules.
     pub async fn list_firewall_rules(
         &self,
         caller: &Caller,
@@ -28,7 +28,7 @@ impl Services {
             .map_err(store_error)
     }
 
-    /// `GET …/firewall-rules/{rule}`.
+    /// Gets one firewall rule of a cluster.
     pub async fn get_firewall_rule(
         &self,
         caller: &Caller,
@@ -49,7 +49,7 @@ impl Services {
             .ok_or(DomainError::NotFound(Resource::FirewallRule))
     }
 
-    /// `POST …/firewall-rules`: only on a `Provisioned` cluster; 202 with the rule `Pending`.
+    /// Creates a firewall rule, only on a `Provisioned` cluster: answers with the rule `Pending`.
     pub async fn create_firewall_rule(
         &self,
         caller: &Caller,
@@ -116,7 +116,7 @@ impl Services {
         .await
     }
 
-    /// `DELETE …/firewall-rules/{rule}`: 202 with the rule `Deleting`.
+    /// Deletes a firewall rule: answers with the rule `Deleting`.
     pub async fn delete_firewall_rule(
         &self,
         caller: &Caller,

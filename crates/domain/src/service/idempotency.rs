@@ -1,6 +1,6 @@
-//! Idempotency-Key handling shared by every POST, DELETE and node-pool PATCH: the
-//! claim in its own short transaction, the answer committed with the change, replays byte for
-//! byte, and release on 5xx.
+//! Idempotency key handling shared by every create, every deletion and the node-pool change:
+//! the claim in its own short transaction, the answer committed with the change, replays byte
+//! for byte, and release on a transient failure (`DomainError::is_transient`).
 
 use chrono::Duration;
 use uuid::Uuid;
@@ -15,13 +15,13 @@ use crate::ports::storage::ClaimOutcome;
 use crate::service::{Services, store_error};
 
 /// Turns a use case's answer into the bytes a client receives, so the stored answer and the
-/// live one are the same bytes. Implemented by the HTTP adapter.
+/// live one are the same bytes. Implemented by the adapter that speaks to clients.
 pub trait Render<T>: Send + Sync {
     fn ok(&self, value: &T) -> StoredResponse;
     fn err(&self, error: &DomainError) -> StoredResponse;
 }
 
-/// A request that carries an Idempotency-Key.
+/// A request that carries an idempotency key.
 pub struct IdempotencyRequest<'a, T> {
     pub key: IdempotencyKey,
     pub fingerprint: RequestFingerprint,
@@ -29,7 +29,7 @@ pub struct IdempotencyRequest<'a, T> {
 }
 
 /// What a mutation answers: a fresh result, or the stored answer of the first request with
-/// the same key (sent with `Idempotency-Replay: true`).
+/// the same key (marked to the client as a replay).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer<T> {
     Fresh(T),
@@ -68,7 +68,7 @@ pub(crate) enum Begin<'a, T> {
 }
 
 impl Services {
-    /// Runs `work` under the request's Idempotency-Key for this organization: the stored answer
+    /// Runs `work` under the request's idempotency key for this organization: the stored answer
     /// of a finished request with the same key is replayed without running it; otherwise the
     /// key is claimed, `work` runs (given the claim, to commit its answer with its change), and
     /// the outcome is settled on the key.

@@ -1,10 +1,11 @@
-//! The use cases: one method per route of the API. Each
+//! The use cases: one method per operation of the service. Each
 //! enforces every rule through the ports and answers with one [`DomainError`].
 //!
-//! The order inside a mutation is always the same: authorize (403 before load for writers who
-//! are super_admin nowhere) → load the object and take its organization → check the caller's
-//! role there → claim the Idempotency-Key (scoped to that organization) → validate and decide
-//! with the pure rules → commit the whole change, with the stored answer, in one transaction.
+//! The order inside a mutation is always the same: authorize (`DomainError::Forbidden` before
+//! load for writers who are super_admin nowhere) → load the object and take its organization →
+//! check the caller's role there → claim the idempotency key (scoped to that organization) →
+//! validate and decide with the pure rules → commit the whole change, with the stored answer,
+//! in one transaction.
 
 mod auth_servers;
 mod catalog;
@@ -118,8 +119,8 @@ impl<T> Decision<T> {
     }
 }
 
-/// How often a change decided on a stale revision is decided again before giving up with 409
-/// `concurrent_modification`.
+/// How often a change decided on a stale revision is decided again before giving up with
+/// `Conflict::ConcurrentModification`.
 const MAX_ATTEMPTS: usize = 8;
 
 impl Services {
@@ -160,7 +161,7 @@ impl Services {
         crate::access::authenticate(self.ports.identity.as_ref(), token).await
     }
 
-    /// Loads a live cluster by its id: unknown or gone → 404.
+    /// Loads a live cluster by its id: unknown or gone → `DomainError::NotFound`.
     async fn live_cluster(&self, id: Uuid) -> Result<Cluster, DomainError> {
         let cluster = self.any_cluster(id).await?;
         if cluster.is_gone() {
@@ -170,7 +171,7 @@ impl Services {
         }
     }
 
-    /// Loads a cluster by its id, tombstones included (an idempotent replay of a DELETE
+    /// Loads a cluster by its id, tombstones included (an idempotent replay of a deletion
     /// must still find the organization its key belongs to).
     async fn any_cluster(&self, id: Uuid) -> Result<Cluster, DomainError> {
         self.ports
@@ -183,7 +184,8 @@ impl Services {
 }
 
 /// Storage errors as the caller sees them: a lost race or a name already taken is the caller's
-/// 409, an unreachable database a 503, anything else our 500.
+/// `DomainError::Conflict`, an unreachable database `DomainError::ServiceUnavailable`, anything
+/// else our `DomainError::Internal`.
 pub(crate) fn store_error(e: StoreError) -> DomainError {
     match e {
         StoreError::Duplicate(rule) => DomainError::Conflict(Conflict::NameTaken {

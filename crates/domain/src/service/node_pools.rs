@@ -1,4 +1,4 @@
-//! Node pool routes: list, add, PATCH (resize, labels, tags) and delete.
+//! Node pool use cases: list, add, change (resize, labels, tags) and delete.
 
 use uuid::Uuid;
 
@@ -29,7 +29,7 @@ fn pool_invalid_state(pool: &NodePool, operation: &'static str) -> DomainError {
 }
 
 impl Services {
-    /// `GET …/node-pools`.
+    /// Lists a cluster's node pools.
     pub async fn list_node_pools(
         &self,
         caller: &Caller,
@@ -40,7 +40,7 @@ impl Services {
         Ok(cluster.node_pools)
     }
 
-    /// `POST …/node-pools`: 202 with the pool `Provisioning`.
+    /// Adds a node pool: answers with the pool `Provisioning`.
     pub async fn create_node_pool(
         &self,
         caller: &Caller,
@@ -113,7 +113,7 @@ impl Services {
         .await
     }
 
-    /// `PATCH …/node-pools/{pool}`: a new target replaces the old one, even while `Scaling`.
+    /// Changes a node pool: a new target replaces the old one, even while `Scaling`.
     pub async fn patch_node_pool(
         &self,
         caller: &Caller,
@@ -172,7 +172,8 @@ impl Services {
         .await
     }
 
-    /// `DELETE …/node-pools/{pool}`: 202 with the pool `Deleting`; never the last pool.
+    /// Deletes a node pool: answers with the pool `Deleting`; never the last pool
+    /// (`Conflict::LastPool`).
     pub async fn delete_node_pool(
         &self,
         caller: &Caller,
@@ -211,7 +212,7 @@ impl Services {
     }
 }
 
-/// Applies a PATCH to a pool and checks the merged sizing with the create rules. With
+/// Applies a patch to a pool and checks the merged sizing with the create rules. With
 /// auto_scale on and no count given, the current count is clamped into the new bounds.
 pub(crate) fn merge_patch(
     current: &NodePool,

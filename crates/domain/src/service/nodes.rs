@@ -1,4 +1,4 @@
-//! Node routes: list (per cluster or per pool) and delete (the node is replaced).
+//! Node use cases: list (per cluster or per pool) and delete (the node is replaced).
 
 use uuid::Uuid;
 
@@ -13,7 +13,7 @@ use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{Decision, Services, require_changeable, store_error};
 
 impl Services {
-    /// `GET …/nodes` and `GET …/node-pools/{pool}/nodes`.
+    /// Lists a cluster's nodes, or those of one of its pools.
     pub async fn list_nodes(
         &self,
         caller: &Caller,
@@ -34,8 +34,8 @@ impl Services {
             .map_err(store_error)
     }
 
-    /// `DELETE …/nodes/{node}`: 202 with the node `Deleting`; its pool keeps its count, so the
-    /// node is replaced.
+    /// Deletes a node: answers with the node `Deleting`; its pool keeps its count, so the node
+    /// is replaced.
     pub async fn delete_node(
         &self,
         caller: &Caller,
