@@ -4,6 +4,7 @@ use crate::query::{self, KubeconfigFormat, kubeconfig_format};
 use actix_web::http::StatusCode;
 use actix_web::web::Path;
 use actix_web::{HttpRequest, HttpResponse};
+use domain::input::cluster::ListClusters;
 use domain::model::cluster::Cluster;
 use domain::service::KubeconfigAnswer;
 use wire::request::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
@@ -28,7 +29,14 @@ pub async fn list_clusters(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError>
     let request = query::page(q.get("page"), q.get("size")).map_err(|e| ctx.error(e))?;
     let page = ctx
         .services
-        .list_clusters(&ctx.caller, &ctx.organization(&q), q.get("zone"), request)
+        .list_clusters(
+            &ctx.caller,
+            ListClusters {
+                org: ctx.organization(&q),
+                zone: q.get("zone").map(str::to_owned),
+                page: request,
+            },
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(

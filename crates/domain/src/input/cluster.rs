@@ -2,10 +2,12 @@
 
 use std::collections::HashSet;
 
+use crate::access::OrgSelector;
 use crate::input::check_len;
 use crate::input::node_pool::{NodePoolRequest, PoolSpec};
 use crate::model::cluster::{Exposure, NetworkMode};
 use crate::names::{DnsLabel, OrgRef, is_dns_label};
+use crate::ports::storage::PageRequest;
 use crate::rules::{MAX_CLUSTER_DESCRIPTION, MAX_CLUSTER_TAGS, MAX_POOLS, MIN_POOLS};
 use crate::validation::Violations;
 
@@ -196,4 +198,14 @@ impl ClusterPatch {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExposurePatch {
     pub exposure: Exposure,
+}
+
+/// Lists one organization's clusters: the organization as the caller named it (resolved like
+/// every collection read), an optional zone to keep (an unknown zone is
+/// `DomainError::UnknownZone`), and the page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListClusters {
+    pub org: OrgSelector,
+    pub zone: Option<String>,
+    pub page: PageRequest,
 }

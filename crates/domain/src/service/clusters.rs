@@ -5,17 +5,16 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use crate::access::OrgSelector;
 use crate::access::{self, Access};
 use crate::error::{Capacity, Conflict, DomainError, Resource};
-use crate::input::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
+use crate::input::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch, ListClusters};
 use crate::model::cluster::{
     Cluster, ClusterPhase, Exposure, ExposureDecision, ExposureRefusal, PhaseEvent, Registration,
 };
 use crate::model::identity::Caller;
 use crate::model::kubeconfig::{self, ClusterCredentials};
 use crate::model::node_pool::{NodePool, PoolStatus};
-use crate::ports::storage::{Change, ClusterWrite, Page, PageRequest, StoreError, UniqueRule};
+use crate::ports::storage::{Change, ClusterWrite, Page, StoreError, UniqueRule};
 use crate::rules::KUBECONFIG_RETRY_AFTER_SECONDS;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{
@@ -65,15 +64,20 @@ impl Services {
     pub async fn list_clusters(
         &self,
         caller: &Caller,
-        org: &OrgSelector,
-        zone: Option<&str>,
-        request: PageRequest,
+        query: ListClusters,
     ) -> Result<ClusterPage, DomainError> {
-        let org = access::resolve_collection_org(self.ports.identity.as_ref(), caller, org).await?;
+        let ListClusters {
+            org,
+            zone,
+            page: request,
+        } = query;
+        let org =
+            access::resolve_collection_org(self.ports.identity.as_ref(), caller, &org).await?;
         let zone = match zone {
-            None | Some("") => None,
-            Some(z) if self.catalog.zone(z).is_some() => Some(z.to_owned()),
-            Some(z) => return Err(DomainError::UnknownZone(z.to_owned())),
+            None => None,
+            Some(z) if z.is_empty() => None,
+            Some(z) if self.catalog.zone(&z).is_some() => Some(z),
+            Some(z) => return Err(DomainError::UnknownZone(z)),
         };
         let Page { items, total } = self
             .ports

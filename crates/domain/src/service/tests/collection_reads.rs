@@ -2,14 +2,24 @@
 
 use super::*;
 
+use crate::input::cluster::ListClusters;
+
+/// The first page of the clusters of the organization `org` selects, in every zone.
+fn list(org: OrgSelector) -> ListClusters {
+    ListClusters {
+        org,
+        zone: None,
+        page: FIRST_PAGE,
+    }
+}
+
 #[test]
 fn list_no_organization_resolvable_is_400() {
-    let r = block_on(Mocks::new().services().list_clusters(
-        &super_admin_a(),
-        &sel(None, None),
-        None,
-        FIRST_PAGE,
-    ));
+    let r = block_on(
+        Mocks::new()
+            .services()
+            .list_clusters(&super_admin_a(), list(sel(None, None))),
+    );
     assert_eq!(code(r), "organization_required");
 }
 
@@ -32,30 +42,20 @@ fn list_query_wins_over_header_which_wins_over_preferred() {
     assert_eq!(
         code(block_on(s.list_clusters(
             &who,
-            &sel(Some("globex"), Some("acme")),
-            None,
-            FIRST_PAGE
+            list(sel(Some("globex"), Some("acme")))
         ))),
         "ok"
     );
     assert_eq!(
-        code(block_on(s.list_clusters(
-            &who,
-            &sel(Some(""), Some("globex")),
-            None,
-            FIRST_PAGE
-        ))),
+        code(block_on(
+            s.list_clusters(&who, list(sel(Some(""), Some("globex"))))
+        )),
         "ok",
         "an empty query value does not count"
     );
     who.preferred_organization = Some(ORG_B);
     assert_eq!(
-        code(block_on(s.list_clusters(
-            &who,
-            &sel(None, None),
-            None,
-            FIRST_PAGE
-        ))),
+        code(block_on(s.list_clusters(&who, list(sel(None, None))))),
         "ok"
     );
 }
@@ -77,9 +77,7 @@ fn list_organization_by_uuid_rule() {
     assert_eq!(
         code(block_on(s.list_clusters(
             &who,
-            &sel(Some(&ORG_A.to_string()), None),
-            None,
-            FIRST_PAGE
+            list(sel(Some(&ORG_A.to_string()), None))
         ))),
         "ok"
     );
@@ -91,29 +89,21 @@ fn list_unknown_organization_is_404_and_someone_elses_403() {
     let s = m.services();
     let who = caller(&[(ORG_A, Role::Member)]);
     assert_eq!(
-        code(block_on(s.list_clusters(
-            &who,
-            &sel(Some("nosuch"), None),
-            None,
-            FIRST_PAGE
-        ))),
+        code(block_on(
+            s.list_clusters(&who, list(sel(Some("nosuch"), None)))
+        )),
         "not_found"
     );
     assert_eq!(
-        code(block_on(s.list_clusters(
-            &who,
-            &sel(Some("globex"), None),
-            None,
-            FIRST_PAGE
-        ))),
+        code(block_on(
+            s.list_clusters(&who, list(sel(Some("globex"), None)))
+        )),
         "forbidden"
     );
     assert_eq!(
         code(block_on(s.list_clusters(
             &who,
-            &sel(Some("zzzzzzzz-zzzz-zzzz-zzzz-zzzzzzzzzzzz"), None),
-            None,
-            FIRST_PAGE
+            list(sel(Some("zzzzzzzz-zzzz-zzzz-zzzz-zzzzzzzzzzzz"), None))
         ))),
         "not_found"
     );
@@ -133,16 +123,19 @@ fn list_asks_the_store_for_the_page_and_an_unknown_zone_is_400() {
         });
     let s = m.services();
     let who = caller(&[(ORG_A, Role::Member)]);
-    let acme = sel(Some("acme"), None);
-    let page = block_on(s.list_clusters(&who, &acme, None, PageRequest { page: 3, size: 7 }));
+    let acme = || list(sel(Some("acme"), None));
+    let third = ListClusters {
+        page: PageRequest { page: 3, size: 7 },
+        ..acme()
+    };
+    let page = block_on(s.list_clusters(&who, third));
     assert_eq!(page.map(|p| (p.page, p.size)), Ok((3, 7)));
+    let unknown_zone = ListClusters {
+        zone: Some("zone-9".into()),
+        ..acme()
+    };
     assert_eq!(
-        code(block_on(s.list_clusters(
-            &who,
-            &acme,
-            Some("zone-9"),
-            FIRST_PAGE
-        ))),
+        code(block_on(s.list_clusters(&who, unknown_zone))),
         "unknown_zone"
     );
 }
