@@ -79,8 +79,9 @@ fn write_canonical(value: &Value, out: &mut String) {
 /// never reads it: whether an outcome is kept is decided from the outcome itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredResponse {
+    /// The renderer's outcome code, replayed as it is.
     pub status: u16,
-    /// Headers to replay (`Location`, `Content-Type`, `Retry-After`).
+    /// The name/value pairs the renderer wrote beside the body, replayed as they are.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
