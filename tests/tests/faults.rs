@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use blackbox::process::{Scratch, ServerProcess, free_port};
@@ -15,6 +15,7 @@ use blackbox::*;
 use platform_stub::{DEFAULT_SERVICE_TOKEN, Directory, Fault, StubPlatform};
 use reqwest::{Client, Method};
 use serde_json::{Value, json};
+use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 /// Faults injected by every test of this file, printed at the end of each (the count
@@ -135,6 +136,12 @@ impl Http {
         }
     }
 
+    /// Until `/readyz` answers 200 (panics after a minute).
+    async fn wait_ready(&self) {
+        self.wait_status("/readyz", 200, Duration::from_secs(60))
+            .await;
+    }
+
     /// Polls a cluster until `pred` holds.
     async fn wait_cluster(&self, id: &str, limit: Duration, pred: impl Fn(&Value) -> bool) {
         let deadline = Instant::now() + limit;
@@ -151,6 +158,34 @@ impl Http {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
+}
+
+/// The server binary's settings over this platform and database, with `extra` on top.
+fn binary_env(
+    platform: &platform_stub::StubHandle,
+    db: &str,
+    extra: &[(&'static str, &str)],
+) -> Vec<(&'static str, String)> {
+    let mut env = vec![
+        ("DATABASE_URL", db.to_owned()),
+        ("ACCOUNT_PLATFORM_URL", platform.url()),
+        (
+            "ACCOUNT_PLATFORM_SERVICE_TOKEN",
+            platform.service_token().to_owned(),
+        ),
+        ("SECRETS_KEY", TEST_SECRETS_KEY.to_owned()),
+    ];
+    env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+    env
+}
+
+/// The server binary on `port` with `env`, its output in `log`, and a client of it whose
+/// timeout no answer may exceed (30 s), once `/readyz` answers 200.
+async fn start_ready(env: &[(&str, String)], port: u16, log: PathBuf) -> (ServerProcess, Http) {
+    let server = ServerProcess::start(env, port, log);
+    let http = Http::new(&server.base, Duration::from_secs(30));
+    http.wait_ready().await;
+    (server, http)
 }
 
 /// Runs a query answering one bigint column `n`.
@@ -520,18 +555,6 @@ impl Drop for PrivatePostgres {
     }
 }
 
-fn platform_env(platform: &platform_stub::StubHandle, db: &str) -> Vec<(&'static str, String)> {
-    vec![
-        ("DATABASE_URL", db.to_owned()),
-        ("ACCOUNT_PLATFORM_URL", platform.url()),
-        (
-            "ACCOUNT_PLATFORM_SERVICE_TOKEN",
-            platform.service_token().to_owned(),
-        ),
-        ("SECRETS_KEY", TEST_SECRETS_KEY.to_owned()),
-    ]
-}
-
 /// What the load sent during the outage saw.
 #[derive(Default)]
 struct LoadLog {
@@ -540,13 +563,16 @@ struct LoadLog {
     failures: Vec<String>,
 }
 
+impl LoadLog {
+    fn extend(&mut self, other: LoadLog) {
+        self.answers.extend(other.answers);
+        self.created.extend(other.created);
+        self.failures.extend(other.failures);
+    }
+}
+
 /// Reads, writes and creates in a loop until `stop` is set.
-async fn load(
-    http: Http,
-    id: String,
-    worker: usize,
-    stop: Arc<std::sync::atomic::AtomicBool>,
-) -> LoadLog {
+async fn load(http: Http, id: String, worker: usize, stop: Arc<AtomicBool>) -> LoadLog {
     let mut log = LoadLog::default();
     let mut n = 0;
     while !stop.load(Ordering::SeqCst) {
@@ -603,6 +629,14 @@ async fn load(
     log
 }
 
+/// The load running across the outage: the loaders, the flag that stops them, and a long-poll
+/// in flight when the database goes.
+struct LoadAcrossTheOutage {
+    stop: Arc<AtomicBool>,
+    loaders: Vec<JoinHandle<LoadLog>>,
+    in_flight: JoinHandle<Result<Answer, reqwest::Error>>,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_outage_is_503_and_heals_without_a_restart() {
     let Some(pg) = tokio::task::spawn_blocking(PrivatePostgres::create)
@@ -613,20 +647,42 @@ async fn a_database_outage_is_503_and_heals_without_a_restart() {
     };
     let platform = StubPlatform::start_demo();
     let scratch = Scratch::new("db-outage");
-    let mut env = platform_env(&platform, &pg.url());
-    env.extend([
-        ("PROVISIONER_STEP_MS", "0".to_owned()),
-        ("RECONCILER_POLL_MS", "50".to_owned()),
-        ("DATABASE_POOL_SIZE", "4".to_owned()),
-    ]);
-    let port = free_port();
-    let server = ServerProcess::start(&env, port, scratch.0.join("server.log"));
-    // The client's timeout: no answer may take longer.
-    let http = Http::new(&server.base, Duration::from_secs(30));
-    http.wait_status("/readyz", 200, Duration::from_secs(60))
-        .await;
+    let env = binary_env(
+        &platform,
+        &pg.url(),
+        &[
+            ("PROVISIONER_STEP_MS", "0"),
+            ("RECONCILER_POLL_MS", "50"),
+            ("DATABASE_POOL_SIZE", "4"),
+        ],
+    );
+    let (server, http) = start_ready(&env, free_port(), scratch.path("server.log")).await;
 
-    // Committed before the outage: a provisioned cluster with a changed description.
+    let id = commit_a_provisioned_cluster_before_the_outage(&http).await;
+    let load = start_load_that_runs_across_the_outage(&http, &id);
+    stop_the_database_under_load(&pg).await;
+    every_kind_of_request_is_503_with_retry_after_while_the_database_is_down(&http, &id).await;
+    readiness_fails_and_liveness_holds_while_the_database_is_down(&http).await;
+    restart_the_database_and_the_same_server_becomes_ready(&pg, &http).await;
+
+    let (load, in_flight) = stop_the_load(load).await;
+    the_long_poll_in_flight_answered_200_or_503(&in_flight);
+    the_load_saw_only_successes_and_clear_503s_and_nothing_hung(&load, &server);
+    every_change_committed_or_answered_201_survived_the_outage(&http, &id, &load.created).await;
+
+    let new_id = writes_and_creates_succeed_again(&http, &id).await;
+    the_change_feed_gets_its_listen_connection_back(&pg, &server).await;
+    a_change_wakes_a_long_poll_again(&http, &id).await;
+    http.wait_cluster(&new_id, Duration::from_secs(60), |c| {
+        c["phase"] == "Provisioned"
+    })
+    .await;
+    drop(server);
+    drop(pg);
+}
+
+/// Committed before the outage: a provisioned cluster with a changed description. Its id.
+async fn commit_a_provisioned_cluster_before_the_outage(http: &Http) -> String {
     let a = http.post(CLUSTERS, &cluster_body("acme", "before-1")).await;
     assert_eq!(a.status, 201, "{}", a.text());
     let id = a.json()["id"].as_str().unwrap().to_owned();
@@ -638,12 +694,15 @@ async fn a_database_outage_is_503_and_heals_without_a_restart() {
         .patch(&format!("{CLUSTERS}/{id}"), &json!({"description": "kept"}))
         .await;
     assert_eq!(a.status, 200, "{}", a.text());
+    id
+}
 
-    // Load running across the outage; a long-poll in flight when the database goes.
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    // Three loaders, so some requests are inside a transaction when the database goes.
-    let loaders: Vec<_> = (0..3)
-        .map(|w| tokio::spawn(load(http.clone(), id.clone(), w, stop.clone())))
+/// Three loaders, so some requests are inside a transaction when the database goes, and a
+/// long-poll that will be in flight then.
+fn start_load_that_runs_across_the_outage(http: &Http, id: &str) -> LoadAcrossTheOutage {
+    let stop = Arc::new(AtomicBool::new(false));
+    let loaders = (0..3)
+        .map(|w| tokio::spawn(load(http.clone(), id.to_owned(), w, stop.clone())))
         .collect();
     let in_flight = {
         let http = http.clone();
@@ -653,14 +712,25 @@ async fn a_database_outage_is_503_and_heals_without_a_restart() {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(700)).await;
-    {
-        let pg = &pg;
-        tokio::task::block_in_place(|| pg.stop_immediate());
+    LoadAcrossTheOutage {
+        stop,
+        loaders,
+        in_flight,
     }
-    fault_injected("PostgreSQL stopped (immediate) under load");
+}
 
-    // During the outage: each kind of request is a clear 503 with Retry-After.
+/// Lets the load run a while, then stops PostgreSQL as in a crash.
+async fn stop_the_database_under_load(pg: &PrivatePostgres) {
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    tokio::task::block_in_place(|| pg.stop_immediate());
+    fault_injected("PostgreSQL stopped (immediate) under load");
+}
+
+/// During the outage: each kind of request is a clear 503 with Retry-After.
+async fn every_kind_of_request_is_503_with_retry_after_while_the_database_is_down(
+    http: &Http,
+    id: &str,
+) {
     let during: Vec<(Method, String, Option<Value>)> = vec![
         (Method::GET, format!("{CLUSTERS}/{id}"), None),
         (Method::GET, format!("{CLUSTERS}?organization=acme"), None),
@@ -703,27 +773,32 @@ async fn a_database_outage_is_503_and_heals_without_a_restart() {
             "{m} {p}: Retry-After {retry:?}"
         );
     }
+}
+
+async fn readiness_fails_and_liveness_holds_while_the_database_is_down(http: &Http) {
     let ready = http.send(Method::GET, "/readyz", None, &[], None).await;
     assert_eq!(ready.status, 503, "{}", ready.text());
     assert_eq!(http.get("/healthz").await.status, 200);
+}
 
-    // PostgreSQL back; the same server process recovers.
-    {
-        let pg = &pg;
-        tokio::task::block_in_place(|| pg.start());
+/// PostgreSQL back; the same server process recovers.
+async fn restart_the_database_and_the_same_server_becomes_ready(pg: &PrivatePostgres, http: &Http) {
+    tokio::task::block_in_place(|| pg.start());
+    http.wait_ready().await;
+}
+
+/// Stops the loaders: what they saw together, and how the long-poll in flight ended.
+async fn stop_the_load(load: LoadAcrossTheOutage) -> (LoadLog, Result<Answer, reqwest::Error>) {
+    load.stop.store(true, Ordering::SeqCst);
+    let mut log = LoadLog::default();
+    for l in load.loaders {
+        log.extend(l.await.unwrap());
     }
-    http.wait_status("/readyz", 200, Duration::from_secs(60))
-        .await;
-    stop.store(true, Ordering::SeqCst);
-    let mut load = LoadLog::default();
-    for l in loaders {
-        let l = l.await.unwrap();
-        load.answers.extend(l.answers);
-        load.created.extend(l.created);
-        load.failures.extend(l.failures);
-    }
-    let flight = in_flight.await.unwrap();
-    match &flight {
+    (log, load.in_flight.await.unwrap())
+}
+
+fn the_long_poll_in_flight_answered_200_or_503(flight: &Result<Answer, reqwest::Error>) {
+    match flight {
         Ok(a) => assert!(
             a.status == 200 || (a.status == 503 && a.problem_code() == "service_unavailable"),
             "the long-poll in flight: {} {}",
@@ -732,6 +807,14 @@ async fn a_database_outage_is_503_and_heals_without_a_restart() {
         ),
         Err(e) => panic!("the long-poll in flight failed below HTTP: {e}"),
     }
+}
+
+/// Nothing failed below HTTP or hung; every answer was a success or a 503 with Retry-After, and
+/// some were 503s.
+fn the_load_saw_only_successes_and_clear_503s_and_nothing_hung(
+    load: &LoadLog,
+    server: &ServerProcess,
+) {
     assert!(
         load.failures.is_empty(),
         "requests failed below HTTP or hung past the client's timeout: {:?}\n{}",
@@ -756,8 +839,15 @@ async fn a_database_outage_is_503_and_heals_without_a_restart() {
         load.answers.len(),
         seen_503
     );
+}
 
-    // Every change committed before (or during, when it was answered 201) is there.
+/// Every change committed before (or during, when it was answered 201) is there; the create
+/// answered 503 is not.
+async fn every_change_committed_or_answered_201_survived_the_outage(
+    http: &Http,
+    id: &str,
+    created: &[String],
+) {
     let c = http.get(&format!("{CLUSTERS}/{id}")).await;
     assert_eq!(c.status, 200, "{}", c.text());
     assert_eq!(c.json()["phase"], "Provisioned");
@@ -780,16 +870,17 @@ async fn a_database_outage_is_503_and_heals_without_a_restart() {
         .filter_map(|c| c["name"].as_str())
         .collect();
     assert!(names.contains(&"before-1"));
-    for name in &load.created {
+    for name in created {
         assert!(
             names.contains(&name.as_str()),
             "{name} answered 201 but is gone"
         );
     }
     assert!(!names.contains(&"during-1"));
+}
 
-    // Full service: writes, a new cluster provisioned by the workers, and a long-poll woken
-    // by a change once the change feed has its LISTEN connection back.
+/// Full service: a write, a cluster create and an auth server create. The new cluster's id.
+async fn writes_and_creates_succeed_again(http: &Http, id: &str) -> String {
     let a = http
         .patch(
             &format!("{CLUSTERS}/{id}"),
@@ -807,6 +898,13 @@ async fn a_database_outage_is_503_and_heals_without_a_restart() {
         )
         .await;
     assert_eq!(a.status, 201, "{}", a.text());
+    new_id
+}
+
+async fn the_change_feed_gets_its_listen_connection_back(
+    pg: &PrivatePostgres,
+    server: &ServerProcess,
+) {
     let url = pg.url();
     let deadline = Instant::now() + Duration::from_secs(30);
     while count(
@@ -824,6 +922,9 @@ async fn a_database_outage_is_503_and_heals_without_a_restart() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+async fn a_change_wakes_a_long_poll_again(http: &Http, id: &str) {
     let state = http
         .get(&format!("{CLUSTERS}/{id}/state?since=0&timeout_seconds=1"))
         .await
@@ -846,12 +947,6 @@ async fn a_database_outage_is_503_and_heals_without_a_restart() {
     assert_eq!(woke.status, 200, "{}", woke.text());
     assert_eq!(woke.json()["changed"], true, "{}", woke.text());
     assert!(woke.json()["version"].as_i64().unwrap() > version);
-    http.wait_cluster(&new_id, Duration::from_secs(60), |c| {
-        c["phase"] == "Provisioned"
-    })
-    .await;
-    drop(server);
-    drop(pg);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -886,23 +981,40 @@ fn key_states(conn: &mut diesel::PgConnection) -> Vec<String> {
         .collect()
 }
 
+/// The creates of the burst in flight, each answering its key and what it got.
+type Burst = Vec<JoinHandle<(usize, Result<Answer, reqwest::Error>)>>;
+
+/// The 201 bodies the burst got before the kill, by key.
+type AnsweredBeforeTheCrash = HashMap<usize, Vec<Vec<u8>>>;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_during_idempotent_creates_loses_and_duplicates_nothing() {
     // The in-process app only provides the database and the platform; its workers are off.
     let app = TestApp::spawn_with(&[("RECONCILER_WORKERS", "0")]).await;
     let scratch = Scratch::new("burst");
-    let mut env = platform_env(&app.platform, &app.db.url);
-    env.extend([
-        ("PROVISIONER_STEP_MS", "100".to_owned()),
-        ("RECONCILER_POLL_MS", "20".to_owned()),
-    ]);
+    let env = binary_env(
+        &app.platform,
+        &app.db.url,
+        &[("PROVISIONER_STEP_MS", "100"), ("RECONCILER_POLL_MS", "20")],
+    );
     let port = free_port();
-    let mut first = ServerProcess::start(&env, port, scratch.0.join("first.log"));
-    let http = Http::new(&first.base, Duration::from_secs(30));
-    http.wait_status("/readyz", 200, Duration::from_secs(60))
-        .await;
+    let (mut first, http) = start_ready(&env, port, scratch.path("first.log")).await;
 
-    let tasks: Vec<_> = (0..BURST)
+    let burst = send_a_burst_of_idempotent_creates(&http);
+    kill_the_server_once_the_burst_is_half_done(&app, &mut first).await;
+    let before_crash = the_burst_saw_201_409_in_progress_or_a_cut_connection(burst).await;
+
+    // Restarted on the same port, reached through the same client.
+    let second = ServerProcess::start(&env, port, scratch.path("second.log"));
+    http.wait_ready().await;
+    every_key_answers_201_once_then_replays_that_answer(&app, &http, &second, &before_crash).await;
+    exactly_one_cluster_per_key_and_no_key_left_in_progress(&app);
+    the_interrupted_provisioning_finishes_each_cluster_once(&app, &http).await;
+}
+
+/// `BURST` creates over `KEYS` idempotency keys, sent at once.
+fn send_a_burst_of_idempotent_creates(http: &Http) -> Burst {
+    (0..BURST)
         .map(|i| {
             let http = http.clone();
             let k = i % KEYS;
@@ -922,9 +1034,12 @@ async fn sigkill_during_idempotent_creates_loses_and_duplicates_nothing() {
                 (k, r)
             })
         })
-        .collect();
-    // Kill once the database shows the burst half done: the first keys answered while the
-    // later ones are claimed or not yet sent (one connection, polled tightly).
+        .collect()
+}
+
+/// Kill once the database shows the burst half done: the first keys answered while the later
+/// ones are claimed or not yet sent (one connection, polled tightly).
+async fn kill_the_server_once_the_burst_is_half_done(app: &TestApp, server: &mut ServerProcess) {
     let url = app.db.url.clone();
     let at_kill = tokio::task::spawn_blocking(move || {
         use diesel::Connection;
@@ -945,17 +1060,21 @@ async fn sigkill_during_idempotent_creates_loses_and_duplicates_nothing() {
     })
     .await
     .unwrap();
-    first.kill9();
+    server.kill9();
     fault_injected("SIGKILL of the server during a burst of idempotent creates");
     eprintln!(
         "killed with the keys {at_kill:?}, {} clusters and {} operations claimed",
         app.count_rows("clusters"),
         app.count_rows("operations WHERE lease_id IS NOT NULL AND state <> 'done'"),
     );
+}
 
-    // What the burst saw: 201, 409 in progress (a concurrent duplicate), or a cut connection.
-    let mut bodies: HashMap<usize, Vec<Vec<u8>>> = HashMap::new();
-    for t in tasks {
+/// What the burst saw: 201, 409 in progress (a concurrent duplicate), or a cut connection.
+async fn the_burst_saw_201_409_in_progress_or_a_cut_connection(
+    burst: Burst,
+) -> AnsweredBeforeTheCrash {
+    let mut bodies = AnsweredBeforeTheCrash::new();
+    for t in burst {
         let (k, r) = t.await.unwrap();
         if let Ok(a) = r {
             match a.status {
@@ -965,52 +1084,27 @@ async fn sigkill_during_idempotent_creates_loses_and_duplicates_nothing() {
             }
         }
     }
+    bodies
+}
 
-    // Restart; re-send each key until it is no longer in progress (a key whose first request
-    // died is taken over once its 60 s lease runs out).
-    let second = ServerProcess::start(&env, port, scratch.0.join("second.log"));
-    http.wait_status("/readyz", 200, Duration::from_secs(60))
-        .await;
+/// Each key re-sent until it is no longer in progress answers 201; every later request is the
+/// same answer replayed, the same as any 201 before the crash, and names the one cluster made.
+async fn every_key_answers_201_once_then_replays_that_answer(
+    app: &TestApp,
+    http: &Http,
+    server: &ServerProcess,
+    before_crash: &AnsweredBeforeTheCrash,
+) {
     let deadline = Instant::now() + Duration::from_secs(80);
     for k in 0..KEYS {
         let key = burst_key(k);
-        let headers = [("Idempotency-Key", key.as_str())];
-        let first_after = loop {
-            let a = http
-                .send(
-                    Method::POST,
-                    CLUSTERS,
-                    Some(TOKEN_ACME_SUPER_ADMIN),
-                    &headers,
-                    Some(&burst_body(k)),
-                )
-                .await;
-            if a.status == 409 && a.problem_code() == "idempotency_key_in_progress" {
-                assert!(
-                    Instant::now() < deadline,
-                    "key {key} stayed in progress: {}",
-                    second.log_tail()
-                );
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                continue;
-            }
-            assert_eq!(a.status, 201, "key {key} after the restart: {}", a.text());
-            break a;
-        };
+        let first_after = first_answer_after_the_restart(http, server, k, deadline).await;
         // Once answered, every later request is the same answer, replayed.
-        let again = http
-            .send(
-                Method::POST,
-                CLUSTERS,
-                Some(TOKEN_ACME_SUPER_ADMIN),
-                &headers,
-                Some(&burst_body(k)),
-            )
-            .await;
+        let again = send_burst_create(http, k).await;
         assert_eq!(again.status, 201, "{}", again.text());
         assert_eq!(again.header("idempotency-replay").as_deref(), Some("true"));
         assert_eq!(again.body, first_after.body, "key {key}: replay differs");
-        for earlier in bodies.get(&k).into_iter().flatten() {
+        for earlier in before_crash.get(&k).into_iter().flatten() {
             assert_eq!(
                 earlier, &first_after.body,
                 "key {key}: the answer before the crash differs from the one after"
@@ -1025,14 +1119,57 @@ async fn sigkill_during_idempotent_creates_loses_and_duplicates_nothing() {
             "exactly one cluster for key {key}, the one its answer names"
         );
     }
+}
+
+/// Key `k`'s create, re-sent after the restart.
+async fn send_burst_create(http: &Http, k: usize) -> Answer {
+    let key = burst_key(k);
+    http.send(
+        Method::POST,
+        CLUSTERS,
+        Some(TOKEN_ACME_SUPER_ADMIN),
+        &[("Idempotency-Key", key.as_str())],
+        Some(&burst_body(k)),
+    )
+    .await
+}
+
+/// Re-sends key `k` until it is no longer in progress (a key whose first request died is taken
+/// over once its 60 s lease runs out); that answer, a 201.
+async fn first_answer_after_the_restart(
+    http: &Http,
+    server: &ServerProcess,
+    k: usize,
+    deadline: Instant,
+) -> Answer {
+    let key = burst_key(k);
+    loop {
+        let a = send_burst_create(http, k).await;
+        if a.status == 409 && a.problem_code() == "idempotency_key_in_progress" {
+            assert!(
+                Instant::now() < deadline,
+                "key {key} stayed in progress: {}",
+                server.log_tail()
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            continue;
+        }
+        assert_eq!(a.status, 201, "key {key} after the restart: {}", a.text());
+        return a;
+    }
+}
+
+fn exactly_one_cluster_per_key_and_no_key_left_in_progress(app: &TestApp) {
     assert_eq!(app.count_rows("clusters"), KEYS as i64);
     assert_eq!(
         app.count_rows("idempotency_keys WHERE state = 'in_progress'"),
         0,
         "a key left in progress"
     );
+}
 
-    // The provisioning the crash interrupted finishes, each cluster once.
+/// The provisioning the crash interrupted finishes, each cluster once.
+async fn the_interrupted_provisioning_finishes_each_cluster_once(app: &TestApp, http: &Http) {
     for id in app.texts("SELECT id::text AS v FROM clusters") {
         http.wait_cluster(&id, Duration::from_secs(80), |c| {
             c["phase"] == "Provisioned"
@@ -1057,52 +1194,131 @@ const CLIENT_SECRET_2: &str = "faults-rotated-secret-Cs47w";
 const MISPLACED: &str = "faults-misplaced-secret-Ms58x";
 const WRONG_BEARER: &str = "faults-unknown-bearer-Br69y";
 
+/// Every answer the server gave, with what it was for, to be searched for secrets at the end.
+#[derive(Default)]
+struct Answers(Vec<(String, Answer)>);
+
+impl Answers {
+    /// Keeps the answer; its status.
+    fn record(&mut self, label: &str, a: Answer) -> u16 {
+        let status = a.status;
+        self.0.push((label.to_owned(), a));
+        status
+    }
+}
+
+/// A create body of each kind of auth server, each carrying its secret.
+struct AuthServerBodies {
+    oidc: Value,
+    basic: Value,
+    token: Value,
+}
+
+fn auth_server_bodies() -> AuthServerBodies {
+    AuthServerBodies {
+        oidc: json!({"organization": "acme", "name": "sso", "environment": "production",
+            "type": "oidc", "config": {"issuer_url": "https://login.example.com/realms/acme",
+            "redirect_path": "/oauth2/callback", "client_id": "gateway",
+            "client_secret": CLIENT_SECRET, "authorized_domain": "app.example.com"}}),
+        basic: json!({"organization": "acme", "name": "ops", "environment": "production",
+            "type": "basic", "config": {"realm": "Ops",
+            "credentials": [{"username": "ops", "password": PASSWORD}]}}),
+        token: token_server("api", STATIC_TOKEN),
+    }
+}
+
+/// The ids of the auth servers made from [`AuthServerBodies`].
+struct AuthServerIds {
+    oidc: String,
+    basic: String,
+    token: String,
+}
+
+/// The credentials collection of an auth server.
+fn cred(id: &str) -> String {
+    format!("{AUTH_SERVERS}/{id}/credentials")
+}
+
+/// `v` with `value` put at `path`.
+fn with(v: &Value, path: &[&str], value: Value) -> Value {
+    let mut v = v.clone();
+    let mut at = &mut v;
+    for p in &path[..path.len() - 1] {
+        at = &mut at[*p];
+    }
+    at[path[path.len() - 1]] = value;
+    v
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_never_reach_a_response_or_a_log_line() {
     let app = TestApp::spawn_with(&[("RECONCILER_WORKERS", "0")]).await;
     let scratch = Scratch::new("secrets");
-    let mut env = platform_env(&app.platform, &app.db.url);
-    env.extend([
-        ("PROVISIONER_STEP_MS", "0".to_owned()),
-        ("RECONCILER_POLL_MS", "20".to_owned()),
-        ("TOKEN_CACHE_TTL_S", "0".to_owned()),
-    ]);
-    let port = free_port();
-    let mut server = ServerProcess::start(
-        &[env, vec![("RUST_LOG", "debug".to_owned())]].concat(),
-        port,
-        scratch.0.join("server.log"),
+    let env = binary_env(
+        &app.platform,
+        &app.db.url,
+        &[
+            ("PROVISIONER_STEP_MS", "0"),
+            ("RECONCILER_POLL_MS", "20"),
+            ("TOKEN_CACHE_TTL_S", "0"),
+            ("RUST_LOG", "debug"),
+        ],
     );
-    let http = Http::new(&server.base, Duration::from_secs(30));
-    http.wait_status("/readyz", 200, Duration::from_secs(60))
-        .await;
-    let mut answers: Vec<(String, Answer)> = Vec::new();
-    let mut record = |label: &str, a: Answer| {
-        answers.push((label.to_owned(), a));
-        answers.last().map(|(_, a)| a.status).unwrap_or(0)
-    };
+    let (mut server, http) = start_ready(&env, free_port(), scratch.path("server.log")).await;
+    let mut answers = Answers::default();
+    let bodies = auth_server_bodies();
 
-    let oidc = json!({"organization": "acme", "name": "sso", "environment": "production",
-        "type": "oidc", "config": {"issuer_url": "https://login.example.com/realms/acme",
-        "redirect_path": "/oauth2/callback", "client_id": "gateway",
-        "client_secret": CLIENT_SECRET, "authorized_domain": "app.example.com"}});
-    let basic = json!({"organization": "acme", "name": "ops", "environment": "production",
-        "type": "basic", "config": {"realm": "Ops",
-        "credentials": [{"username": "ops", "password": PASSWORD}]}});
-    let token = token_server("api", STATIC_TOKEN);
+    let ids = create_each_kind_of_auth_server_then_replay_it(&http, &mut answers, &bodies).await;
+    add_credentials_twice_rotate_a_secret_and_read_everything(&http, &mut answers, &ids).await;
+    misplaced_secrets_in_auth_server_creates_are_client_errors(&http, &mut answers, &bodies).await;
+    misplaced_secrets_in_credentials_and_patches_are_client_errors(&http, &mut answers, &ids).await;
+    misplaced_secrets_in_cluster_creates_are_client_errors(&http, &mut answers).await;
+    truncated_json_carrying_a_token_is_422(&http, &mut answers).await;
+    unknown_bearers_and_the_wrong_scheme_are_401(&http, &mut answers).await;
+    a_failing_platform_is_502_while_logging_at_debug(&app.platform, &http, &mut answers).await;
+    other_roles_read_and_another_organization_is_403(&http, &mut answers).await;
+    remove_a_credential_and_every_auth_server(&http, &mut answers, &ids).await;
+
+    server.terminate();
+    let log = server.log_text();
+    dump_what_is_checked_when_asked(&answers, &log);
+    the_server_logged_at_debug(&server, &log);
+    let secrets = every_secret_in_play(app.platform.service_token());
+    no_response_carries_a_secret(&answers, &secrets);
+    no_log_line_carries_a_secret(&log, &secrets);
+    eprintln!(
+        "secrets: {} responses and {} log lines checked for {} secrets",
+        answers.0.len(),
+        log.lines().count(),
+        secrets.len()
+    );
+}
+
+/// Each kind created (201) under an Idempotency-Key, then the stored answer replayed.
+async fn create_each_kind_of_auth_server_then_replay_it(
+    http: &Http,
+    answers: &mut Answers,
+    bodies: &AuthServerBodies,
+) -> AuthServerIds {
     let mut ids = HashMap::new();
-    for (kind, body) in [("oidc", &oidc), ("basic", &basic), ("token", &token)] {
+    for (kind, body) in [
+        ("oidc", &bodies.oidc),
+        ("basic", &bodies.basic),
+        ("token", &bodies.token),
+    ] {
+        let key = format!("secrets-{kind}-0001");
+        let headers = [("Idempotency-Key", key.as_str())];
         let a = http
             .send(
                 Method::POST,
                 AUTH_SERVERS,
                 Some(TOKEN_ACME_SUPER_ADMIN),
-                &[("Idempotency-Key", &format!("secrets-{kind}-0001"))],
+                &headers,
                 Some(body),
             )
             .await;
         let id = a.json()["id"].as_str().unwrap_or_default().to_owned();
-        assert_eq!(record(kind, a), 201, "create {kind}");
+        assert_eq!(answers.record(kind, a), 201, "create {kind}");
         ids.insert(kind, id);
         // A replay of the stored answer.
         let a = http
@@ -1110,227 +1326,83 @@ async fn secrets_never_reach_a_response_or_a_log_line() {
                 Method::POST,
                 AUTH_SERVERS,
                 Some(TOKEN_ACME_SUPER_ADMIN),
-                &[("Idempotency-Key", &format!("secrets-{kind}-0001"))],
+                &headers,
                 Some(body),
             )
             .await;
-        assert_eq!(record(&format!("replay {kind}"), a), 201);
+        assert_eq!(answers.record(&format!("replay {kind}"), a), 201);
     }
-    let (oidc_id, basic_id, token_id) = (
-        ids["oidc"].clone(),
-        ids["basic"].clone(),
-        ids["token"].clone(),
-    );
+    AuthServerIds {
+        oidc: ids["oidc"].clone(),
+        basic: ids["basic"].clone(),
+        token: ids["token"].clone(),
+    }
+}
 
-    // Credentials added, one of them twice (409), a rotation, reads.
-    let cred = |id: &str| format!("{AUTH_SERVERS}/{id}/credentials");
-    let ok = [
+/// Credentials added, one of them twice (409), a rotation, reads.
+async fn add_credentials_twice_rotate_a_secret_and_read_everything(
+    http: &Http,
+    answers: &mut Answers,
+    ids: &AuthServerIds,
+) {
+    for (label, path, body, want) in [
         (
             "add password",
-            cred(&basic_id),
+            cred(&ids.basic),
             json!({"username": "dev", "password": PASSWORD_2}),
+            201,
         ),
         (
             "add token",
-            cred(&token_id),
+            cred(&ids.token),
             json!({"token": STATIC_TOKEN_2}),
+            201,
         ),
-    ];
-    for (label, path, body) in &ok {
-        assert_eq!(record(label, http.post(path, body).await), 201, "{label}");
-    }
-    let conflicts = [
         (
             "same token again",
-            cred(&token_id),
+            cred(&ids.token),
             json!({"token": STATIC_TOKEN_2}),
+            409,
         ),
         (
             "same user again",
-            cred(&basic_id),
+            cred(&ids.basic),
             json!({"username": "dev", "password": PASSWORD}),
+            409,
         ),
-    ];
-    for (label, path, body) in &conflicts {
-        assert_eq!(record(label, http.post(path, body).await), 409, "{label}");
+    ] {
+        assert_eq!(
+            answers.record(label, http.post(&path, &body).await),
+            want,
+            "{label}"
+        );
     }
     let a = http
         .patch(
-            &format!("{AUTH_SERVERS}/{oidc_id}"),
+            &format!("{AUTH_SERVERS}/{}", ids.oidc),
             &json!({"config": {"client_secret": CLIENT_SECRET_2}}),
         )
         .await;
-    assert_eq!(record("rotate", a), 200);
-    for id in [&oidc_id, &basic_id, &token_id] {
+    assert_eq!(answers.record("rotate", a), 200);
+    for id in [&ids.oidc, &ids.basic, &ids.token] {
         let a = http.get(&format!("{AUTH_SERVERS}/{id}")).await;
-        assert_eq!(record("read", a), 200);
+        assert_eq!(answers.record("read", a), 200);
     }
     let a = http
         .get(&format!(
             "{AUTH_SERVERS}?organization=acme&environment=production"
         ))
         .await;
-    assert_eq!(record("list", a), 200);
+    assert_eq!(answers.record("list", a), 200);
+}
 
-    // Bad bodies carrying the secrets in the wrong places: unknown fields, wrong JSON types,
-    // a static token too short, credentials in a PATCH, malformed JSON.
-    let with = |mut v: Value, path: &[&str], value: Value| {
-        let mut at = &mut v;
-        for p in &path[..path.len() - 1] {
-            at = &mut at[*p];
-        }
-        at[path[path.len() - 1]] = value;
-        v
-    };
-    let bad: Vec<(&str, Method, String, Value)> = vec![
-        (
-            "unknown field",
-            Method::POST,
-            AUTH_SERVERS.into(),
-            with(oidc.clone(), &["config", "extra"], json!(MISPLACED)),
-        ),
-        (
-            "unknown top field",
-            Method::POST,
-            AUTH_SERVERS.into(),
-            with(basic.clone(), &["secret"], json!(PASSWORD)),
-        ),
-        (
-            "secret as an array client id",
-            Method::POST,
-            AUTH_SERVERS.into(),
-            with(
-                oidc.clone(),
-                &["config", "client_id"],
-                json!([CLIENT_SECRET]),
-            ),
-        ),
-        (
-            "secret where an object goes",
-            Method::POST,
-            AUTH_SERVERS.into(),
-            with(oidc.clone(), &["config"], json!(CLIENT_SECRET)),
-        ),
-        (
-            "client_secret wrong type",
-            Method::POST,
-            AUTH_SERVERS.into(),
-            with(
-                oidc.clone(),
-                &["config", "client_secret"],
-                json!({"v": CLIENT_SECRET}),
-            ),
-        ),
-        (
-            "tokens as a string",
-            Method::POST,
-            AUTH_SERVERS.into(),
-            with(token.clone(), &["config", "tokens"], json!(STATIC_TOKEN)),
-        ),
-        (
-            "token too short",
-            Method::POST,
-            AUTH_SERVERS.into(),
-            with(token.clone(), &["config", "tokens"], json!([SHORT_TOKEN])),
-        ),
-        (
-            "token as an array name",
-            Method::POST,
-            AUTH_SERVERS.into(),
-            with(token.clone(), &["name"], json!([STATIC_TOKEN])),
-        ),
-        (
-            "password wrong type",
-            Method::POST,
-            AUTH_SERVERS.into(),
-            with(
-                basic.clone(),
-                &["config", "credentials"],
-                json!([{"username": "x", "password": [PASSWORD]}]),
-            ),
-        ),
-        (
-            "password as the realm",
-            Method::POST,
-            AUTH_SERVERS.into(),
-            with(
-                basic.clone(),
-                &["config", "realm"],
-                json!(format!("\"{PASSWORD}")),
-            ),
-        ),
-        (
-            "secret in the environment",
-            Method::POST,
-            AUTH_SERVERS.into(),
-            with(token.clone(), &["environment"], json!(MISPLACED)),
-        ),
-        (
-            "credential as a number",
-            Method::POST,
-            cred(&token_id),
-            json!({"token": 12345}),
-        ),
-        (
-            "credential wrong type",
-            Method::POST,
-            cred(&token_id),
-            json!({"token": [STATIC_TOKEN]}),
-        ),
-        (
-            "short credential",
-            Method::POST,
-            cred(&token_id),
-            json!({"token": SHORT_TOKEN}),
-        ),
-        (
-            "password on a token server",
-            Method::POST,
-            cred(&token_id),
-            json!({"username": "x", "password": PASSWORD}),
-        ),
-        (
-            "token on an oidc server",
-            Method::POST,
-            cred(&oidc_id),
-            json!({"token": STATIC_TOKEN}),
-        ),
-        (
-            "credentials in a patch",
-            Method::PATCH,
-            format!("{AUTH_SERVERS}/{basic_id}"),
-            json!({"config": {"credentials": [{"username": "x", "password": PASSWORD}]}}),
-        ),
-        (
-            "tokens in a patch",
-            Method::PATCH,
-            format!("{AUTH_SERVERS}/{token_id}"),
-            json!({"config": {"tokens": [STATIC_TOKEN]}}),
-        ),
-        (
-            "client secret wrong type in a patch",
-            Method::PATCH,
-            format!("{AUTH_SERVERS}/{oidc_id}"),
-            json!({"config": {"client_secret": [CLIENT_SECRET_2]}}),
-        ),
-        (
-            "secret in a cluster body",
-            Method::POST,
-            CLUSTERS.into(),
-            with(
-                cluster_body("acme", "c1"),
-                &["description"],
-                json!([MISPLACED]),
-            ),
-        ),
-        (
-            "secret as the cluster tags",
-            Method::POST,
-            CLUSTERS.into(),
-            with(cluster_body("acme", "c1"), &["tags"], json!(MISPLACED)),
-        ),
-    ];
-    for (label, method, path, body) in &bad {
+/// Sends each bad request as acme's super_admin; each is a client error.
+async fn each_is_a_client_error(
+    http: &Http,
+    answers: &mut Answers,
+    bad: &[(&str, Method, String, Value)],
+) {
+    for (label, method, path, body) in bad {
         let a = http
             .send(
                 method.clone(),
@@ -1340,12 +1412,166 @@ async fn secrets_never_reach_a_response_or_a_log_line() {
                 Some(body),
             )
             .await;
-        let status = record(label, a);
+        let status = answers.record(label, a);
         assert!(
             (400..500).contains(&status),
             "{label}: {status} (a client error expected)"
         );
     }
+}
+
+/// Auth server creates carrying the secrets in the wrong places: unknown fields, wrong JSON
+/// types, a static token too short.
+async fn misplaced_secrets_in_auth_server_creates_are_client_errors(
+    http: &Http,
+    answers: &mut Answers,
+    b: &AuthServerBodies,
+) {
+    let bad = [
+        (
+            "unknown field",
+            with(&b.oidc, &["config", "extra"], json!(MISPLACED)),
+        ),
+        (
+            "unknown top field",
+            with(&b.basic, &["secret"], json!(PASSWORD)),
+        ),
+        (
+            "secret as an array client id",
+            with(&b.oidc, &["config", "client_id"], json!([CLIENT_SECRET])),
+        ),
+        (
+            "secret where an object goes",
+            with(&b.oidc, &["config"], json!(CLIENT_SECRET)),
+        ),
+        (
+            "client_secret wrong type",
+            with(
+                &b.oidc,
+                &["config", "client_secret"],
+                json!({"v": CLIENT_SECRET}),
+            ),
+        ),
+        (
+            "tokens as a string",
+            with(&b.token, &["config", "tokens"], json!(STATIC_TOKEN)),
+        ),
+        (
+            "token too short",
+            with(&b.token, &["config", "tokens"], json!([SHORT_TOKEN])),
+        ),
+        (
+            "token as an array name",
+            with(&b.token, &["name"], json!([STATIC_TOKEN])),
+        ),
+        (
+            "password wrong type",
+            with(
+                &b.basic,
+                &["config", "credentials"],
+                json!([{"username": "x", "password": [PASSWORD]}]),
+            ),
+        ),
+        (
+            "password as the realm",
+            with(
+                &b.basic,
+                &["config", "realm"],
+                json!(format!("\"{PASSWORD}")),
+            ),
+        ),
+        (
+            "secret in the environment",
+            with(&b.token, &["environment"], json!(MISPLACED)),
+        ),
+    ]
+    .map(|(label, body)| (label, Method::POST, AUTH_SERVERS.to_owned(), body));
+    each_is_a_client_error(http, answers, &bad).await;
+}
+
+/// Credentials of the wrong type, too short or for another kind of server, and credentials or
+/// a badly typed secret in a PATCH.
+async fn misplaced_secrets_in_credentials_and_patches_are_client_errors(
+    http: &Http,
+    answers: &mut Answers,
+    ids: &AuthServerIds,
+) {
+    let (post, patch) = (Method::POST, Method::PATCH);
+    let server = |id: &str| format!("{AUTH_SERVERS}/{id}");
+    let bad = [
+        (
+            "credential as a number",
+            post.clone(),
+            cred(&ids.token),
+            json!({"token": 12345}),
+        ),
+        (
+            "credential wrong type",
+            post.clone(),
+            cred(&ids.token),
+            json!({"token": [STATIC_TOKEN]}),
+        ),
+        (
+            "short credential",
+            post.clone(),
+            cred(&ids.token),
+            json!({"token": SHORT_TOKEN}),
+        ),
+        (
+            "password on a token server",
+            post.clone(),
+            cred(&ids.token),
+            json!({"username": "x", "password": PASSWORD}),
+        ),
+        (
+            "token on an oidc server",
+            post.clone(),
+            cred(&ids.oidc),
+            json!({"token": STATIC_TOKEN}),
+        ),
+        (
+            "credentials in a patch",
+            patch.clone(),
+            server(&ids.basic),
+            json!({"config": {"credentials": [{"username": "x", "password": PASSWORD}]}}),
+        ),
+        (
+            "tokens in a patch",
+            patch.clone(),
+            server(&ids.token),
+            json!({"config": {"tokens": [STATIC_TOKEN]}}),
+        ),
+        (
+            "client secret wrong type in a patch",
+            patch,
+            server(&ids.oidc),
+            json!({"config": {"client_secret": [CLIENT_SECRET_2]}}),
+        ),
+    ];
+    each_is_a_client_error(http, answers, &bad).await;
+}
+
+async fn misplaced_secrets_in_cluster_creates_are_client_errors(
+    http: &Http,
+    answers: &mut Answers,
+) {
+    let cluster = cluster_body("acme", "c1");
+    let bad = [
+        (
+            "secret in a cluster body",
+            with(&cluster, &["description"], json!([MISPLACED])),
+        ),
+        (
+            "secret as the cluster tags",
+            with(&cluster, &["tags"], json!(MISPLACED)),
+        ),
+    ]
+    .map(|(label, body)| (label, Method::POST, CLUSTERS.to_owned(), body));
+    each_is_a_client_error(http, answers, &bad).await;
+}
+
+/// Malformed JSON cut off inside a static token.
+async fn truncated_json_carrying_a_token_is_422(http: &Http, answers: &mut Answers) {
     let truncated = format!(
         "{{\"organization\": \"acme\", \"type\": \"token\", \"config\": {{\"tokens\": [\"{STATIC_TOKEN}"
     );
@@ -1363,38 +1589,44 @@ async fn secrets_never_reach_a_response_or_a_log_line() {
         headers: a.headers().clone(),
         body: a.bytes().await.unwrap().to_vec(),
     };
-    assert_eq!(record("truncated JSON", a), 422);
+    assert_eq!(answers.record("truncated JSON", a), 422);
+}
 
-    // Bearer tokens: unknown, in the wrong scheme, and a valid one while the platform fails.
-    let a = http
-        .send(
-            Method::GET,
-            &format!("{CLUSTERS}?organization=acme"),
-            Some(WRONG_BEARER),
-            &[],
+async fn unknown_bearers_and_the_wrong_scheme_are_401(http: &Http, answers: &mut Answers) {
+    let path = format!("{CLUSTERS}?organization=acme");
+    let wrong_scheme = format!("Token {TOKEN_ACME_MEMBER}");
+    for (label, token, headers) in [
+        ("unknown bearer", Some(WRONG_BEARER), vec![]),
+        (
+            "wrong scheme",
             None,
-        )
-        .await;
-    assert_eq!(record("unknown bearer", a), 401);
-    let a = http
-        .send(
-            Method::GET,
-            &format!("{CLUSTERS}?organization=acme"),
-            None,
-            &[("Authorization", &format!("Token {TOKEN_ACME_MEMBER}"))],
-            None,
-        )
-        .await;
-    assert_eq!(record("wrong scheme", a), 401);
+            vec![("Authorization", wrong_scheme.as_str())],
+        ),
+    ] {
+        let a = http.send(Method::GET, &path, token, &headers, None).await;
+        assert_eq!(answers.record(label, a), 401);
+    }
+}
+
+/// A valid bearer while the platform fails, with the server logging at debug.
+async fn a_failing_platform_is_502_while_logging_at_debug(
+    platform: &platform_stub::StubHandle,
+    http: &Http,
+    answers: &mut Answers,
+) {
     for fault in [Fault::Status500, Fault::Garbage] {
-        app.platform.set_fault(fault);
+        platform.set_fault(fault);
         fault_injected(&format!(
             "account platform {fault:?} while logging at debug"
         ));
         let a = http.get(&format!("{CLUSTERS}?organization=acme")).await;
-        assert_eq!(record("platform down", a), 502);
+        assert_eq!(answers.record("platform down", a), 502);
     }
-    app.platform.set_fault(Fault::Normal);
+    platform.set_fault(Fault::Normal);
+}
+
+/// Every other role lists auth servers (whatever the answer); another organization is 403.
+async fn other_roles_read_and_another_organization_is_403(http: &Http, answers: &mut Answers) {
     for (token, org) in [
         (TOKEN_ACME_MEMBER, "acme"),
         (TOKEN_ACME_PROJECT_ADMIN, "acme"),
@@ -1411,7 +1643,7 @@ async fn secrets_never_reach_a_response_or_a_log_line() {
                 None,
             )
             .await;
-        record("other roles", a);
+        answers.record("other roles", a);
     }
     let a = http
         .send(
@@ -1422,49 +1654,61 @@ async fn secrets_never_reach_a_response_or_a_log_line() {
             None,
         )
         .await;
-    assert_eq!(record("other organization", a), 403);
-    // Removing the credentials and the servers.
-    let list = http.get(&format!("{AUTH_SERVERS}/{token_id}")).await.json();
-    if let Some(first) = list["config"]["tokens"][0]["id"].as_str() {
-        let a = http
-            .send(
-                Method::DELETE,
-                &format!("{}/{first}", cred(&token_id)),
-                Some(TOKEN_ACME_SUPER_ADMIN),
-                &[],
-                None,
-            )
-            .await;
-        assert_eq!(record("remove credential", a), 204);
-    }
-    for id in [&oidc_id, &basic_id, &token_id] {
-        let a = http
-            .send(
-                Method::DELETE,
-                &format!("{AUTH_SERVERS}/{id}"),
-                Some(TOKEN_ACME_SUPER_ADMIN),
-                &[],
-                None,
-            )
-            .await;
-        assert_eq!(record("delete", a), 204);
-    }
+    assert_eq!(answers.record("other organization", a), 403);
+}
 
-    server.terminate();
-    let log = server.log_text();
-    // FAULTS_DUMP=1 prints what was checked, to see the test still bites.
+/// Removing the credentials and the servers.
+async fn remove_a_credential_and_every_auth_server(
+    http: &Http,
+    answers: &mut Answers,
+    ids: &AuthServerIds,
+) {
+    let delete = |path: String| async move {
+        http.send(
+            Method::DELETE,
+            &path,
+            Some(TOKEN_ACME_SUPER_ADMIN),
+            &[],
+            None,
+        )
+        .await
+    };
+    let list = http
+        .get(&format!("{AUTH_SERVERS}/{}", ids.token))
+        .await
+        .json();
+    if let Some(first) = list["config"]["tokens"][0]["id"].as_str() {
+        let a = delete(format!("{}/{first}", cred(&ids.token))).await;
+        assert_eq!(answers.record("remove credential", a), 204);
+    }
+    for id in [&ids.oidc, &ids.basic, &ids.token] {
+        let a = delete(format!("{AUTH_SERVERS}/{id}")).await;
+        assert_eq!(answers.record("delete", a), 204);
+    }
+}
+
+/// FAULTS_DUMP=1 prints what was checked, to see the test still bites.
+fn dump_what_is_checked_when_asked(answers: &Answers, log: &str) {
     if std::env::var("FAULTS_DUMP").is_ok() {
-        for (l, a) in &answers {
+        for (l, a) in &answers.0 {
             eprintln!("{l}: {} {}", a.status, a.text());
         }
         eprintln!("{log}");
     }
+}
+
+fn the_server_logged_at_debug(server: &ServerProcess, log: &str) {
     assert!(
         log.contains("DEBUG") && log.contains("request"),
         "the server logged at debug: {}",
         server.log_tail()
     );
-    let secrets = [
+}
+
+/// Every secret the test sent or the server holds: the auth servers' secrets, the bearers, the
+/// platform's service token and the secrets key.
+fn every_secret_in_play(service_token: &str) -> [&str; 17] {
+    [
         PASSWORD,
         PASSWORD_2,
         STATIC_TOKEN,
@@ -1480,10 +1724,14 @@ async fn secrets_never_reach_a_response_or_a_log_line() {
         TOKEN_ACME_ASSISTANT,
         TOKEN_INITECH_SUPER_ADMIN,
         TOKEN_TWO_ORGS,
-        app.platform.service_token(),
+        service_token,
         TEST_SECRETS_KEY,
-    ];
-    for (label, a) in &answers {
+    ]
+}
+
+/// Neither the body nor a header of any answer.
+fn no_response_carries_a_secret(answers: &Answers, secrets: &[&str]) {
+    for (label, a) in &answers.0 {
         let mut seen = a.text();
         for (name, value) in &a.headers {
             seen.push_str(&format!(
@@ -1498,15 +1746,12 @@ async fn secrets_never_reach_a_response_or_a_log_line() {
             );
         }
     }
+}
+
+fn no_log_line_carries_a_secret(log: &str, secrets: &[&str]) {
     for (n, line) in log.lines().enumerate() {
         for s in secrets {
             assert!(!line.contains(s), "log line {n} carries a secret: {line}");
         }
     }
-    eprintln!(
-        "secrets: {} responses and {} log lines checked for {} secrets",
-        answers.len(),
-        log.lines().count(),
-        secrets.len()
-    );
 }
