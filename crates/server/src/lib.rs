@@ -140,10 +140,21 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         refresh: vec![queue],
     };
     system::spawn_idempotency_purge(store.clone());
+    let console_state = console::ConsoleState::new(
+        services.clone(),
+        demo_tokens
+            .iter()
+            .map(|(label, token)| console::DemoUser {
+                label: label.clone(),
+                token: Secret::new(token.clone()),
+            })
+            .collect(),
+    );
 
     let server = HttpServer::new(move || {
         App::new()
             .wrap(from_fn(api::middleware::observe))
+            .configure(console::configure(console_state.clone()))
             .configure(api::configure(state.clone()))
     })
     .shutdown_timeout(10)

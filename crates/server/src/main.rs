@@ -56,6 +56,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         let running = server::start(config).await?;
         println!("server: listening on http://{}", running.addr);
+        println!("server: the web console is at http://{}/console", running.addr);
         if running.generated_secrets_key {
             println!("server: development mode generated a SECRETS_KEY for this run (set SECRETS_KEY to keep sealed secrets across restarts)");
         }

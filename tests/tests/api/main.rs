@@ -6,6 +6,7 @@
 mod access;
 mod auth_servers;
 mod clusters;
+mod console;
 mod idempotency;
 mod networking;
 mod node_pools;

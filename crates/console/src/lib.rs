@@ -1,0 +1,102 @@
+//! The web console: an organization's clusters (and, next, the gateway's auth servers) as HTML
+//! pages rendered on the server.
+//!
+//! Every page and form calls the same use cases the API calls (`domain::service::Services`),
+//! as the same caller, so the role checks are the use cases' own: the console hides a control a
+//! member may not use, and a forced request still gets the use case's refusal. None of it calls
+//! the API over HTTP. Every read and every form works without JavaScript; htmx, shipped inside
+//! the binary, only makes pages live (a cluster's phase follows its state long-poll).
+//!
+//! Security: the session is a sealed cookie re-checked on every request through the identity
+//! port, every form carries a CSRF token (the sign-in form a double-submitted nonce), POSTs from
+//! another site are refused, and every answer carries a strict Content-Security-Policy.
+//! `docs/console.md` has the details.
+
+mod assets;
+mod error;
+mod pages;
+mod security;
+mod session;
+
+use std::sync::Arc;
+
+use actix_web::middleware::from_fn;
+use actix_web::web::{self, ServiceConfig};
+use domain::service::Services;
+
+pub use session::DemoUser;
+
+/// Where the console lives.
+pub const PREFIX: &str = "/console";
+
+/// What every console handler shares.
+#[derive(Clone)]
+pub struct ConsoleState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    services: Services,
+    /// Development mode only: the demo users the sign-in page offers.
+    demo_users: Vec<DemoUser>,
+}
+
+impl ConsoleState {
+    pub fn new(services: Services, demo_users: Vec<DemoUser>) -> Self {
+        ConsoleState {
+            inner: Arc::new(Inner {
+                services,
+                demo_users,
+            }),
+        }
+    }
+
+    fn services(&self) -> &Services {
+        &self.inner.services
+    }
+
+    fn demo_users(&self) -> &[DemoUser] {
+        &self.inner.demo_users
+    }
+}
+
+/// Registers the console under [`PREFIX`].
+pub fn configure(state: ConsoleState) -> impl FnOnce(&mut ServiceConfig) {
+    move |cfg: &mut ServiceConfig| {
+        cfg.service(
+            web::scope(PREFIX)
+                .app_data(web::Data::new(state))
+                .app_data(
+                    web::FormConfig::default()
+                        .limit(64 * 1024)
+                        .error_handler(|e, _| error::ConsoleError::BadForm(e.to_string()).into()),
+                )
+                .app_data(
+                    web::QueryConfig::default()
+                        .error_handler(|e, _| error::ConsoleError::BadForm(e.to_string()).into()),
+                )
+                .wrap(from_fn(security::headers))
+                .route("", web::get().to(pages::home))
+                .route("/", web::get().to(pages::home))
+                .route("/assets/{version}/{file}", web::get().to(assets::serve))
+                .route("/sign-in", web::get().to(pages::sign_in::form))
+                .route("/sign-in", web::post().to(pages::sign_in::submit))
+                .route("/sign-out", web::post().to(pages::sign_in::sign_out))
+                .route("/clusters", web::get().to(pages::clusters::list))
+                .route("/clusters/{id}", web::get().to(pages::cluster::overview))
+                .route(
+                    "/clusters/{id}/row",
+                    web::get().to(pages::clusters::live_row),
+                )
+                .route(
+                    "/clusters/{id}/kubeconfig",
+                    web::get().to(pages::cluster::kubeconfig),
+                )
+                .route(
+                    "/clusters/{id}/delete",
+                    web::post().to(pages::cluster::delete),
+                )
+                .default_service(web::to(pages::not_found)),
+        );
+    }
+}

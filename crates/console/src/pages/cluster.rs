@@ -1,0 +1,190 @@
+//! **Cluster detail**: the Overview of one cluster (its phase, endpoint, pools, tags), the
+//! kubeconfig download, and deleting it (confirmed by typing its name).
+
+use actix_web::http::{StatusCode, header};
+use actix_web::web::{Data, Form, Path};
+use actix_web::{HttpRequest, HttpResponse};
+use api::extract::Id;
+use domain::model::cluster::Cluster;
+use domain::service::KubeconfigAnswer;
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use crate::error::ConsoleError;
+use crate::pages::clusters::{phase_badge, when};
+use crate::pages::layout::{self, Nav};
+use crate::pages::{Acting, check_form, html_page, see_other};
+use crate::session::Signed;
+use crate::{ConsoleState, PREFIX};
+
+pub async fn overview(
+    state: Data<ConsoleState>,
+    signed: Signed,
+    id: Path<Id>,
+) -> Result<HttpResponse, ConsoleError> {
+    let cluster = state.services().get_cluster(&signed.caller, id.0).await?;
+    Ok(page(&signed, &cluster, StatusCode::OK, None))
+}
+
+fn page(signed: &Signed, c: &Cluster, status: StatusCode, problem: Option<&str>) -> HttpResponse {
+    let acting = Acting::resolve(&signed.caller, Some(&c.organization_slug));
+    let here = format!("{PREFIX}/clusters");
+    let nav = Nav {
+        caller: &signed.caller,
+        acting: &acting,
+        csrf: &signed.session.csrf,
+        here: &here,
+    };
+    let body = html! {
+        nav.crumbs aria-label="Breadcrumb" {
+            a href={ (PREFIX) "/clusters" (acting.query()) } { "Clusters" }
+            " / " span aria-current="page" { (c.name.as_str()) }
+        }
+        div.title-row {
+            h1 { (c.name.as_str()) }
+            (phase_badge(c.phase))
+        }
+        @if let Some(problem) = problem {
+            p.notice.error role="alert" { (problem) }
+        }
+        h2 { "Overview" }
+        (summary(c))
+        (pools(c))
+        p { a.button href={ (PREFIX) "/clusters/" (c.id) "/kubeconfig" } { "Download kubeconfig" } }
+        @if acting.may_change() {
+            (delete_form(c, &signed.session.csrf))
+        }
+    };
+    html_page(status, layout::page(c.name.as_str(), Some(&nav), body))
+}
+
+fn summary(c: &Cluster) -> Markup {
+    html! {
+        dl.facts {
+            dt { "Phase" } dd { (c.phase.as_str()) @if let Some(r) = &c.failure_reason { " — " (r) } }
+            dt { "Zone" } dd { (c.zone) }
+            dt { "Kubernetes version" } dd { (c.version) }
+            dt { "Exposure" } dd {
+                (c.exposure.as_str())
+                @if let Some(change) = &c.exposure_change { " (changing to " (change.to.as_str()) ")" }
+            }
+            dt { "Network mode" } dd { (c.network_mode.as_str()) }
+            dt { "Public hostname" } dd { (c.public_hostname.as_deref().unwrap_or("—")) }
+            dt { "API endpoint" } dd { (c.api_endpoint.as_deref().unwrap_or("not yet")) }
+            dt { "Description" } dd { (c.description.as_deref().unwrap_or("—")) }
+            dt { "Tags" } dd {
+                @if c.tags.is_empty() { "—" }
+                @for t in &c.tags { span.tag { (t.as_str()) } " " }
+            }
+            dt { "Created" } dd { (when(c.created_at)) }
+        }
+    }
+}
+
+fn pools(c: &Cluster) -> Markup {
+    html! {
+        h2 { "Node pools" }
+        table.pools {
+            thead { tr {
+                th scope="col" { "Name" } th scope="col" { "Machine tier" } th scope="col" { "Nodes" }
+                th scope="col" { "Autoscale" } th scope="col" { "Status" }
+            } }
+            tbody {
+                @for p in &c.node_pools {
+                    tr {
+                        th scope="row" { (p.name.as_str()) }
+                        td { (p.size) }
+                        td { (p.count) }
+                        td {
+                            @if p.auto_scale {
+                                (p.min_nodes) "–" (p.max_nodes.map(|m| m.to_string()).unwrap_or_default())
+                            } @else { "off" }
+                        }
+                        td { (p.status.as_str()) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn delete_form(c: &Cluster, csrf: &str) -> Markup {
+    html! {
+        section.danger aria-labelledby="delete-title" {
+            h2 #delete-title { "Delete cluster" }
+            form method="post" action={ (PREFIX) "/clusters/" (c.id) "/delete" } {
+                input type="hidden" name="csrf" value=(csrf);
+                label for="confirm" { "Type the cluster's name, " strong { (c.name.as_str()) } ", to delete it and everything in it" }
+                input #confirm type="text" name="confirm" autocomplete="off" required;
+                button.destructive type="submit" { "Delete cluster" }
+            }
+        }
+    }
+}
+
+/// The kubeconfig as a file; before the control plane is up, a page saying when to retry.
+pub async fn kubeconfig(
+    state: Data<ConsoleState>,
+    signed: Signed,
+    id: Path<Id>,
+) -> Result<HttpResponse, ConsoleError> {
+    let services = state.services();
+    match services.kubeconfig(&signed.caller, id.0).await? {
+        KubeconfigAnswer::Ready { yaml, .. } => {
+            let cluster = services.get_cluster(&signed.caller, id.0).await?;
+            Ok(HttpResponse::Ok()
+                .content_type("application/yaml")
+                .insert_header((
+                    header::CONTENT_DISPOSITION,
+                    format!(
+                        "attachment; filename=\"kubeconfig-{}.yaml\"",
+                        cluster.name.as_str()
+                    ),
+                ))
+                .body(yaml))
+        }
+        KubeconfigAnswer::NotReady {
+            phase,
+            retry_after_seconds,
+        } => {
+            let cluster = services.get_cluster(&signed.caller, id.0).await?;
+            let message = format!(
+                "The kubeconfig is not ready yet: the cluster is {}. Try again in {retry_after_seconds} seconds.",
+                phase.as_str()
+            );
+            Ok(page(&signed, &cluster, StatusCode::OK, Some(&message)))
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub struct Delete {
+    csrf: String,
+    confirm: String,
+}
+
+/// Deletes the cluster once its name was typed; a second submission finds it deleting.
+pub async fn delete(
+    state: Data<ConsoleState>,
+    req: HttpRequest,
+    signed: Signed,
+    id: Path<Id>,
+    form: Form<Delete>,
+) -> Result<HttpResponse, ConsoleError> {
+    check_form(&req, &signed.session, &form.csrf)?;
+    let services = state.services();
+    let cluster = services.get_cluster(&signed.caller, id.0).await?;
+    if form.confirm.trim() != cluster.name.as_str() {
+        return Ok(page(
+            &signed,
+            &cluster,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("The name typed does not match the cluster's: nothing was deleted."),
+        ));
+    }
+    services.delete_cluster(&signed.caller, id.0, None).await?;
+    Ok(see_other(&format!(
+        "{PREFIX}/clusters?organization={}",
+        super::urlencode(&cluster.organization_slug)
+    )))
+}

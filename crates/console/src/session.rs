@@ -1,0 +1,272 @@
+//! The console session: the account platform's access token, sealed in a cookie under the
+//! service's secrets key, with the CSRF token of the session's forms. Every request opens it
+//! and asks the identity port who the token belongs to (the same port, and cache, a Bearer
+//! token goes through), so a token the platform revoked ends the session at once.
+
+use std::future::Future;
+use std::net::IpAddr;
+use std::pin::Pin;
+
+use actix_web::cookie::{Cookie, SameSite, time};
+use actix_web::dev::Payload;
+use actix_web::web::Data;
+use actix_web::{FromRequest, HttpRequest};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::{DateTime, Utc};
+use domain::model::identity::Caller;
+use domain::model::secret::{SealedSecret, Secret};
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConsoleError;
+use crate::{ConsoleState, PREFIX};
+
+/// How long a session lasts from sign-in.
+pub const LIFETIME_HOURS: i64 = 8;
+/// How long the sign-in form's nonce is good for.
+const SIGN_IN_MINUTES: i64 = 30;
+/// Sealed with every session, and checked on opening: a value sealed for another purpose under
+/// the same key (an OIDC client secret, a cluster credential) never opens as a session.
+const PURPOSE: &str = "kubesvc console session v1";
+
+/// A demo user the development sign-in page offers (the token stays on the server).
+#[derive(Clone)]
+pub struct DemoUser {
+    pub label: String,
+    pub token: Secret,
+}
+
+/// What the session cookie holds, sealed.
+#[derive(Serialize, Deserialize)]
+struct Sealed {
+    purpose: String,
+    token: String,
+    csrf: String,
+    issued_at: i64,
+}
+
+/// An open session.
+pub struct Session {
+    pub token: Secret,
+    /// The token every form of this session carries.
+    pub csrf: String,
+}
+
+/// A random token for forms and nonces: 32 bytes, URL-safe.
+pub fn random_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The cookie names: `__Host-` (Secure, this host only, path `/`) unless the console is
+/// reached over plain http on this machine, where a browser would not keep a Secure cookie.
+pub struct CookieNames {
+    pub session: &'static str,
+    pub sign_in: &'static str,
+    pub secure: bool,
+}
+
+pub fn cookie_names(req: &HttpRequest) -> CookieNames {
+    if is_loopback_http(req) {
+        CookieNames {
+            session: "kubesvc-session",
+            sign_in: "kubesvc-sign-in",
+            secure: false,
+        }
+    } else {
+        CookieNames {
+            session: "__Host-kubesvc-session",
+            sign_in: "__Host-kubesvc-sign-in",
+            secure: true,
+        }
+    }
+}
+
+/// Plain http from this machine: the connection is not TLS, its peer is a loopback address
+/// and the browser asked for a loopback host. Forwarding headers are not read: they are the
+/// client's to forge.
+fn is_loopback_http(req: &HttpRequest) -> bool {
+    let peer_is_loopback = req.peer_addr().is_some_and(|a| a.ip().is_loopback());
+    let host = req
+        .headers()
+        .get("host")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(n, _)| n),
+    };
+    let host_is_loopback =
+        name == "localhost" || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    !req.app_config().secure() && peer_is_loopback && host_is_loopback
+}
+
+fn cookie<'a>(name: &'a str, value: String, secure: bool, max_age: time::Duration) -> Cookie<'a> {
+    Cookie::build(name, value)
+        // `__Host-` cookies must have path `/`; the loopback ones keep to the console.
+        .path(if secure { "/" } else { PREFIX })
+        .http_only(true)
+        .secure(secure)
+        .same_site(SameSite::Strict)
+        .max_age(max_age)
+        .finish()
+}
+
+/// The session cookie for a token the identity port accepted.
+pub fn session_cookie(
+    state: &ConsoleState,
+    req: &HttpRequest,
+    token: &Secret,
+    now: DateTime<Utc>,
+) -> Result<Cookie<'static>, ConsoleError> {
+    let sealed = Sealed {
+        purpose: PURPOSE.to_owned(),
+        token: token.expose().to_owned(),
+        csrf: random_token(),
+        issued_at: now.timestamp(),
+    };
+    let plain = serde_json::to_string(&sealed)
+        .map_err(|e| ConsoleError::Internal(format!("session: {e}")))?;
+    let value = state
+        .services()
+        .ports()
+        .vault
+        .seal(&Secret::new(plain))
+        .map_err(|e| ConsoleError::Internal(format!("session: {e}")))?;
+    let names = cookie_names(req);
+    Ok(cookie(
+        names.session,
+        value.0,
+        names.secure,
+        time::Duration::hours(LIFETIME_HOURS),
+    )
+    .into_owned())
+}
+
+/// A cookie that removes the session.
+pub fn ended_session(req: &HttpRequest) -> Cookie<'static> {
+    let names = cookie_names(req);
+    cookie(
+        names.session,
+        String::new(),
+        names.secure,
+        time::Duration::ZERO,
+    )
+    .into_owned()
+}
+
+/// The sign-in form's nonce cookie (the form carries the same value: a page of another site
+/// can post the form but cannot read or set the cookie, so it cannot sign a victim in).
+pub fn sign_in_cookie(req: &HttpRequest, nonce: &str) -> Cookie<'static> {
+    let names = cookie_names(req);
+    cookie(
+        names.sign_in,
+        nonce.to_owned(),
+        names.secure,
+        time::Duration::minutes(SIGN_IN_MINUTES),
+    )
+    .into_owned()
+}
+
+pub fn ended_sign_in(req: &HttpRequest) -> Cookie<'static> {
+    let names = cookie_names(req);
+    cookie(
+        names.sign_in,
+        String::new(),
+        names.secure,
+        time::Duration::ZERO,
+    )
+    .into_owned()
+}
+
+pub fn sign_in_nonce(req: &HttpRequest) -> Option<String> {
+    req.cookie(cookie_names(req).sign_in)
+        .map(|c| c.value().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// Opens the request's session cookie: `None` when there is none, it does not open under this
+/// key, it was sealed for something else, or it is older than [`LIFETIME_HOURS`].
+fn open(state: &ConsoleState, req: &HttpRequest, now: DateTime<Utc>) -> Option<Session> {
+    let value = req.cookie(cookie_names(req).session)?;
+    let plain = state
+        .services()
+        .ports()
+        .vault
+        .open(&SealedSecret(value.value().to_owned()))
+        .ok()?;
+    let sealed: Sealed = serde_json::from_str(plain.expose()).ok()?;
+    let age = now.timestamp() - sealed.issued_at;
+    (sealed.purpose == PURPOSE && (0..LIFETIME_HOURS * 3600).contains(&age)).then(|| Session {
+        token: Secret::new(sealed.token),
+        csrf: sealed.csrf,
+    })
+}
+
+/// A request with a live session: the caller the identity port says its token belongs to.
+/// Without one the console answers with the sign-in page (a redirect).
+pub struct Signed {
+    pub caller: Caller,
+    pub session: Session,
+}
+
+impl FromRequest for Signed {
+    type Error = ConsoleError;
+    type Future = Pin<Box<dyn Future<Output = Result<Signed, ConsoleError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let state = req
+                .app_data::<Data<ConsoleState>>()
+                .cloned()
+                .ok_or_else(|| ConsoleError::Internal("console state missing".into()))?;
+            let now = state.services().ports().clock.now();
+            let session = open(&state, &req, now).ok_or(ConsoleError::SignInNeeded)?;
+            match state.services().authenticate(&session.token).await {
+                Ok(caller) => Ok(Signed { caller, session }),
+                Err(domain::DomainError::Unauthorized(_)) => Err(ConsoleError::SignInNeeded),
+                Err(e) => Err(ConsoleError::Domain(e)),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::test::TestRequest;
+
+    use super::*;
+
+    #[test]
+    fn secure_host_cookies_unless_plain_http_on_this_machine() {
+        let local = "127.0.0.1:50000".parse().ok();
+        let remote = "203.0.113.9:50000".parse().ok();
+        let cases = [
+            ("127.0.0.1:8080", local, false),
+            ("localhost:8080", local, false),
+            ("[::1]:8080", "[::1]:50000".parse().ok(), false),
+            ("console.example.com", local, true),
+            ("127.0.0.1:8080", remote, true),
+            ("localhost.evil.example", local, true),
+        ];
+        for (host, peer, secure) in cases {
+            let mut req = TestRequest::get().insert_header(("host", host));
+            if let Some(peer) = peer {
+                req = req.peer_addr(peer);
+            }
+            let names = cookie_names(&req.to_http_request());
+            assert_eq!(names.secure, secure, "{host} from {peer:?}");
+            assert_eq!(names.session.starts_with("__Host-"), secure, "{host}");
+        }
+    }
+
+    #[test]
+    fn random_tokens_are_long_and_differ() {
+        let (a, b) = (random_token(), random_token());
+        assert_eq!(a.len(), 43);
+        assert_ne!(a, b);
+    }
+}

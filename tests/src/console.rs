@@ -1,0 +1,180 @@
+//! A browser's part in the console tests, without the browser: a cookie jar that keeps what
+//! the console sets, forms posted as a browser posts them, redirects left for the test to see.
+
+use std::collections::BTreeMap;
+
+use reqwest::header::{COOKIE, HeaderMap, SET_COOKIE};
+use reqwest::redirect::Policy;
+use reqwest::{Client, Method};
+
+use crate::TestApp;
+
+/// A page as the console answered it.
+#[derive(Debug)]
+pub struct Page {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: String,
+}
+
+impl Page {
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    }
+
+    /// Every `Set-Cookie` of the answer.
+    pub fn set_cookies(&self) -> Vec<String> {
+        self.headers
+            .get_all(SET_COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The value of the first form field named `name` (hidden inputs: nonce, csrf).
+    pub fn field(&self, name: &str) -> Option<String> {
+        let marker = format!("name=\"{name}\" value=\"");
+        let start = self.body.find(&marker)? + marker.len();
+        let end = self.body[start..].find('"')?;
+        Some(self.body[start..start + end].to_owned())
+    }
+}
+
+/// One browser: its cookies, sent back as a browser sends them.
+pub struct Browser {
+    base: String,
+    client: Client,
+    cookies: BTreeMap<String, String>,
+}
+
+impl Browser {
+    pub fn new(app: &TestApp) -> Browser {
+        let client = Client::builder()
+            .redirect(Policy::none())
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        Browser {
+            base: app.url.clone(),
+            client,
+            cookies: BTreeMap::new(),
+        }
+    }
+
+    /// Signs in with an account token through the sign-in form; panics unless it worked.
+    pub async fn signed_in(app: &TestApp, token: &str) -> Browser {
+        let mut browser = Browser::new(app);
+        let answer = browser.sign_in(token).await;
+        assert_eq!(answer.status, 303, "{}", answer.body);
+        browser
+    }
+
+    /// Fetches the sign-in form and posts `token` with the form's nonce.
+    pub async fn sign_in(&mut self, token: &str) -> Page {
+        let form = self.get("/console/sign-in").await;
+        let nonce = form.field("nonce").unwrap_or_default();
+        self.post(
+            "/console/sign-in",
+            &[("nonce", &nonce), ("token", token)],
+            &[],
+        )
+        .await
+    }
+
+    pub async fn get(&mut self, path: &str) -> Page {
+        self.send(Method::GET, path, None, &[]).await
+    }
+
+    /// Posts a form, with extra request headers (`Origin`, `Sec-Fetch-Site`) when given.
+    pub async fn post(
+        &mut self,
+        path: &str,
+        fields: &[(&str, &str)],
+        headers: &[(&str, &str)],
+    ) -> Page {
+        let body = serde_urlencoded(fields);
+        self.send(Method::POST, path, Some(body), headers).await
+    }
+
+    /// The CSRF token the session's pages carry.
+    pub async fn csrf(&mut self) -> String {
+        self.get("/console/clusters")
+            .await
+            .field("csrf")
+            .unwrap_or_default()
+    }
+
+    pub fn cookie(&self, name: &str) -> Option<&String> {
+        self.cookies.get(name)
+    }
+
+    pub fn set_cookie(&mut self, name: &str, value: &str) {
+        self.cookies.insert(name.to_owned(), value.to_owned());
+    }
+
+    async fn send(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<String>,
+        headers: &[(&str, &str)],
+    ) -> Page {
+        let mut r = self.client.request(method, format!("{}{path}", self.base));
+        if !self.cookies.is_empty() {
+            let jar: Vec<String> = self
+                .cookies
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            r = r.header(COOKIE, jar.join("; "));
+        }
+        if let Some(body) = body {
+            r = r
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body);
+        }
+        for (name, value) in headers {
+            r = r.header(*name, *value);
+        }
+        let res = r.send().await.unwrap_or_else(|e| panic!("{path}: {e}"));
+        let page = Page {
+            status: res.status().as_u16(),
+            headers: res.headers().clone(),
+            body: res.text().await.unwrap_or_default(),
+        };
+        for set in page.set_cookies() {
+            let pair = set.split(';').next().unwrap_or_default();
+            if let Some((name, value)) = pair.split_once('=') {
+                let gone = value.is_empty() || set.contains("Max-Age=0");
+                if gone {
+                    self.cookies.remove(name);
+                } else {
+                    self.cookies.insert(name.to_owned(), value.to_owned());
+                }
+            }
+        }
+        page
+    }
+}
+
+fn serde_urlencoded(fields: &[(&str, &str)]) -> String {
+    fields
+        .iter()
+        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn encode(v: &str) -> String {
+    v.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

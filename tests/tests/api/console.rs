@@ -1,0 +1,322 @@
+//! The web console over HTTP: sign-in and its session, the pages' roles, and the attacks a
+//! console meets (login CSRF, forged forms, cookies of another purpose).
+
+use std::time::Duration;
+
+use blackbox::console::{Browser, Page};
+use blackbox::{TOKEN_ACME_MEMBER, TOKEN_ACME_SUPER_ADMIN, TOKEN_TWO_ORGS, TestApp, id};
+
+const SESSION: &str = "kubesvc-session";
+
+async fn phase(app: &TestApp, url: &str) -> serde_json::Value {
+    app.get(url, TOKEN_ACME_SUPER_ADMIN).await.json()["phase"].clone()
+}
+
+fn assert_refused_as_forged(page: &Page) {
+    assert_eq!(page.status, 403, "{}", page.body);
+    assert!(
+        page.body.contains("not sent from the console"),
+        "{}",
+        page.body
+    );
+}
+
+#[tokio::test]
+async fn every_answer_carries_a_strict_policy_and_pages_run_no_inline_script() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let mut browser = Browser::new(&app);
+    let page = browser.get("/console/sign-in").await;
+    assert_eq!(page.status, 200);
+    let csp = page.header("content-security-policy").unwrap_or_default();
+    for directive in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "frame-ancestors 'none'",
+        "form-action 'self'",
+    ] {
+        assert!(csp.contains(directive), "{csp}");
+    }
+    assert_eq!(page.header("x-frame-options").as_deref(), Some("DENY"));
+    assert_eq!(page.header("cache-control").as_deref(), Some("no-store"));
+    assert!(
+        !page.body.contains("<script>"),
+        "an inline script: {}",
+        page.body
+    );
+    assert!(
+        !page.body.contains("style=\""),
+        "an inline style: {}",
+        page.body
+    );
+    let nonce_cookie = page.set_cookies().join("\n");
+    assert!(
+        nonce_cookie.contains("HttpOnly") && nonce_cookie.contains("SameSite=Strict"),
+        "{nonce_cookie}"
+    );
+}
+
+#[tokio::test]
+async fn the_hashed_assets_are_cached_for_a_year_and_an_old_hash_is_404() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let mut browser = Browser::new(&app);
+    let page = browser.get("/console/sign-in").await;
+    let start = page.body.find("/console/assets/").unwrap_or_default();
+    let css: String = page.body[start..]
+        .chars()
+        .take_while(|c| *c != '"')
+        .collect();
+    let asset = browser.get(&css).await;
+    assert_eq!(asset.status, 200, "{css}");
+    assert!(
+        asset
+            .header("cache-control")
+            .unwrap_or_default()
+            .contains("immutable")
+    );
+    assert!(
+        asset
+            .header("content-type")
+            .unwrap_or_default()
+            .starts_with("text/css")
+    );
+    let stale = browser
+        .get("/console/assets/0000000000000000/console.css")
+        .await;
+    assert_eq!(stale.status, 404);
+}
+
+#[tokio::test]
+async fn without_a_session_every_page_sends_to_sign_in_and_a_forged_cookie_is_no_session() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let cluster = app.create_cluster("web").await;
+    let mut browser = Browser::new(&app);
+    for path in [
+        "/console/clusters".to_owned(),
+        format!("/console/clusters/{}", id(&cluster)),
+    ] {
+        let page = browser.get(&path).await;
+        assert_eq!(page.status, 303, "{path}");
+        assert_eq!(page.header("location").as_deref(), Some("/console/sign-in"));
+    }
+    for forged in ["v1:AAAA", "garbage", "", TOKEN_ACME_SUPER_ADMIN] {
+        browser.set_cookie(SESSION, forged);
+        let page = browser.get("/console/clusters").await;
+        assert_eq!(page.status, 303, "cookie {forged:?}");
+    }
+}
+
+#[tokio::test]
+async fn signing_in_seals_the_token_and_lists_the_organizations_clusters() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    app.create_cluster("web-1").await;
+    let mut browser = Browser::new(&app);
+    let answer = browser.sign_in(TOKEN_ACME_SUPER_ADMIN).await;
+    assert_eq!(answer.status, 303, "{}", answer.body);
+    assert_eq!(
+        answer.header("location").as_deref(),
+        Some("/console/clusters")
+    );
+    let cookie = answer
+        .set_cookies()
+        .into_iter()
+        .find(|c| c.starts_with(SESSION))
+        .unwrap_or_default();
+    for flag in ["HttpOnly", "SameSite=Strict", "Max-Age=28800"] {
+        assert!(cookie.contains(flag), "{cookie}");
+    }
+    assert!(
+        !cookie.contains(TOKEN_ACME_SUPER_ADMIN),
+        "the token shows: {cookie}"
+    );
+    let page = browser.get("/console/clusters").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("web-1"));
+    assert!(
+        page.body.contains("Create cluster"),
+        "a super_admin may create"
+    );
+    assert!(page.body.contains("Pending"));
+    assert!(!page.body.contains(TOKEN_ACME_SUPER_ADMIN));
+}
+
+#[tokio::test]
+async fn a_token_the_platform_refuses_is_401_and_opens_no_session() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let mut browser = Browser::new(&app);
+    let page = browser.sign_in("not-a-token-anyone-issued").await;
+    assert_eq!(page.status, 401, "{}", page.body);
+    assert!(page.body.contains("did not accept"));
+    assert!(!page.body.contains("not-a-token-anyone-issued"));
+    assert!(browser.cookie(SESSION).is_none());
+}
+
+#[tokio::test]
+async fn sign_in_is_refused_without_the_forms_own_nonce_or_from_another_site() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    // A page of another site can post the form, but cannot read or set the nonce cookie.
+    let mut attacker = Browser::new(&app);
+    let no_cookie = attacker
+        .post(
+            "/console/sign-in",
+            &[("nonce", "guessed"), ("token", TOKEN_ACME_MEMBER)],
+            &[],
+        )
+        .await;
+    assert_refused_as_forged(&no_cookie);
+    let mut browser = Browser::new(&app);
+    let form = browser.get("/console/sign-in").await;
+    let nonce = form.field("nonce").unwrap_or_default();
+    let cases: [(&str, &[(&str, &str)]); 3] = [
+        ("another-nonce", &[]),
+        (&nonce, &[("sec-fetch-site", "cross-site")]),
+        (&nonce, &[("origin", "https://evil.example")]),
+    ];
+    for (sent, headers) in cases {
+        let page = browser
+            .post(
+                "/console/sign-in",
+                &[("nonce", sent), ("token", TOKEN_ACME_MEMBER)],
+                headers,
+            )
+            .await;
+        assert_refused_as_forged(&page);
+        assert!(browser.cookie(SESSION).is_none(), "{headers:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_member_sees_every_read_and_no_change_and_a_forced_delete_is_the_use_cases_403() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let cluster = app.create_cluster("web-1").await;
+    let path = format!("/console/clusters/{}", id(&cluster));
+    let mut member = Browser::signed_in(&app, TOKEN_ACME_MEMBER).await;
+    let list = member.get("/console/clusters").await;
+    assert!(list.body.contains("web-1"));
+    assert!(!list.body.contains("Create cluster"));
+    let detail = member.get(&path).await;
+    assert_eq!(detail.status, 200);
+    assert!(detail.body.contains("Node pools"));
+    assert!(!detail.body.contains("Delete cluster"));
+    let csrf = member.csrf().await;
+    let forced = member
+        .post(
+            &format!("{path}/delete"),
+            &[("csrf", &csrf), ("confirm", "web-1")],
+            &[],
+        )
+        .await;
+    assert_eq!(forced.status, 403, "{}", forced.body);
+    assert!(forced.body.contains("super_admin"), "{}", forced.body);
+    let still = app
+        .get(
+            &format!("/v1/public/clusters/{}", id(&cluster)),
+            TOKEN_ACME_SUPER_ADMIN,
+        )
+        .await;
+    assert_eq!(still.json()["phase"], "Pending");
+}
+
+#[tokio::test]
+async fn delete_needs_the_sessions_csrf_token_and_the_typed_name() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let cluster = app.create_cluster("web-1").await;
+    let path = format!("/console/clusters/{}/delete", id(&cluster));
+    let mut admin = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let csrf = admin.csrf().await;
+    // Another session's token (a second sign-in) does not count for this one.
+    let other = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN)
+        .await
+        .csrf()
+        .await;
+    for (token, typed) in [("", "web-1"), (other.as_str(), "web-1")] {
+        let page = admin
+            .post(&path, &[("csrf", token), ("confirm", typed)], &[])
+            .await;
+        assert_refused_as_forged(&page);
+    }
+    let mismatch = admin
+        .post(&path, &[("csrf", &csrf), ("confirm", "web-2")], &[])
+        .await;
+    assert_eq!(mismatch.status, 422);
+    assert!(mismatch.body.contains("nothing was deleted"));
+    let url = format!("/v1/public/clusters/{}", id(&cluster));
+    assert_eq!(phase(&app, &url).await, "Pending");
+    let done = admin
+        .post(&path, &[("csrf", &csrf), ("confirm", "web-1")], &[])
+        .await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(phase(&app, &url).await, "Deleting");
+}
+
+#[tokio::test]
+async fn the_organization_switcher_lists_memberships_and_shows_the_chosen_ones_clusters() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    app.create_cluster("acme-web").await;
+    let mut browser = Browser::signed_in(&app, TOKEN_TWO_ORGS).await;
+    let preferred = browser.get("/console/clusters").await;
+    assert!(
+        preferred.body.contains("globex (super_admin)"),
+        "{}",
+        preferred.body
+    );
+    assert!(preferred.body.contains("acme (member)"));
+    assert!(!preferred.body.contains("acme-web"), "globex is preferred");
+    let acme = browser.get("/console/clusters?organization=acme").await;
+    assert!(acme.body.contains("acme-web"));
+    assert!(!acme.body.contains("Create cluster"), "a member in acme");
+    let nowhere = browser.get("/console/clusters?organization=initech").await;
+    assert_eq!(nowhere.status, 403);
+}
+
+#[tokio::test]
+async fn signing_out_removes_the_session_and_needs_the_csrf_token() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let mut browser = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let refused = browser
+        .post("/console/sign-out", &[("csrf", "wrong")], &[])
+        .await;
+    assert_refused_as_forged(&refused);
+    let csrf = browser.csrf().await;
+    let out = browser
+        .post("/console/sign-out", &[("csrf", &csrf)], &[])
+        .await;
+    assert_eq!(out.status, 303);
+    assert_eq!(out.header("location").as_deref(), Some("/console/sign-in"));
+    assert!(browser.cookie(SESSION).is_none());
+    assert_eq!(browser.get("/console/clusters").await.status, 303);
+}
+
+#[tokio::test]
+async fn a_moving_row_follows_the_state_long_poll_and_the_kubeconfig_downloads_once_ready() {
+    let app = TestApp::spawn().await;
+    let cluster = app.create_cluster("live").await;
+    let mut browser = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let row = format!("/console/clusters/{}/row?since=1", id(&cluster));
+    let live = browser.get(&row).await;
+    assert_eq!(live.status, 200, "{}", live.body);
+    assert!(live.body.starts_with("<tr"), "{}", live.body);
+    let url = format!("/v1/public/clusters/{}", id(&cluster));
+    app.wait_for(&url, Duration::from_secs(60), |c| {
+        c["phase"] == "Provisioned"
+    })
+    .await;
+    let row = browser
+        .get(&format!("/console/clusters/{}/row?since=0", id(&cluster)))
+        .await;
+    assert!(row.body.contains("Provisioned"));
+    assert!(!row.body.contains("hx-get"), "a settled row stops asking");
+    let file = browser
+        .get(&format!("/console/clusters/{}/kubeconfig", id(&cluster)))
+        .await;
+    assert_eq!(file.status, 200);
+    assert_eq!(
+        file.header("content-type").as_deref(),
+        Some("application/yaml")
+    );
+    assert!(
+        file.header("content-disposition")
+            .unwrap_or_default()
+            .contains("kubeconfig-live.yaml")
+    );
+    assert!(file.body.contains("kind: Config"));
+}
