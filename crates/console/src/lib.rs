@@ -83,6 +83,8 @@ pub fn configure(state: ConsoleState) -> impl FnOnce(&mut ServiceConfig) {
                 .route("/sign-in", web::post().to(pages::sign_in::submit))
                 .route("/sign-out", web::post().to(pages::sign_in::sign_out))
                 .route("/clusters", web::get().to(pages::clusters::list))
+                .route("/clusters/new", web::get().to(pages::create::form))
+                .route("/clusters/new", web::post().to(pages::create::submit))
                 .route("/clusters/{id}", web::get().to(pages::cluster::overview))
                 .route(
                     "/clusters/{id}/row",

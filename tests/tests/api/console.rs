@@ -320,3 +320,93 @@ async fn a_moving_row_follows_the_state_long_poll_and_the_kubeconfig_downloads_o
     );
     assert!(file.body.contains("kind: Config"));
 }
+
+/// The fields of the create form as drawn, with `changes` on top (a browser sends every field).
+fn create_form(form: &Page, changes: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut fields: Vec<(String, String)> = ["csrf", "key", "organization", "zone"]
+        .iter()
+        .map(|n| (n.to_string(), form.field(n).unwrap_or_default()))
+        .collect();
+    fields.extend([
+        ("exposure".to_owned(), "public".to_owned()),
+        ("network_mode".to_owned(), "intranet".to_owned()),
+        ("pool.0.size".to_owned(), "kube.c5.large".to_owned()),
+        ("pool.0.count".to_owned(), "2".to_owned()),
+    ]);
+    for (name, value) in changes {
+        fields.retain(|(n, _)| n != name);
+        fields.push((name.to_string(), value.to_string()));
+    }
+    fields
+}
+
+async fn post_fields(browser: &mut Browser, fields: &[(String, String)]) -> Page {
+    let pairs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    browser.post("/console/clusters/new", &pairs, &[]).await
+}
+
+#[tokio::test]
+async fn create_cluster_from_the_catalog_form_shows_field_errors_and_a_double_submit_creates_one() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let mut admin = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let form = admin.get("/console/clusters/new").await;
+    assert_eq!(form.status, 200, "{}", form.body);
+    assert!(
+        form.body.contains("(recommended)"),
+        "the catalog's picks are marked"
+    );
+    assert_eq!(form.field("organization").as_deref(), Some("acme"));
+    let refused = post_fields(&mut admin, &create_form(&form, &[("name", "Web_1")])).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains("id=\"name-error\""),
+        "the error sits by its field"
+    );
+    assert!(refused.body.contains("aria-invalid=\"true\""));
+    assert_eq!(app.count_rows("clusters"), 0);
+    let form = admin.get("/console/clusters/new").await;
+    let fields = create_form(&form, &[("name", "web-1")]);
+    let first = post_fields(&mut admin, &fields).await;
+    assert_eq!(first.status, 303, "{}", first.body);
+    let again = post_fields(&mut admin, &fields).await;
+    assert_eq!(again.status, 303, "{}", again.body);
+    assert_eq!(again.header("location"), first.header("location"));
+    assert_eq!(app.count_rows("clusters"), 1);
+    let page = admin
+        .get(&first.header("location").unwrap_or_default())
+        .await;
+    assert!(page.body.contains("web-1") && page.body.contains("Pending"));
+}
+
+#[tokio::test]
+async fn the_pool_editor_adds_and_removes_pools_without_javascript_and_keeps_what_was_typed() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let mut admin = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let form = admin.get("/console/clusters/new").await;
+    let mut fields = create_form(&form, &[("name", "kept-name"), ("add_pool", "1")]);
+    let two = post_fields(&mut admin, &fields).await;
+    assert_eq!(two.status, 200, "{}", two.body);
+    assert!(two.body.contains("Node pool 2") && two.body.contains("kept-name"));
+    fields.retain(|(n, _)| n != "add_pool");
+    fields.push(("remove_pool".into(), "1".into()));
+    let one = post_fields(&mut admin, &fields).await;
+    assert!(!one.body.contains("Node pool 2"), "{}", one.body);
+    assert_eq!(
+        app.count_rows("clusters"),
+        0,
+        "editing the form creates nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_member_forcing_the_create_form_gets_the_use_cases_403_and_nothing_is_created() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let mut member = Browser::signed_in(&app, TOKEN_ACME_MEMBER).await;
+    let form = member.get("/console/clusters/new").await;
+    let forced = post_fields(&mut member, &create_form(&form, &[("name", "sneaky")])).await;
+    assert_eq!(forced.status, 403, "{}", forced.body);
+    assert_eq!(app.count_rows("clusters"), 0);
+}

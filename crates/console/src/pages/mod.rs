@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod clusters;
+pub mod create;
 pub mod layout;
 pub mod sign_in;
 
