@@ -10,9 +10,10 @@ CARGO_TEST_ARGS ?= --workspace
 # rust: the Rust tests; openapi: validate /v1/openapi.json and lint it with Spectral; client:
 # generate a Python client from it and drive a lifecycle (tests/client); refusals: every body the
 # Rust black-box tests saw refused with 422 is refused by the document too; docs: the /docs
-# reference in headless Chromium (tests/docs); schemathesis: a bounded schema-fuzzing run against
-# `server --dev` (schemathesis.toml). `make fuzz` runs the long one.
-TEST_STEPS ?= rust openapi client refusals docs schemathesis
+# reference in headless Chromium (tests/docs); console: the web console driven in headless
+# Chromium as a super_admin and a member, with an axe-core scan (tests/console); schemathesis:
+# a bounded schema-fuzzing run against `server --dev` (schemathesis.toml). `make fuzz` runs the long one.
+TEST_STEPS ?= rust openapi client refusals docs console schemathesis
 
 export CARGO_TEST_ARGS TEST_STEPS
 

@@ -97,6 +97,7 @@ stop_fuzz_server() {
 start_fuzz_server() {
     [[ -z $FUZZ_PID ]] || return 0
     local bin port db_url
+    mkdir -p "$ROOT/.local"
     bin="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/server"
     [[ -x $bin ]] || run_child cargo build -p server --bin server || return $?
     FUZZ_DB="kubesvc_fuzz_$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -169,6 +170,20 @@ step_docs() {
     start_fuzz_server || return $?
     say "opening $FUZZ_URL/docs in headless Chromium (tests/docs/check.mjs)"
     run_child env BASE_URL="$FUZZ_URL" TOKEN="$FUZZ_TOKEN" node "$ROOT/tests/docs/check.mjs"
+}
+
+# shellcheck disable=SC2317 # steps are called as "step_$step"
+step_console() {
+    have chromium || apt_install chromium
+    have npm || apt_install nodejs npm
+    have kubectl || die "kubectl is needed to check the kubeconfig the console hands out"
+    if [[ ! -f $ROOT/tests/console/node_modules/axe-core/package.json ]]; then
+        say "installing playwright-core and axe-core into tests/console (npm, pinned by its package-lock.json)"
+        run_child npm ci --prefix "$ROOT/tests/console" --no-audit --no-fund --silent || return $?
+    fi
+    start_fuzz_server || return $?
+    say "driving $FUZZ_URL/console in headless Chromium as a super_admin and a member (tests/console/check.mjs)"
+    run_child env BASE_URL="$FUZZ_URL" node "$ROOT/tests/console/check.mjs"
 }
 
 # shellcheck disable=SC2317 # steps are called as "step_$step"

@@ -24,7 +24,9 @@ pub async fn headers(
         (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         (header::X_FRAME_OPTIONS, "DENY"),
-        (header::REFERRER_POLICY, "no-referrer"),
+        // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null` with
+        // form posts, and the console could no longer tell its own forms from another site's.
+        (header::REFERRER_POLICY, "same-origin"),
         (
             HeaderName::from_static("cross-origin-opener-policy"),
             "same-origin",

@@ -319,6 +319,22 @@ async fn a_moving_row_follows_the_state_long_poll_and_the_kubeconfig_downloads_o
             .contains("kubeconfig-live.yaml")
     );
     assert!(file.body.contains("kind: Config"));
+    app.delete(
+        &format!("/v1/public/clusters/{}", id(&cluster)),
+        TOKEN_ACME_SUPER_ADMIN,
+    )
+    .await;
+    let url = format!("/v1/public/clusters/{}", id(&cluster));
+    app.wait_for(&url, Duration::from_secs(60), |c| c["code"] == "not_found")
+        .await;
+    let gone = browser
+        .get(&format!("/console/clusters/{}/row?since=0", id(&cluster)))
+        .await;
+    assert_eq!(
+        gone.status, 200,
+        "a row of a deleted cluster is replaced by nothing"
+    );
+    assert!(gone.body.is_empty(), "{}", gone.body);
 }
 
 /// The fields of the create form as drawn, with `changes` on top (a browser sends every field).

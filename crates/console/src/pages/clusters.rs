@@ -6,6 +6,8 @@ use actix_web::http::StatusCode;
 use actix_web::web::{Data, Path, Query};
 use api::extract::Id;
 use chrono::{DateTime, Utc};
+use domain::DomainError;
+use domain::error::Resource;
 use domain::input::cluster::ListClusters;
 use domain::model::cluster::{Cluster, ClusterPhase};
 use domain::ports::storage::PageRequest;
@@ -166,14 +168,18 @@ pub async fn live_row(
 ) -> Result<HttpResponse, ConsoleError> {
     let id = id.0;
     let services = state.services();
-    services
-        .cluster_state(
-            &signed.caller,
-            id,
-            query.since.unwrap_or(0),
-            LIVE_WAIT_SECONDS,
-        )
-        .await?;
-    let cluster = services.get_cluster(&signed.caller, id).await?;
-    Ok(html_page(StatusCode::OK, row(&cluster)))
+    let since = query.since.unwrap_or(0);
+    let found = match services
+        .cluster_state(&signed.caller, id, since, LIVE_WAIT_SECONDS)
+        .await
+    {
+        Ok(_) => services.get_cluster(&signed.caller, id).await,
+        Err(e) => Err(e),
+    };
+    match found {
+        Ok(cluster) => Ok(html_page(StatusCode::OK, row(&cluster))),
+        // Deleted while the page was open: the row goes (an empty answer replaces it).
+        Err(DomainError::NotFound(Resource::Cluster)) => Ok(html_page(StatusCode::OK, html! {})),
+        Err(e) => Err(e.into()),
+    }
 }

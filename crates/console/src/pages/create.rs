@@ -531,7 +531,7 @@ fn pool_fieldset(
     html! {
         fieldset.pool {
             legend { "Node pool " (i + 1) }
-            label for=(id("name")) { "Name" }
+            label for=(id("name")) { "Pool name" }
             input id=(id("name")) name=(field("name")) type="text" value=(p.name) placeholder="default"
                 aria-invalid=[name_error.as_ref().map(|_| "true")];
             @if let Some(m) = name_error { p.field-error { (m) } }

@@ -29,6 +29,8 @@ pub fn page(title: &str, nav: Option<&Nav<'_>>, main: Markup) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="htmx-config" content=(HTMX_CONFIG);
                 title { (title) " · kubesvc console" }
+                // No icon file: an empty one, so browsers do not ask for /favicon.ico.
+                link rel="icon" href="data:,";
                 link rel="stylesheet" href=(assets::url("console.css"));
                 script src=(assets::url("htmx.min.js")) defer {}
             }

@@ -1,0 +1,158 @@
+// The web console as its users drive it, in headless Chromium (Debian's, driven by
+// playwright-core), against `server --dev`: a super_admin signs in, creates a cluster from the
+// form (a field error first), watches it reach Provisioned without reloading, downloads a
+// kubeconfig that `kubectl config view --minify` accepts, deletes the cluster and signs out; a
+// member sees the same cluster with no control that changes it, and a delete forced past the
+// page is refused. Every page is scanned with axe-core: no serious or critical violation. Fails
+// on any script error, Content-Security-Policy violation or request leaving the server.
+// Usage: BASE_URL=http://127.0.0.1:8080 node check.mjs   (SCREENSHOTS=dir also saves pages)
+// CHROMIUM overrides the executable (default /usr/bin/chromium); KUBECTL the kubectl to use.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const base = process.env.BASE_URL;
+if (!base) {
+  console.error('BASE_URL is required');
+  process.exit(1);
+}
+const origin = new URL(base).origin;
+const shots = process.env.SCREENSHOTS;
+const STEP_MS = 30_000;
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const problems = [];
+const expected = new Set(); // responses a step provokes on purpose (the field error, the refusal)
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+});
+
+async function person(label) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  const page = await context.newPage();
+  page.on('pageerror', (e) => problems.push(`${label}: script error: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/status of (422|403)/.test(m.text())) {
+      problems.push(`${label}: console error: ${m.text()}`);
+    }
+  });
+  page.on('response', (r) => {
+    if (r.status() >= 400 && !expected.has(`${r.status()} ${new URL(r.url()).pathname}`)) {
+      problems.push(`${label}: ${r.status()} for ${r.url()}`);
+    }
+  });
+  page.on('request', (r) => {
+    const url = r.url();
+    if (!url.startsWith('data:') && new URL(url).origin !== origin) {
+      problems.push(`${label}: a request left the server: ${url}`);
+    }
+  });
+  return page;
+}
+
+// axe-core runs in a page of its own context that may run injected script (the console's
+// policy forbids it, rightly); it scans the same HTML the person's page has.
+const scanner = await (await browser.newContext({ bypassCSP: true })).newPage();
+async function scan(page, name) {
+  if (shots) await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+  await scanner.setContent(await page.content(), { waitUntil: 'domcontentloaded' });
+  await scanner.addScriptTag({ content: axeSource });
+  const result = await scanner.evaluate(async () => await globalThis.axe.run(document, {
+    resultTypes: ['violations'],
+    rules: { 'color-contrast': { enabled: true } },
+  }));
+  for (const v of result.violations) {
+    if (v.impact === 'serious' || v.impact === 'critical') {
+      problems.push(`${name}: axe ${v.impact}: ${v.id} (${v.help}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+    }
+  }
+}
+
+async function signIn(page, who) {
+  await page.goto(`${base}/console/sign-in`, { timeout: STEP_MS });
+  await scan(page, 'sign-in');
+  await page.getByRole('button', { name: who }).click();
+  await page.waitForURL('**/console/clusters', { timeout: STEP_MS });
+}
+
+const name = `console-${Date.now().toString(36)}`;
+let clusterPath;
+try {
+  // A super_admin creates a cluster, a field error first.
+  const admin = await person('super_admin');
+  await signIn(admin, 'super_admin of acme (postpaid)');
+  await admin.getByRole('link', { name: 'Create cluster' }).click();
+  await scan(admin, 'create-cluster');
+  expected.add('422 /console/clusters/new');
+  await admin.getByLabel('Name', { exact: true }).fill('Not_A_Label');
+  await admin.getByRole('button', { name: 'Create cluster' }).click();
+  await admin.locator('#name-error').waitFor({ timeout: STEP_MS });
+  if ((await admin.getByLabel('Name', { exact: true }).getAttribute('aria-invalid')) !== 'true') {
+    problems.push('the name field is not marked invalid');
+  }
+  await scan(admin, 'create-cluster-error');
+  await admin.getByLabel('Name', { exact: true }).fill(name);
+  await admin.getByRole('button', { name: 'Create cluster' }).click();
+  await admin.waitForURL(/\/console\/clusters\/[0-9a-f-]{36}$/, { timeout: STEP_MS });
+  clusterPath = new URL(admin.url()).pathname;
+
+  // The list follows the phase without a reload.
+  await admin.goto(`${base}/console/clusters`, { timeout: STEP_MS });
+  let navigations = 0;
+  admin.on('framenavigated', (f) => { if (f === admin.mainFrame()) navigations += 1; });
+  const row = admin.locator('tr', { has: admin.getByRole('link', { name, exact: true }) });
+  await row.locator('.badge', { hasText: 'Provisioned' }).waitFor({ timeout: 60_000 });
+  if (navigations !== 0) problems.push(`the clusters page reloaded ${navigations} times`);
+  await scan(admin, 'clusters');
+
+  // The kubeconfig, checked by kubectl.
+  await row.getByRole('link', { name }).click();
+  await scan(admin, 'cluster-overview');
+  const [download] = await Promise.all([
+    admin.waitForEvent('download', { timeout: STEP_MS }),
+    admin.getByRole('link', { name: 'Download kubeconfig' }).click(),
+  ]);
+  const file = join(mkdtempSync(join(tmpdir(), 'console-')), 'kubeconfig.yaml');
+  await download.saveAs(file);
+  const view = execFileSync(process.env.KUBECTL || 'kubectl', ['config', 'view', '--minify', '--kubeconfig', file], { encoding: 'utf8' });
+  if (!view.includes(name)) problems.push(`kubectl config view --minify does not name the cluster:\n${view}`);
+
+  // A member reads everything and changes nothing; a forced delete is the use case's 403.
+  const member = await person('member');
+  await signIn(member, 'member of acme (read-only)');
+  if (await member.getByRole('link', { name: 'Create cluster' }).count()) problems.push('a member is offered "Create cluster"');
+  await member.goto(`${base}${clusterPath}`, { timeout: STEP_MS });
+  if (await member.getByRole('button', { name: 'Delete cluster' }).count()) problems.push('a member is offered "Delete cluster"');
+  const csrf = await member.locator('input[name=csrf]').first().inputValue();
+  expected.add(`403 ${clusterPath}/delete`);
+  const forced = await member.request.post(`${base}${clusterPath}/delete`, {
+    form: { csrf, confirm: name },
+    headers: { Origin: origin },
+    maxRedirects: 0,
+  });
+  if (forced.status() !== 403) problems.push(`a member's forced delete answered ${forced.status()}, not 403`);
+
+  // The super_admin deletes it, confirming with its name, and signs out.
+  await admin.getByLabel(/Type the cluster's name/).fill(name);
+  await admin.getByRole('button', { name: 'Delete cluster' }).click();
+  await admin.waitForURL('**/console/clusters?organization=acme', { timeout: STEP_MS });
+  await admin.getByRole('button', { name: 'Sign out' }).click();
+  await admin.waitForURL('**/console/sign-in', { timeout: STEP_MS });
+  await admin.goto(`${base}/console/clusters`, { timeout: STEP_MS });
+  if (!admin.url().endsWith('/console/sign-in')) problems.push('after signing out, the clusters page still opened');
+} catch (e) {
+  problems.push(`step failed: ${e.message}`);
+} finally {
+  await browser.close();
+}
+
+if (problems.length) {
+  console.error(`the console check found ${problems.length} problem(s):\n- ${problems.join('\n- ')}`);
+  process.exit(1);
+}
+console.log(`the console worked end to end in Chromium (cluster ${name}); no serious accessibility violation`);
