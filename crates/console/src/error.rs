@@ -23,6 +23,9 @@ pub enum ConsoleError {
     /// A state-changing request without this session's CSRF token, or sent by another site.
     #[error("this form expired or was not sent from the console; reload the page and try again")]
     Forged,
+    /// A form sent again with its key after the first submission was refused: the refusal.
+    #[error("{0}")]
+    Replayed(String),
     /// A fault of ours: logged, never shown.
     #[error("internal error: {0}")]
     Internal(String),
@@ -45,6 +48,7 @@ impl ResponseError for ConsoleError {
             ConsoleError::Domain(e) => api::problem::status_of(e),
             ConsoleError::BadForm(_) => StatusCode::BAD_REQUEST,
             ConsoleError::Forged => StatusCode::FORBIDDEN,
+            ConsoleError::Replayed(_) => StatusCode::CONFLICT,
             ConsoleError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -91,6 +91,42 @@ pub fn configure(state: ConsoleState) -> impl FnOnce(&mut ServiceConfig) {
                     web::get().to(pages::clusters::live_row),
                 )
                 .route(
+                    "/clusters/{id}/node-pools",
+                    web::get().to(pages::pools::pools_tab),
+                )
+                .route(
+                    "/clusters/{id}/node-pools",
+                    web::post().to(pages::pools::add_pool),
+                )
+                .route(
+                    "/clusters/{id}/node-pools/{pool}/scale",
+                    web::post().to(pages::pools::scale_pool),
+                )
+                .route(
+                    "/clusters/{id}/node-pools/{pool}/delete",
+                    web::post().to(pages::pools::delete_pool),
+                )
+                .route(
+                    "/clusters/{id}/nodes",
+                    web::get().to(pages::pools::nodes_tab),
+                )
+                .route(
+                    "/clusters/{id}/nodes/{node}/delete",
+                    web::post().to(pages::pools::delete_node),
+                )
+                .route(
+                    "/clusters/{id}/networking",
+                    web::get().to(pages::networking::tab),
+                )
+                .route(
+                    "/clusters/{id}/elastic-ips",
+                    web::post().to(pages::networking::allocate),
+                )
+                .route(
+                    "/clusters/{id}/elastic-ips/{eip}/release",
+                    web::post().to(pages::networking::release),
+                )
+                .route(
                     "/clusters/{id}/kubeconfig",
                     web::get().to(pages::cluster::kubeconfig),
                 )

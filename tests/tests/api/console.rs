@@ -426,3 +426,179 @@ async fn a_member_forcing_the_create_form_gets_the_use_cases_403_and_nothing_is_
     assert_eq!(forced.status, 403, "{}", forced.body);
     assert_eq!(app.count_rows("clusters"), 0);
 }
+
+/// The fields of the first form whose action is `action` on the page: its hidden CSRF token
+/// and idempotency key.
+fn form_keys(page: &Page, action: &str) -> (String, String) {
+    let at = page
+        .body
+        .find(&format!("action=\"{action}\""))
+        .unwrap_or_else(|| panic!("no form posting to {action} in {}", page.body));
+    let rest = Page {
+        status: page.status,
+        headers: page.headers.clone(),
+        body: page.body[at..].to_owned(),
+    };
+    (
+        rest.field("csrf").unwrap_or_default(),
+        rest.field("key").unwrap_or_default(),
+    )
+}
+
+#[tokio::test]
+async fn node_pools_are_added_scaled_and_deleted_but_never_the_last_and_a_double_submit_adds_one() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let cluster = app.create_cluster("pools").await;
+    let tab = format!("/console/clusters/{}/node-pools", id(&cluster));
+    let mut admin = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let page = admin.get(&tab).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body
+            .contains("The last pool of a cluster cannot be deleted")
+    );
+    assert!(
+        page.body
+            .contains("cannot change: add a pool with the new tier")
+    );
+    let (csrf, key) = form_keys(&page, &tab);
+    let add = [
+        ("csrf", csrf.as_str()),
+        ("key", key.as_str()),
+        ("name", "batch"),
+        ("size", "kube.c5.large"),
+        ("count", "2"),
+    ];
+    let first = admin.post(&tab, &add, &[]).await;
+    assert_eq!(first.status, 303, "{}", first.body);
+    let again = admin.post(&tab, &add, &[]).await;
+    assert_eq!(again.status, 303, "the same form replays: {}", again.body);
+    let pools = app
+        .get(
+            &format!("/v1/public/clusters/{}/node-pools", id(&cluster)),
+            TOKEN_ACME_SUPER_ADMIN,
+        )
+        .await;
+    assert_eq!(
+        pools.json()["items"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        pools.text()
+    );
+    // Scale: a count out of bounds is refused with the domain's words on the tab.
+    let page = admin.get(&tab).await;
+    let scale = format!("{tab}/batch/scale");
+    let (csrf, key) = form_keys(&page, &scale);
+    let refused = admin
+        .post(
+            &scale,
+            &[("csrf", &csrf), ("key", &key), ("count", "500")],
+            &[],
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(refused.body.contains("count"), "{}", refused.body);
+    let page = admin.get(&tab).await;
+    let (csrf, key) = form_keys(&page, &scale);
+    let scaled = admin
+        .post(
+            &scale,
+            &[("csrf", &csrf), ("key", &key), ("count", "4")],
+            &[],
+        )
+        .await;
+    assert_eq!(scaled.status, 303, "{}", scaled.body);
+    let page = admin.get(&tab).await;
+    let delete = format!("{tab}/batch/delete");
+    let (csrf, key) = form_keys(&page, &delete);
+    let deleted = admin
+        .post(&delete, &[("csrf", &csrf), ("key", &key)], &[])
+        .await;
+    assert_eq!(deleted.status, 303, "{}", deleted.body);
+    // The last pool: the page offers no delete, and a forced one is the use case's 409.
+    let page = admin.get(&tab).await;
+    let (csrf, key) = form_keys(&page, &format!("{tab}/default/scale"));
+    let last = admin
+        .post(
+            &format!("{tab}/default/delete"),
+            &[("csrf", &csrf), ("key", &key)],
+            &[],
+        )
+        .await;
+    assert_eq!(last.status, 409, "{}", last.body);
+}
+
+#[tokio::test]
+async fn a_member_sees_every_tab_and_no_form_that_changes_anything() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let cluster = app.create_cluster("read-only").await;
+    let mut member = Browser::signed_in(&app, TOKEN_ACME_MEMBER).await;
+    for tab in ["", "/node-pools", "/nodes", "/networking"] {
+        let page = member
+            .get(&format!("/console/clusters/{}{tab}", id(&cluster)))
+            .await;
+        assert_eq!(page.status, 200, "{tab}: {}", page.body);
+        let posts = page.body.matches("method=\"post\"").count();
+        assert_eq!(posts, 1, "{tab}: only the sign-out form: {}", page.body);
+    }
+}
+
+#[tokio::test]
+async fn elastic_ips_are_allocated_and_released_from_the_networking_tab() {
+    let app = TestApp::spawn().await;
+    let cluster = app.create_cluster("edge").await;
+    let url = format!("/v1/public/clusters/{}", id(&cluster));
+    app.wait_for(&url, Duration::from_secs(60), |c| {
+        c["phase"] == "Provisioned"
+    })
+    .await;
+    let tab = format!("/console/clusters/{}/networking", id(&cluster));
+    let mut admin = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let page = admin.get(&tab).await;
+    assert!(page.body.contains("managed through the API"));
+    let allocate = format!("/console/clusters/{}/elastic-ips", id(&cluster));
+    let (csrf, key) = form_keys(&page, &allocate);
+    let made = admin
+        .post(
+            &allocate,
+            &[
+                ("csrf", &csrf),
+                ("key", &key),
+                ("name", "ingress"),
+                ("exposure", "private"),
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(made.status, 303, "{}", made.body);
+    let list = format!("{url}/elastic-ips");
+    let eips = app
+        .wait_for(&list, Duration::from_secs(60), |l| {
+            l["items"][0]["status"] == "Ready"
+        })
+        .await;
+    let eip = eips["items"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let page = admin.get(&tab).await;
+    assert!(
+        page.body.contains("/elastic-ip"),
+        "the annotation is shown: {}",
+        page.body
+    );
+    let release = format!("{allocate}/{eip}/release");
+    let (csrf, key) = form_keys(&page, &release);
+    let released = admin
+        .post(&release, &[("csrf", &csrf), ("key", &key)], &[])
+        .await;
+    assert_eq!(released.status, 303, "{}", released.body);
+    let after = app
+        .get(&format!("{list}/{eip}"), TOKEN_ACME_SUPER_ADMIN)
+        .await;
+    assert!(
+        after.status == 404 || after.json()["status"] != "Ready",
+        "{}",
+        after.text()
+    );
+}

@@ -26,7 +26,48 @@ pub async fn overview(
     Ok(page(&signed, &cluster, StatusCode::OK, None))
 }
 
-fn page(signed: &Signed, c: &Cluster, status: StatusCode, problem: Option<&str>) -> HttpResponse {
+/// The tabs of a cluster's page.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Overview,
+    NodePools,
+    Nodes,
+    Networking,
+}
+
+impl Tab {
+    const ALL: [Tab; 4] = [Tab::Overview, Tab::NodePools, Tab::Nodes, Tab::Networking];
+
+    fn label(self) -> &'static str {
+        match self {
+            Tab::Overview => "Overview",
+            Tab::NodePools => "Node pools",
+            Tab::Nodes => "Nodes",
+            Tab::Networking => "Networking",
+        }
+    }
+
+    pub fn path(self, c: &Cluster) -> String {
+        let tail = match self {
+            Tab::Overview => "",
+            Tab::NodePools => "/node-pools",
+            Tab::Nodes => "/nodes",
+            Tab::Networking => "/networking",
+        };
+        format!("{PREFIX}/clusters/{}{tail}", c.id)
+    }
+}
+
+/// A cluster's page: its name and phase, the tabs, a problem if a change was refused, and the
+/// tab's content (given whether the caller may change this cluster).
+pub fn frame(
+    signed: &Signed,
+    c: &Cluster,
+    tab: Tab,
+    status: StatusCode,
+    problem: Option<&str>,
+    content: impl FnOnce(bool) -> Markup,
+) -> HttpResponse {
     let acting = Acting::resolve(&signed.caller, Some(&c.organization_slug));
     let here = format!("{PREFIX}/clusters");
     let nav = Nav {
@@ -44,18 +85,31 @@ fn page(signed: &Signed, c: &Cluster, status: StatusCode, problem: Option<&str>)
             h1 { (c.name.as_str()) }
             (phase_badge(c.phase))
         }
+        nav.tabs aria-label="Cluster" {
+            @for t in Tab::ALL {
+                a href=(t.path(c)) aria-current=[(t == tab).then_some("page")] { (t.label()) }
+            }
+        }
         @if let Some(problem) = problem {
             p.notice.error role="alert" { (problem) }
         }
-        h2 { "Overview" }
-        (summary(c))
-        (pools(c))
-        p { a.button href={ (PREFIX) "/clusters/" (c.id) "/kubeconfig" } { "Download kubeconfig" } }
-        @if acting.may_change() {
-            (delete_form(c, &signed.session.csrf))
-        }
+        (content(acting.may_change()))
     };
-    html_page(status, layout::page(c.name.as_str(), Some(&nav), body))
+    let title = format!("{} · {}", c.name.as_str(), tab.label());
+    html_page(status, layout::page(&title, Some(&nav), body))
+}
+
+fn page(signed: &Signed, c: &Cluster, status: StatusCode, problem: Option<&str>) -> HttpResponse {
+    frame(signed, c, Tab::Overview, status, problem, |may_change| {
+        html! {
+            h2.visually-hidden { "Overview" }
+            (summary(c))
+            p { a.button href={ (PREFIX) "/clusters/" (c.id) "/kubeconfig" } { "Download kubeconfig" } }
+            @if may_change {
+                (delete_form(c, &signed.session.csrf))
+            }
+        }
+    })
 }
 
 fn summary(c: &Cluster) -> Markup {
@@ -77,33 +131,6 @@ fn summary(c: &Cluster) -> Markup {
                 @for t in &c.tags { span.tag { (t.as_str()) } " " }
             }
             dt { "Created" } dd { (when(c.created_at)) }
-        }
-    }
-}
-
-fn pools(c: &Cluster) -> Markup {
-    html! {
-        h2 { "Node pools" }
-        table.pools {
-            thead { tr {
-                th scope="col" { "Name" } th scope="col" { "Machine tier" } th scope="col" { "Nodes" }
-                th scope="col" { "Autoscale" } th scope="col" { "Status" }
-            } }
-            tbody {
-                @for p in &c.node_pools {
-                    tr {
-                        th scope="row" { (p.name.as_str()) }
-                        td { (p.size) }
-                        td { (p.count) }
-                        td {
-                            @if p.auto_scale {
-                                (p.min_nodes) "–" (p.max_nodes.map(|m| m.to_string()).unwrap_or_default())
-                            } @else { "off" }
-                        }
-                        td { (p.status.as_str()) }
-                    }
-                }
-            }
         }
     }
 }

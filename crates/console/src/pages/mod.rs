@@ -4,7 +4,10 @@
 pub mod cluster;
 pub mod clusters;
 pub mod create;
+pub mod forms;
 pub mod layout;
+pub mod networking;
+pub mod pools;
 pub mod sign_in;
 
 use actix_web::http::header;

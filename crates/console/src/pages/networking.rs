@@ -1,0 +1,203 @@
+//! The **Networking** tab: Elastic IPs (allocate, release once `Ready` or `Failed`, and the
+//! annotation a workload uses to claim one) and the firewall rules, read only: rules are
+//! managed through the API.
+
+use actix_web::http::StatusCode;
+use actix_web::web::{Bytes, Data, Path};
+use actix_web::{HttpRequest, HttpResponse};
+use api::extract::Id;
+use domain::DomainError;
+use domain::input::elastic_ip::CreateElasticIpRequest;
+use domain::model::cluster::Exposure;
+use domain::model::elastic_ip::ElasticIpStatus;
+use maud::html;
+
+use crate::error::ConsoleError;
+use crate::pages::check_form;
+use crate::pages::cluster::{Tab, frame};
+use crate::pages::forms::{Redirect, Submitted, new_key, settled};
+use crate::pages::pools::refusal;
+use crate::session::Signed;
+use crate::{ConsoleState, PREFIX};
+
+pub async fn tab(
+    state: Data<ConsoleState>,
+    signed: Signed,
+    id: Path<Id>,
+) -> Result<HttpResponse, ConsoleError> {
+    draw(&state, &signed, id.0, StatusCode::OK, None).await
+}
+
+async fn draw(
+    state: &ConsoleState,
+    signed: &Signed,
+    id: uuid::Uuid,
+    status: StatusCode,
+    problem: Option<&str>,
+) -> Result<HttpResponse, ConsoleError> {
+    let services = state.services();
+    let c = services.get_cluster(&signed.caller, id).await?;
+    let eips = services.list_elastic_ips(&signed.caller, id).await?;
+    let rules = services.list_firewall_rules(&signed.caller, id).await?;
+    let csrf = signed.session.csrf.clone();
+    Ok(frame(
+        signed,
+        &c,
+        Tab::Networking,
+        status,
+        problem,
+        |may_change| {
+            html! {
+                h2 { "Elastic IPs" }
+                @if eips.is_empty() {
+                    p.empty { "No Elastic IPs on this cluster." }
+                } @else {
+                    table.eips {
+                        thead { tr {
+                            th scope="col" { "Name" } th scope="col" { "Exposure" } th scope="col" { "Status" }
+                            th scope="col" { "Address" } th scope="col" { "Annotation to use" }
+                            @if may_change { th scope="col" { span.visually-hidden { "Actions" } } }
+                        } }
+                        tbody {
+                            @for e in &eips {
+                                tr {
+                                    th scope="row" { (e.name.as_deref().unwrap_or("—")) }
+                                    td { (e.exposure.as_str()) }
+                                    td { (e.status.as_str()) @if let Some(r) = &e.failure_reason { " — " (r) } }
+                                    td { (e.address.as_deref().unwrap_or("not yet")) }
+                                    td { code { (e.annotation.key) ": " (e.annotation.value) } }
+                                    @if may_change { td {
+                                        @if matches!(e.status, ElasticIpStatus::Ready | ElasticIpStatus::Failed) {
+                                            form method="post" action={ (PREFIX) "/clusters/" (c.id) "/elastic-ips/" (e.id) "/release" } {
+                                                input type="hidden" name="csrf" value=(csrf);
+                                                input type="hidden" name="key" value=(new_key());
+                                                button.destructive type="submit" { "Release " (e.name.as_deref().unwrap_or("Elastic IP")) }
+                                            }
+                                        }
+                                    } }
+                                }
+                            }
+                        }
+                    }
+                }
+                @if may_change {
+                    section.card aria-labelledby="allocate" {
+                        h3 #allocate { "Allocate Elastic IP" }
+                        form method="post" action={ (PREFIX) "/clusters/" (c.id) "/elastic-ips" } {
+                            input type="hidden" name="csrf" value=(csrf);
+                            input type="hidden" name="key" value=(new_key());
+                            label for="eip-name" { "Name (optional)" }
+                            input #eip-name type="text" name="name";
+                            label for="eip-exposure" { "Exposure" }
+                            select #eip-exposure name="exposure" {
+                                option value="" { "the one the network mode allows" }
+                                @for x in Exposure::ALL { option value=(x.as_str()) { (x.as_str()) } }
+                            }
+                            button type="submit" { "Allocate Elastic IP" }
+                        }
+                    }
+                }
+                h2 { "Firewall rules" }
+                p.hint { "Firewall rules are managed through the API; the console lists them." }
+                @if rules.is_empty() {
+                    p.empty { "No firewall rules on this cluster." }
+                } @else {
+                    table.rules {
+                        thead { tr {
+                            th scope="col" { "Name" } th scope="col" { "Protocol" } th scope="col" { "Ports" }
+                            th scope="col" { "Sources" } th scope="col" { "Status" }
+                        } }
+                        tbody {
+                            @for r in &rules {
+                                tr {
+                                    th scope="row" { (r.name.as_ref().map_or("—", |n| n.as_str())) }
+                                    td { (r.protocol.as_str()) }
+                                    td { @if let Some(p) = &r.port_range { (p.from) "–" (p.to) } @else { "—" } }
+                                    td { (r.source_cidrs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")) }
+                                    td { (r.status.as_str()) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    ))
+}
+
+async fn change(
+    state: &ConsoleState,
+    signed: &Signed,
+    id: uuid::Uuid,
+    outcome: Result<HttpResponse, ConsoleError>,
+) -> Result<HttpResponse, ConsoleError> {
+    match outcome {
+        Err(ConsoleError::Domain(e)) if !matches!(e, DomainError::Internal(_)) => {
+            let status = api::problem::status_of(&e);
+            draw(state, signed, id, status, Some(&refusal(&e))).await
+        }
+        other => other,
+    }
+}
+
+pub async fn allocate(
+    state: Data<ConsoleState>,
+    req: HttpRequest,
+    signed: Signed,
+    id: Path<Id>,
+    body: Bytes,
+) -> Result<HttpResponse, ConsoleError> {
+    let form = Submitted::read(&body)?;
+    check_form(&req, &signed.session, form.get("csrf"))?;
+    let cluster_id = id.0;
+    let outcome = async {
+        let draft = CreateElasticIpRequest {
+            name: form.text("name"),
+            exposure: Exposure::ALL
+                .into_iter()
+                .find(|x| x.as_str() == form.get("exposure")),
+        };
+        let redirect = Redirect(format!("{PREFIX}/clusters/{cluster_id}/networking"));
+        let action = format!("{PREFIX}/clusters/{cluster_id}/elastic-ips");
+        let answer = state
+            .services()
+            .create_elastic_ip(
+                &signed.caller,
+                cluster_id,
+                draft,
+                Some(form.keyed(&action, &redirect)?),
+            )
+            .await?;
+        settled(answer, &redirect)
+    }
+    .await;
+    change(&state, &signed, cluster_id, outcome).await
+}
+
+pub async fn release(
+    state: Data<ConsoleState>,
+    req: HttpRequest,
+    signed: Signed,
+    path: Path<(Id, Id)>,
+    body: Bytes,
+) -> Result<HttpResponse, ConsoleError> {
+    let form = Submitted::read(&body)?;
+    check_form(&req, &signed.session, form.get("csrf"))?;
+    let (id, eip) = path.into_inner();
+    let outcome = async {
+        let redirect = Redirect(format!("{PREFIX}/clusters/{}/networking", id.0));
+        let action = format!("{PREFIX}/clusters/{}/elastic-ips/{}/release", id.0, eip.0);
+        let answer = state
+            .services()
+            .release_elastic_ip(
+                &signed.caller,
+                id.0,
+                eip.0,
+                Some(form.keyed(&action, &redirect)?),
+            )
+            .await?;
+        settled(answer, &redirect)
+    }
+    .await;
+    change(&state, &signed, id.0, outcome).await
+}
