@@ -1,7 +1,7 @@
 // The web console as its users drive it, in headless Chromium (Debian's, driven by
 // playwright-core), against `server --dev`: a super_admin signs in, creates a cluster from the
-// form (a field error first), watches it reach Provisioned without reloading, downloads a
-// kubeconfig that `kubectl config view --minify` accepts, deletes the cluster and signs out; a
+// form (a field error first), watches it reach Provisioned without reloading, scales its pool,
+// allocates and releases an Elastic IP, downloads a kubeconfig that `kubectl config view --minify` accepts, deletes the cluster and signs out; a
 // member sees the same cluster with no control that changes it, and a delete forced past the
 // page is refused. Every page is scanned with axe-core: no serious or critical violation. Fails
 // on any script error, Content-Security-Policy violation or request leaving the server.
@@ -113,6 +113,31 @@ try {
   // The kubeconfig, checked by kubectl.
   await row.getByRole('link', { name }).click();
   await scan(admin, 'cluster-overview');
+  clusterPath = new URL(admin.url()).pathname;
+
+  // Scale the pool, then allocate an Elastic IP and release it once it is Ready.
+  await admin.getByRole('link', { name: 'Node pools' }).click();
+  await admin.locator('#default-count').fill('4');
+  await admin.getByRole('button', { name: 'Scale pool default' }).click();
+  await admin.waitForURL('**/node-pools', { timeout: STEP_MS });
+  if ((await admin.locator('#default-count').inputValue()) !== '4') problems.push('the pool did not take 4 nodes');
+  await scan(admin, 'cluster-node-pools');
+  await admin.getByRole('link', { name: 'Nodes', exact: true }).click();
+  await scan(admin, 'cluster-nodes');
+  await admin.getByRole('link', { name: 'Networking' }).click();
+  await admin.getByLabel('Name (optional)').fill('ingress');
+  await admin.getByRole('button', { name: 'Allocate Elastic IP' }).click();
+  await admin.waitForURL('**/networking', { timeout: STEP_MS });
+  const release = admin.getByRole('button', { name: 'Release ingress' });
+  for (let i = 0; i < 60 && !(await release.count()); i += 1) {
+    await admin.waitForTimeout(500);
+    await admin.reload();
+  }
+  await scan(admin, 'cluster-networking');
+  await release.click();
+  await admin.waitForURL('**/networking', { timeout: STEP_MS });
+  if (await admin.getByRole('button', { name: 'Release ingress' }).count()) problems.push('the Elastic IP can still be released after its release');
+  await admin.goto(`${base}${clusterPath}`, { timeout: STEP_MS });
   const [download] = await Promise.all([
     admin.waitForEvent('download', { timeout: STEP_MS }),
     admin.getByRole('link', { name: 'Download kubeconfig' }).click(),
