@@ -88,6 +88,11 @@ impl Browser {
         self.send(Method::GET, path, None, &[]).await
     }
 
+    /// A GET with extra request headers (the body is left as sent, e.g. compressed).
+    pub async fn send_with(&mut self, path: &str, headers: &[(&str, &str)]) -> Page {
+        self.send(Method::GET, path, None, headers).await
+    }
+
     /// Posts a form, with extra request headers (`Origin`, `Sec-Fetch-Site`) when given.
     pub async fn post(
         &mut self,

@@ -20,7 +20,7 @@ mod session;
 
 use std::sync::Arc;
 
-use actix_web::middleware::from_fn;
+use actix_web::middleware::{Compress, from_fn};
 use actix_web::web::{self, ServiceConfig};
 use domain::service::Services;
 
@@ -78,7 +78,13 @@ pub fn configure(state: ConsoleState) -> impl FnOnce(&mut ServiceConfig) {
                 .wrap(from_fn(security::headers))
                 .route("", web::get().to(pages::home))
                 .route("/", web::get().to(pages::home))
-                .route("/assets/{version}/{file}", web::get().to(assets::serve))
+                // Compressed, the assets only: a page carries a CSRF token and text the caller
+                // chose, and compressing both together is what BREACH reads secrets through.
+                .service(
+                    web::resource("/assets/{version}/{file}")
+                        .wrap(Compress::default())
+                        .route(web::get().to(assets::serve)),
+                )
                 .route("/sign-in", web::get().to(pages::sign_in::form))
                 .route("/sign-in", web::post().to(pages::sign_in::submit))
                 .route("/sign-out", web::post().to(pages::sign_in::sign_out))

@@ -79,6 +79,18 @@ async fn the_hashed_assets_are_cached_for_a_year_and_an_old_hash_is_404() {
             .unwrap_or_default()
             .starts_with("text/css")
     );
+    let page_gz = browser
+        .send_with("/console/sign-in", &[("accept-encoding", "gzip")])
+        .await;
+    assert_eq!(
+        page_gz.header("content-encoding"),
+        None,
+        "pages are never compressed"
+    );
+    let asset_gz = browser
+        .send_with(&css, &[("accept-encoding", "gzip")])
+        .await;
+    assert_eq!(asset_gz.header("content-encoding").as_deref(), Some("gzip"));
     let stale = browser
         .get("/console/assets/0000000000000000/console.css")
         .await;
