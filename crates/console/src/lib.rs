@@ -140,6 +140,11 @@ pub fn configure(state: ConsoleState) -> impl FnOnce(&mut ServiceConfig) {
                     "/clusters/{id}/delete",
                     web::post().to(pages::cluster::delete),
                 )
+                .route("/clusters/{id}/edit", web::post().to(pages::cluster::edit))
+                .route(
+                    "/clusters/{id}/exposure",
+                    web::post().to(pages::cluster::exposure),
+                )
                 .default_service(web::to(pages::not_found)),
         );
     }

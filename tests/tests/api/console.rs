@@ -614,3 +614,57 @@ async fn elastic_ips_are_allocated_and_released_from_the_networking_tab() {
         after.text()
     );
 }
+
+#[tokio::test]
+async fn the_overview_edits_description_and_tags_and_shows_why_an_exposure_change_is_refused() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let cluster = app.create_cluster("edited").await;
+    let overview = format!("/console/clusters/{}", id(&cluster));
+    let mut admin = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let csrf = admin.csrf().await;
+    let edit = format!("{overview}/edit");
+    let saved = admin
+        .post(
+            &edit,
+            &[
+                ("csrf", &csrf),
+                ("description", "front end"),
+                ("tags", "web, team-a"),
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let api = app
+        .get(
+            &format!("/v1/public/clusters/{}", id(&cluster)),
+            TOKEN_ACME_SUPER_ADMIN,
+        )
+        .await
+        .json();
+    assert_eq!(api["description"], "front end");
+    assert_eq!(api["tags"], serde_json::json!(["web", "team-a"]));
+    let bad = admin
+        .post(
+            &edit,
+            &[
+                ("csrf", &csrf),
+                ("description", ""),
+                ("tags", "Not_A_Label"),
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(bad.status, 422, "{}", bad.body);
+    assert!(bad.body.contains("tags[0]"), "{}", bad.body);
+    // The cluster is still Pending: the use case's 400 is shown on the Overview.
+    let exposure = admin
+        .post(
+            &format!("{overview}/exposure"),
+            &[("csrf", &csrf), ("exposure", "private")],
+            &[],
+        )
+        .await;
+    assert_eq!(exposure.status, 400, "{}", exposure.body);
+    assert!(exposure.body.contains("Provisioned"), "{}", exposure.body);
+}

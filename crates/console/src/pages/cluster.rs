@@ -5,7 +5,9 @@ use actix_web::http::{StatusCode, header};
 use actix_web::web::{Data, Form, Path};
 use actix_web::{HttpRequest, HttpResponse};
 use api::extract::Id;
-use domain::model::cluster::Cluster;
+use domain::DomainError;
+use domain::input::cluster::{ClusterPatch, ExposurePatch};
+use domain::model::cluster::{Cluster, Exposure};
 use domain::service::KubeconfigAnswer;
 use maud::{Markup, html};
 use serde::Deserialize;
@@ -106,6 +108,8 @@ fn page(signed: &Signed, c: &Cluster, status: StatusCode, problem: Option<&str>)
             (summary(c))
             p { a.button href={ (PREFIX) "/clusters/" (c.id) "/kubeconfig" } { "Download kubeconfig" } }
             @if may_change {
+                (exposure_form(c, &signed.session.csrf))
+                (edit_form(c, &signed.session.csrf))
                 (delete_form(c, &signed.session.csrf))
             }
         }
@@ -131,6 +135,139 @@ fn summary(c: &Cluster) -> Markup {
                 @for t in &c.tags { span.tag { (t.as_str()) } " " }
             }
             dt { "Created" } dd { (when(c.created_at)) }
+        }
+    }
+}
+
+fn exposure_form(c: &Cluster, csrf: &str) -> Markup {
+    html! {
+        section.card aria-labelledby="exposure-title" {
+            h3 #exposure-title { "Exposure" }
+            @if let Some(change) = &c.exposure_change {
+                p { "Changing to " strong { (change.to.as_str()) } "; another change can start once it is done." }
+            } @else {
+                form.inline-form method="post" action={ (PREFIX) "/clusters/" (c.id) "/exposure" } {
+                    input type="hidden" name="csrf" value=(csrf);
+                    fieldset.choice {
+                        legend { "Reachable from" }
+                        @for x in Exposure::ALL {
+                            label.inline {
+                                input type="radio" name="exposure" value=(x.as_str()) checked[x == c.exposure];
+                                " " (x.as_str())
+                            }
+                        }
+                    }
+                    button type="submit" { "Change exposure" }
+                }
+            }
+        }
+    }
+}
+
+fn edit_form(c: &Cluster, csrf: &str) -> Markup {
+    let tags: Vec<&str> = c.tags.iter().map(|t| t.as_str()).collect();
+    html! {
+        section.card aria-labelledby="edit-title" {
+            h3 #edit-title { "Description and tags" }
+            form method="post" action={ (PREFIX) "/clusters/" (c.id) "/edit" } {
+                input type="hidden" name="csrf" value=(csrf);
+                label for="description" { "Description" }
+                textarea #description name="description" rows="2" { (c.description.as_deref().unwrap_or("")) }
+                label for="tags" { "Tags" }
+                input #tags type="text" name="tags" value=(tags.join(", ")) aria-describedby="tags-hint";
+                small.hint #tags-hint { "DNS labels, separated by commas; empty clears them" }
+                p { button type="submit" { "Save description and tags" } }
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub struct Edit {
+    csrf: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    tags: String,
+}
+
+/// Replaces the description (empty clears it) and the tags (empty clears them).
+pub async fn edit(
+    state: Data<ConsoleState>,
+    req: HttpRequest,
+    signed: Signed,
+    id: Path<Id>,
+    form: Form<Edit>,
+) -> Result<HttpResponse, ConsoleError> {
+    check_form(&req, &signed.session, &form.csrf)?;
+    let description = Some(form.description.trim().to_owned()).filter(|d| !d.is_empty());
+    let tags: Vec<String> = form
+        .tags
+        .split([',', ' ', '\n'])
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let patch = ClusterPatch {
+        description: Some(description),
+        tags: Some(Some(tags)),
+    };
+    let outcome = state
+        .services()
+        .patch_cluster(&signed.caller, id.0, patch)
+        .await;
+    refused_or_back(&state, &signed, id.0, outcome.map(|_| ())).await
+}
+
+#[derive(Deserialize)]
+pub struct ExposureForm {
+    csrf: String,
+    exposure: String,
+}
+
+/// Starts an exposure change.
+pub async fn exposure(
+    state: Data<ConsoleState>,
+    req: HttpRequest,
+    signed: Signed,
+    id: Path<Id>,
+    form: Form<ExposureForm>,
+) -> Result<HttpResponse, ConsoleError> {
+    check_form(&req, &signed.session, &form.csrf)?;
+    let Some(exposure) = Exposure::ALL
+        .into_iter()
+        .find(|x| x.as_str() == form.exposure)
+    else {
+        return Err(ConsoleError::BadForm(
+            "exposure must be public or private".into(),
+        ));
+    };
+    let outcome = state
+        .services()
+        .change_exposure(&signed.caller, id.0, ExposurePatch { exposure })
+        .await;
+    refused_or_back(&state, &signed, id.0, outcome.map(|_| ())).await
+}
+
+/// Back to the Overview after a change; a refusal shows it there with its words.
+async fn refused_or_back(
+    state: &ConsoleState,
+    signed: &Signed,
+    id: uuid::Uuid,
+    outcome: Result<(), DomainError>,
+) -> Result<HttpResponse, ConsoleError> {
+    match outcome {
+        Ok(()) => Ok(see_other(&format!("{PREFIX}/clusters/{id}"))),
+        Err(DomainError::Internal(cause)) => Err(DomainError::Internal(cause).into()),
+        Err(e) => {
+            let cluster = state.services().get_cluster(&signed.caller, id).await?;
+            let status = api::problem::status_of(&e);
+            Ok(page(
+                signed,
+                &cluster,
+                status,
+                Some(&crate::pages::pools::refusal(&e)),
+            ))
         }
     }
 }
