@@ -145,6 +145,35 @@ pub fn configure(state: ConsoleState) -> impl FnOnce(&mut ServiceConfig) {
                     "/clusters/{id}/exposure",
                     web::post().to(pages::cluster::exposure),
                 )
+                .route("/auth-servers", web::get().to(pages::auth_servers::list))
+                .route(
+                    "/auth-servers/new",
+                    web::get().to(pages::auth_servers::new_form),
+                )
+                .route(
+                    "/auth-servers/new",
+                    web::post().to(pages::auth_servers::create),
+                )
+                .route(
+                    "/auth-servers/{id}",
+                    web::get().to(pages::auth_servers::detail),
+                )
+                .route(
+                    "/auth-servers/{id}/edit",
+                    web::post().to(pages::auth_servers::edit),
+                )
+                .route(
+                    "/auth-servers/{id}/delete",
+                    web::post().to(pages::auth_servers::delete),
+                )
+                .route(
+                    "/auth-servers/{id}/credentials",
+                    web::post().to(pages::auth_servers::add_credential),
+                )
+                .route(
+                    "/auth-servers/{id}/credentials/{credential}/remove",
+                    web::post().to(pages::auth_servers::remove_credential),
+                )
                 .default_service(web::to(pages::not_found)),
         );
     }

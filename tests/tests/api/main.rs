@@ -7,6 +7,7 @@ mod access;
 mod auth_servers;
 mod clusters;
 mod console;
+mod console_auth_servers;
 mod idempotency;
 mod networking;
 mod node_pools;

@@ -53,6 +53,7 @@ fn header(nav: &Nav<'_>) -> Markup {
     html! {
         nav aria-label="Console" {
             a href={ (PREFIX) "/clusters" (nav.acting.query()) } { "Clusters" }
+            a href={ (PREFIX) "/auth-servers" (nav.acting.query()) } { "Auth servers" }
         }
         form.switcher method="get" action=(nav.here) {
             label for="organization" { "Organization" }
