@@ -1,7 +1,8 @@
 // The web console as its users drive it, in headless Chromium (Debian's, driven by
 // playwright-core), against `server --dev`: a super_admin signs in, creates a cluster from the
 // form (a field error first), watches it reach Provisioned without reloading, scales its pool,
-// allocates and releases an Elastic IP, downloads a kubeconfig that `kubectl config view --minify` accepts, deletes the cluster and signs out; a
+// allocates and releases an Elastic IP, creates, edits and deletes an auth server of each type,
+// downloads a kubeconfig that `kubectl config view --minify` accepts, deletes the cluster and signs out; a
 // member sees the same cluster with no control that changes it, and a delete forced past the
 // page is refused. Every page is scanned with axe-core: no serious or critical violation. Fails
 // on any script error, Content-Security-Policy violation or request leaving the server.
@@ -146,6 +147,49 @@ try {
   await download.saveAs(file);
   const view = execFileSync(process.env.KUBECTL || 'kubectl', ['config', 'view', '--minify', '--kubeconfig', file], { encoding: 'utf8' });
   if (!view.includes(name)) problems.push(`kubectl config view --minify does not name the cluster:\n${view}`);
+
+  // The gateway's auth servers: one of each type from its form, edited, then deleted.
+  const suffix = Date.now().toString(36);
+  const servers = [
+    ['OIDC', `sso-${suffix}`, async () => {
+      await admin.getByLabel('Issuer URL').fill('https://id.example.com');
+      await admin.getByLabel('Redirect path').fill('/callback');
+      await admin.getByLabel('Client ID').fill('console');
+      await admin.getByLabel('Client secret').fill('a-client-secret-for-the-check');
+      await admin.getByLabel('Authorized domain').fill('app.example.com');
+      await admin.getByText('Advanced').click();
+      await admin.getByLabel('Email claim').fill('email');
+    }],
+    ['Basic', `partners-${suffix}`, async () => {
+      await admin.getByLabel('Username').first().fill('alice');
+      await admin.getByLabel('Password').first().fill('a-password-for-the-check');
+    }],
+    ['Token', `machines-${suffix}`, async () => {
+      await admin.getByLabel('Token 1').fill('a-static-token-for-the-check');
+    }],
+  ];
+  for (const [kind, serverName, fill] of servers) {
+    await admin.goto(`${base}/console/auth-servers`, { timeout: STEP_MS });
+    await admin.getByRole('link', { name: `Add ${kind} auth server` }).click();
+    await admin.getByLabel('Name', { exact: true }).fill(serverName);
+    await admin.getByLabel('Environment').fill('production');
+    await fill();
+    await scan(admin, `auth-server-new-${kind.toLowerCase()}`);
+    await admin.getByRole('button', { name: 'Add auth server' }).click();
+    await admin.waitForURL(/\/console\/auth-servers\/[0-9a-f-]{36}$/, { timeout: STEP_MS });
+    if ((await admin.content()).includes('for-the-check')) problems.push(`${kind}: a secret reached the page`);
+    await scan(admin, `auth-server-${kind.toLowerCase()}`);
+    await admin.locator('#edit-environment').fill('staging');
+    await admin.getByRole('button', { name: 'Save changes' }).click();
+    await admin.waitForURL(/\/console\/auth-servers\/[0-9a-f-]{36}$/, { timeout: STEP_MS });
+    if (!(await admin.locator('dl.facts').innerText()).includes('staging')) problems.push(`${kind}: the edit did not show`);
+    await admin.getByLabel(/Type the auth server's name/).fill(serverName);
+    await admin.getByRole('button', { name: 'Delete auth server' }).click();
+    await admin.waitForURL('**/console/auth-servers?organization=acme', { timeout: STEP_MS });
+    if (await admin.getByRole('link', { name: serverName }).count()) problems.push(`${kind}: still listed after its deletion`);
+  }
+  await scan(admin, 'auth-servers');
+  await admin.goto(`${base}${clusterPath}`, { timeout: STEP_MS });
 
   // A member reads everything and changes nothing; a forced delete is the use case's 403.
   const member = await person('member');
