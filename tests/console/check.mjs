@@ -103,13 +103,25 @@ try {
   clusterPath = new URL(admin.url()).pathname;
 
   // The list follows the phase without a reload.
-  await admin.goto(`${base}/console/clusters`, { timeout: STEP_MS });
+  const row = admin.locator('tr', { has: admin.getByRole('link', { name, exact: true }) });
+  // The list is in creation order, 20 a page: the new cluster is on the last page.
+  for (let p = 1; p <= 50; p += 1) {
+    await admin.goto(`${base}/console/clusters?page=${p}`, { timeout: STEP_MS });
+    if (await row.count()) break;
+  }
   let navigations = 0;
   admin.on('framenavigated', (f) => { if (f === admin.mainFrame()) navigations += 1; });
-  const row = admin.locator('tr', { has: admin.getByRole('link', { name, exact: true }) });
   await row.locator('.badge', { hasText: 'Provisioned' }).waitFor({ timeout: 60_000 });
   if (navigations !== 0) problems.push(`the clusters page reloaded ${navigations} times`);
   await scan(admin, 'clusters');
+  // The same page at a phone's width: nothing wider than the screen.
+  const phone = await admin.context().newPage();
+  await phone.setViewportSize({ width: 390, height: 844 });
+  await phone.goto(`${base}/console/clusters`, { timeout: STEP_MS });
+  const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  if (overflow > 0) problems.push(`the clusters page is ${overflow}px wider than a phone`);
+  if (shots) await phone.screenshot({ path: join(shots, 'clusters-phone.png'), fullPage: true });
+  await phone.close();
 
   // The kubeconfig, checked by kubectl.
   await row.getByRole('link', { name }).click();
