@@ -2,7 +2,8 @@
 // playwright-core), against `server --dev`: a super_admin signs in, creates a cluster from the
 // form (a field error first), watches it reach Provisioned without reloading, scales its pool,
 // allocates and releases an Elastic IP, creates, edits and deletes an auth server of each type,
-// downloads a kubeconfig that `kubectl config view --minify` accepts, deletes the cluster and signs out; a
+// downloads a kubeconfig that `kubectl config view --minify` accepts, uses the forms with
+// JavaScript off, deletes the cluster and signs out; a
 // member sees the same cluster with no control that changes it, and a delete forced past the
 // page is refused. Every page is scanned with axe-core: no serious or critical violation. Fails
 // on any script error, Content-Security-Policy violation or request leaving the server.
@@ -202,6 +203,19 @@ try {
   }
   await scan(admin, 'auth-servers');
   await admin.goto(`${base}${clusterPath}`, { timeout: STEP_MS });
+
+  // With JavaScript off, reads and forms still work: the pool editor redraws on the server.
+  const noScript = await browser.newContext({ javaScriptEnabled: false });
+  const plain = await noScript.newPage();
+  await plain.goto(`${base}/console/sign-in`, { timeout: STEP_MS });
+  await plain.getByRole('button', { name: 'super_admin of acme (postpaid)' }).click();
+  await plain.waitForURL('**/console/clusters', { timeout: STEP_MS });
+  await plain.getByRole('link', { name: 'Create cluster' }).click();
+  await plain.getByRole('button', { name: 'Add node pool' }).click();
+  if (!(await plain.getByText('Node pool 2').count())) problems.push('without JavaScript, "Add node pool" did not add a pool');
+  await plain.goto(`${base}${clusterPath}/node-pools`, { timeout: STEP_MS });
+  if (!(await plain.getByRole('button', { name: 'Scale pool default' }).count())) problems.push('without JavaScript, the Node pools tab has no scale form');
+  await noScript.close();
 
   // A member reads everything and changes nothing; a forced delete is the use case's 403.
   const member = await person('member');
