@@ -97,6 +97,42 @@ async fn one_auth_server_of_each_type_is_added_from_its_form_and_no_page_shows_a
     for name in ["corp-sso", "partners", "machines"] {
         assert!(list.body.contains(name), "{}", list.body);
     }
+    // An OIDC server's claims are edited on its page.
+    let sso = list
+        .body
+        .find(">corp-sso<")
+        .map(|at| &list.body[..at])
+        .unwrap_or_default();
+    let href = sso
+        .rsplit("href=\"")
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches('"');
+    let page = admin.get(href).await;
+    let csrf = page.field("csrf").unwrap_or_default();
+    let edited = admin
+        .post(
+            &format!("{href}/edit"),
+            &[
+                ("csrf", csrf.as_str()),
+                ("edit-name", "corp-sso"),
+                ("edit-environment", "production"),
+                ("edit-issuer_url", "https://id.example.com"),
+                ("edit-redirect_path", "/callback"),
+                ("edit-client_id", "console"),
+                ("edit-authorized_domain", "app.example.com"),
+                ("edit-group_claim", "groups"),
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(edited.status, 303, "{href}: {}", edited.body);
+    let page = admin.get(href).await;
+    assert!(page.body.contains("group groups"), "{}", page.body);
+    assert!(
+        page.body.contains("set (write-only)"),
+        "the secret was kept"
+    );
     let filtered = admin.get("/console/auth-servers?environment=staging").await;
     assert!(!filtered.body.contains("corp-sso"));
     assert_eq!(

@@ -504,12 +504,19 @@ fn edit_form(s: &AuthServerView, base: &str, csrf: &str) -> Markup {
                 (field("edit-name", "Name", &s.name, "text", None))
                 (field("edit-environment", "Environment", &s.environment, "text", None))
                 @match &s.config {
-                    AuthServerConfigView::Oidc { issuer_url, redirect_path, client_id, authorized_domain, .. } => {
+                    AuthServerConfigView::Oidc { issuer_url, redirect_path, client_id, authorized_domain, username_claim, email_claim, role_claim, group_claim, .. } => {
                         (field("edit-issuer_url", "Issuer URL", issuer_url, "url", None))
                         (field("edit-redirect_path", "Redirect path", redirect_path, "text", None))
                         (field("edit-client_id", "Client ID", client_id, "text", None))
                         (field("edit-client_secret", "New client secret (leave empty to keep it)", "", "password", None))
                         (field("edit-authorized_domain", "Authorized domain", authorized_domain, "text", None))
+                        details {
+                            summary { "Advanced: claims (empty stops sending one)" }
+                            (field("edit-username_claim", "Username claim", username_claim.as_deref().unwrap_or(""), "text", None))
+                            (field("edit-email_claim", "Email claim", email_claim.as_deref().unwrap_or(""), "text", None))
+                            (field("edit-role_claim", "Role claim", role_claim.as_deref().unwrap_or(""), "text", None))
+                            (field("edit-group_claim", "Group claim", group_claim.as_deref().unwrap_or(""), "text", None))
+                        }
                     }
                     AuthServerConfigView::Basic { realm, .. } => {
                         (field("edit-realm", "Realm", realm, "text", None))
@@ -560,7 +567,11 @@ pub async fn edit(
                 client_id: form.text("edit-client_id"),
                 client_secret: form.text("edit-client_secret").map(Secret::new),
                 authorized_domain: form.text("edit-authorized_domain"),
-                ..OidcConfigPatch::default()
+                // An empty claim field stops that claim being sent (null in the API).
+                username_claim: Some(form.text("edit-username_claim")),
+                email_claim: Some(form.text("edit-email_claim")),
+                role_claim: Some(form.text("edit-role_claim")),
+                group_claim: Some(form.text("edit-group_claim")),
             })),
             AuthServerType::Basic => Some(ConfigPatch::basic(BasicConfigPatch {
                 realm: Some(form.text("edit-realm")),
