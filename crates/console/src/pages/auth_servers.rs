@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 use crate::error::ConsoleError;
 use crate::pages::clusters::when;
-use crate::pages::forms::{Redirect, Submitted, new_key, settled};
+use crate::pages::forms::{Change, Redirect, Submitted, new_key, settled};
 use crate::pages::layout::{self, Nav};
 use crate::pages::pools::refusal;
 use crate::pages::{Acting, check_form, html_page, see_other, urlencode};
@@ -529,20 +529,21 @@ fn edit_form(s: &AuthServerView, base: &str, csrf: &str) -> Markup {
     }
 }
 
-/// A change on a server's page: back to the page, or the page with the refusal's words.
-async fn on_page(
+/// A server's page after a change: where the change sent the browser, or the page with the
+/// refusal's words.
+async fn after(
     state: &ConsoleState,
     signed: &Signed,
     id: uuid::Uuid,
-    outcome: Result<HttpResponse, ConsoleError>,
+    done: Result<HttpResponse, DomainError>,
 ) -> Result<HttpResponse, ConsoleError> {
-    match outcome {
-        Err(ConsoleError::Domain(e)) if !matches!(e, DomainError::Internal(_)) => {
+    match done {
+        Ok(response) => Ok(response),
+        Err(e) => {
             let server = state.services().get_auth_server(&signed.caller, id).await?;
             let status = api::problem::status_of(&e);
             Ok(draw_detail(signed, &server, status, Some(&refusal(&e))))
         }
-        other => other,
     }
 }
 
@@ -555,7 +556,7 @@ pub async fn edit(
 ) -> Result<HttpResponse, ConsoleError> {
     let form = Submitted::read(&body)?;
     check_form(&req, &signed.session, form.get("csrf"))?;
-    let outcome = async {
+    let done = async {
         let server = state
             .services()
             .get_auth_server(&signed.caller, id.0)
@@ -587,10 +588,13 @@ pub async fn edit(
             .services()
             .patch_auth_server(&signed.caller, id.0, patch)
             .await?;
-        Ok(see_other(&format!("{PREFIX}/auth-servers/{}", id.0)))
+        Ok::<_, DomainError>(see_other(&format!("{PREFIX}/auth-servers/{}", id.0)))
     }
     .await;
-    on_page(&state, &signed, id.0, outcome).await
+    match done {
+        Err(DomainError::Internal(cause)) => Err(DomainError::Internal(cause).into()),
+        other => after(&state, &signed, id.0, other).await,
+    }
 }
 
 pub async fn delete(
@@ -600,13 +604,12 @@ pub async fn delete(
     id: Path<Id>,
     body: Bytes,
 ) -> Result<HttpResponse, ConsoleError> {
-    let form = Submitted::read(&body)?;
-    check_form(&req, &signed.session, form.get("csrf"))?;
+    let change = Change::read(&req, &signed, &body)?;
     let server = state
         .services()
         .get_auth_server(&signed.caller, id.0)
         .await?;
-    if form.get("confirm").trim() != server.name {
+    if change.form.get("confirm").trim() != server.name {
         return Ok(draw_detail(
             &signed,
             &server,
@@ -614,20 +617,19 @@ pub async fn delete(
             Some("The name typed does not match the auth server's: nothing was deleted."),
         ));
     }
-    let list = Redirect(format!(
+    let back = format!(
         "{PREFIX}/auth-servers?organization={}",
         urlencode(&server.organization_slug)
-    ));
-    let outcome = async {
-        let request = form.keyed(&format!("{PREFIX}/auth-servers/{}/delete", id.0), &list)?;
-        let answer = state
-            .services()
-            .delete_auth_server(&signed.caller, id.0, Some(request))
-            .await?;
-        settled(answer, &list)
-    }
-    .await;
-    on_page(&state, &signed, id.0, outcome).await
+    );
+    let done = change
+        .run(back, async |request| {
+            state
+                .services()
+                .delete_auth_server(&signed.caller, id.0, Some(request))
+                .await
+        })
+        .await?;
+    after(&state, &signed, id.0, done).await
 }
 
 pub async fn add_credential(
@@ -637,28 +639,27 @@ pub async fn add_credential(
     id: Path<Id>,
     body: Bytes,
 ) -> Result<HttpResponse, ConsoleError> {
-    let form = Submitted::read(&body)?;
-    check_form(&req, &signed.session, form.get("csrf"))?;
-    let back = Redirect(format!("{PREFIX}/auth-servers/{}", id.0));
-    let outcome = async {
-        let credential = match form.text("new-token") {
-            Some(token) => CredentialRequest::Token(TokenCredentialRequest {
-                token: Secret::new(token),
-            }),
-            None => CredentialRequest::Basic(BasicCredentialRequest {
-                username: form.get("new-username").trim().to_owned(),
-                password: Secret::new(form.get("new-password")),
-            }),
-        };
-        let request = form.keyed(&format!("{}/credentials", back.0), &back)?;
-        let answer = state
-            .services()
-            .add_credential(&signed.caller, id.0, credential, Some(request))
-            .await?;
-        settled(answer, &back)
-    }
-    .await;
-    on_page(&state, &signed, id.0, outcome).await
+    let change = Change::read(&req, &signed, &body)?;
+    let form = &change.form;
+    let credential = match form.text("new-token") {
+        Some(token) => CredentialRequest::Token(TokenCredentialRequest {
+            token: Secret::new(token),
+        }),
+        None => CredentialRequest::Basic(BasicCredentialRequest {
+            username: form.get("new-username").trim().to_owned(),
+            password: Secret::new(form.get("new-password")),
+        }),
+    };
+    let back = format!("{PREFIX}/auth-servers/{}", id.0);
+    let done = change
+        .run(back, async |request| {
+            state
+                .services()
+                .add_credential(&signed.caller, id.0, credential, Some(request))
+                .await
+        })
+        .await?;
+    after(&state, &signed, id.0, done).await
 }
 
 pub async fn remove_credential(
@@ -668,21 +669,16 @@ pub async fn remove_credential(
     path: Path<(Id, Id)>,
     body: Bytes,
 ) -> Result<HttpResponse, ConsoleError> {
-    let form = Submitted::read(&body)?;
-    check_form(&req, &signed.session, form.get("csrf"))?;
+    let change = Change::read(&req, &signed, &body)?;
     let (id, credential) = path.into_inner();
-    let back = Redirect(format!("{PREFIX}/auth-servers/{}", id.0));
-    let outcome = async {
-        let request = form.keyed(
-            &format!("{}/credentials/{}/remove", back.0, credential.0),
-            &back,
-        )?;
-        let answer = state
-            .services()
-            .remove_credential(&signed.caller, id.0, credential.0, Some(request))
-            .await?;
-        settled(answer, &back)
-    }
-    .await;
-    on_page(&state, &signed, id.0, outcome).await
+    let back = format!("{PREFIX}/auth-servers/{}", id.0);
+    let done = change
+        .run(back, async |request| {
+            state
+                .services()
+                .remove_credential(&signed.caller, id.0, credential.0, Some(request))
+                .await
+        })
+        .await?;
+    after(&state, &signed, id.0, done).await
 }

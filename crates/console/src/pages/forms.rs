@@ -4,14 +4,15 @@
 
 use std::collections::BTreeMap;
 
-use actix_web::HttpResponse;
+use actix_web::{HttpRequest, HttpResponse};
 use domain::DomainError;
 use domain::model::idempotency::{RequestFingerprint, StoredResponse};
 use domain::names::IdempotencyKey;
 use domain::service::{Answer, IdempotencyRequest, Render};
 
 use crate::error::ConsoleError;
-use crate::pages::see_other;
+use crate::pages::{check_form, see_other};
+use crate::session::Signed;
 
 /// A submitted form: the first value of each field.
 pub struct Submitted(BTreeMap<String, String>);
@@ -104,5 +105,39 @@ pub fn settled<T>(answer: Answer<T>, redirect: &Redirect) -> Result<HttpResponse
         Answer::Replayed(stored) => Err(ConsoleError::Replayed(
             String::from_utf8_lossy(&stored.body).into_owned(),
         )),
+    }
+}
+
+/// A change form's submission: read, checked against the session (CSRF token, same site),
+/// and keyed by its own idempotency key for the path it was posted to.
+pub struct Change {
+    pub form: Submitted,
+    path: String,
+}
+
+impl Change {
+    pub fn read(req: &HttpRequest, signed: &Signed, body: &[u8]) -> Result<Change, ConsoleError> {
+        let form = Submitted::read(body)?;
+        check_form(req, &signed.session, form.get("csrf"))?;
+        Ok(Change {
+            form,
+            path: req.path().to_owned(),
+        })
+    }
+
+    /// Runs the change under the form's key and sends the browser to `back`; a refusal by the
+    /// use case comes back as `Ok(Err(_))` for the page to show, a fault of ours as `Err`.
+    pub async fn run<T>(
+        &self,
+        back: String,
+        change: impl AsyncFnOnce(IdempotencyRequest<'_, T>) -> Result<Answer<T>, DomainError>,
+    ) -> Result<Result<HttpResponse, DomainError>, ConsoleError> {
+        let redirect = Redirect(back);
+        let request = self.form.keyed(&self.path, &redirect)?;
+        match change(request).await {
+            Ok(answer) => settled(answer, &redirect).map(Ok),
+            Err(DomainError::Internal(cause)) => Err(DomainError::Internal(cause).into()),
+            Err(refused) => Ok(Err(refused)),
+        }
     }
 }

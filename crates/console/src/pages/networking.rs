@@ -13,9 +13,8 @@ use domain::model::elastic_ip::ElasticIpStatus;
 use maud::html;
 
 use crate::error::ConsoleError;
-use crate::pages::check_form;
 use crate::pages::cluster::{Tab, frame};
-use crate::pages::forms::{Redirect, Submitted, new_key, settled};
+use crate::pages::forms::{Change, new_key};
 use crate::pages::pools::refusal;
 use crate::session::Signed;
 use crate::{ConsoleState, PREFIX};
@@ -125,18 +124,25 @@ async fn draw(
     ))
 }
 
-async fn change(
+/// The tab after a change: where the change sent the browser, or the tab with the refusal.
+async fn after(
     state: &ConsoleState,
     signed: &Signed,
     id: uuid::Uuid,
-    outcome: Result<HttpResponse, ConsoleError>,
+    done: Result<HttpResponse, DomainError>,
 ) -> Result<HttpResponse, ConsoleError> {
-    match outcome {
-        Err(ConsoleError::Domain(e)) if !matches!(e, DomainError::Internal(_)) => {
-            let status = api::problem::status_of(&e);
-            draw(state, signed, id, status, Some(&refusal(&e))).await
+    match done {
+        Ok(response) => Ok(response),
+        Err(e) => {
+            draw(
+                state,
+                signed,
+                id,
+                api::problem::status_of(&e),
+                Some(&refusal(&e)),
+            )
+            .await
         }
-        other => other,
     }
 }
 
@@ -147,31 +153,23 @@ pub async fn allocate(
     id: Path<Id>,
     body: Bytes,
 ) -> Result<HttpResponse, ConsoleError> {
-    let form = Submitted::read(&body)?;
-    check_form(&req, &signed.session, form.get("csrf"))?;
-    let cluster_id = id.0;
-    let outcome = async {
-        let draft = CreateElasticIpRequest {
-            name: form.text("name"),
-            exposure: Exposure::ALL
-                .into_iter()
-                .find(|x| x.as_str() == form.get("exposure")),
-        };
-        let redirect = Redirect(format!("{PREFIX}/clusters/{cluster_id}/networking"));
-        let action = format!("{PREFIX}/clusters/{cluster_id}/elastic-ips");
-        let answer = state
-            .services()
-            .create_elastic_ip(
-                &signed.caller,
-                cluster_id,
-                draft,
-                Some(form.keyed(&action, &redirect)?),
-            )
-            .await?;
-        settled(answer, &redirect)
-    }
-    .await;
-    change(&state, &signed, cluster_id, outcome).await
+    let change = Change::read(&req, &signed, &body)?;
+    let draft = CreateElasticIpRequest {
+        name: change.form.text("name"),
+        exposure: Exposure::ALL
+            .into_iter()
+            .find(|x| x.as_str() == change.form.get("exposure")),
+    };
+    let back = format!("{PREFIX}/clusters/{}/networking", id.0);
+    let done = change
+        .run(back, async |request| {
+            state
+                .services()
+                .create_elastic_ip(&signed.caller, id.0, draft, Some(request))
+                .await
+        })
+        .await?;
+    after(&state, &signed, id.0, done).await
 }
 
 pub async fn release(
@@ -181,23 +179,16 @@ pub async fn release(
     path: Path<(Id, Id)>,
     body: Bytes,
 ) -> Result<HttpResponse, ConsoleError> {
-    let form = Submitted::read(&body)?;
-    check_form(&req, &signed.session, form.get("csrf"))?;
+    let change = Change::read(&req, &signed, &body)?;
     let (id, eip) = path.into_inner();
-    let outcome = async {
-        let redirect = Redirect(format!("{PREFIX}/clusters/{}/networking", id.0));
-        let action = format!("{PREFIX}/clusters/{}/elastic-ips/{}/release", id.0, eip.0);
-        let answer = state
-            .services()
-            .release_elastic_ip(
-                &signed.caller,
-                id.0,
-                eip.0,
-                Some(form.keyed(&action, &redirect)?),
-            )
-            .await?;
-        settled(answer, &redirect)
-    }
-    .await;
-    change(&state, &signed, id.0, outcome).await
+    let back = format!("{PREFIX}/clusters/{}/networking", id.0);
+    let done = change
+        .run(back, async |request| {
+            state
+                .services()
+                .release_elastic_ip(&signed.caller, id.0, eip.0, Some(request))
+                .await
+        })
+        .await?;
+    after(&state, &signed, id.0, done).await
 }

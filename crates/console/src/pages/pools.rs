@@ -13,9 +13,8 @@ use domain::model::node_pool::NodePool;
 use maud::{Markup, html};
 
 use crate::error::ConsoleError;
-use crate::pages::check_form;
 use crate::pages::cluster::{Tab, frame};
-use crate::pages::forms::{Redirect, Submitted, new_key, settled};
+use crate::pages::forms::{Change, Submitted, new_key};
 use crate::session::Signed;
 use crate::{ConsoleState, PREFIX};
 
@@ -144,19 +143,25 @@ fn number(form: &Submitted, field: &str) -> Result<Option<i64>, DomainError> {
     }
 }
 
-/// Runs a pool change; a refusal redraws the tab with its words.
-async fn pool_change(
+/// The tab after a change: where the change sent the browser, or the tab with the refusal.
+async fn after_pool_change(
     state: &ConsoleState,
     signed: &Signed,
     id: uuid::Uuid,
-    outcome: Result<HttpResponse, ConsoleError>,
+    done: Result<HttpResponse, DomainError>,
 ) -> Result<HttpResponse, ConsoleError> {
-    match outcome {
-        Err(ConsoleError::Domain(e)) if !matches!(e, DomainError::Internal(_)) => {
-            let status = api::problem::status_of(&e);
-            draw_pools(state, signed, id, status, Some(&refusal(&e))).await
+    match done {
+        Ok(response) => Ok(response),
+        Err(e) => {
+            draw_pools(
+                state,
+                signed,
+                id,
+                api::problem::status_of(&e),
+                Some(&refusal(&e)),
+            )
+            .await
         }
-        other => other,
     }
 }
 
@@ -186,31 +191,48 @@ pub async fn add_pool(
     id: Path<Id>,
     body: Bytes,
 ) -> Result<HttpResponse, ConsoleError> {
-    let form = Submitted::read(&body)?;
-    check_form(&req, &signed.session, form.get("csrf"))?;
-    let cluster_id = id.0;
-    let outcome = async {
-        let draft = NodePoolRequest {
-            name: form.text("name"),
-            size: form.text("size"),
-            count: number(&form, "count")?,
-            ..NodePoolRequest::default()
-        };
-        let redirect = Redirect(format!("{PREFIX}/clusters/{cluster_id}/node-pools"));
-        let action = format!("{PREFIX}/clusters/{cluster_id}/node-pools");
-        let answer = state
-            .services()
-            .create_node_pool(
-                &signed.caller,
-                cluster_id,
-                draft,
-                Some(form.keyed(&action, &redirect)?),
-            )
-            .await?;
-        settled(answer, &redirect)
-    }
-    .await;
-    pool_change(&state, &signed, cluster_id, outcome).await
+    let change = Change::read(&req, &signed, &body)?;
+    let form = &change.form;
+    let done = match number(form, "count") {
+        Err(e) => Err(e),
+        Ok(count) => {
+            let draft = NodePoolRequest {
+                name: form.text("name"),
+                size: form.text("size"),
+                count,
+                ..NodePoolRequest::default()
+            };
+            let back = format!("{PREFIX}/clusters/{}/node-pools", id.0);
+            change
+                .run(back, async |request| {
+                    state
+                        .services()
+                        .create_node_pool(&signed.caller, id.0, draft, Some(request))
+                        .await
+                })
+                .await?
+        }
+    };
+    after_pool_change(&state, &signed, id.0, done).await
+}
+
+/// A pool's new sizing as the scale form says it: a count, or autoscale with its bounds.
+fn sizing(form: &Submitted) -> Result<NodePoolPatch, DomainError> {
+    let auto_scale = form.checked("auto_scale");
+    let bound = |field: &str| -> Result<Option<Option<i64>>, DomainError> {
+        Ok(if auto_scale {
+            number(form, field)?.map(Some)
+        } else {
+            None
+        })
+    };
+    Ok(NodePoolPatch {
+        count: number(form, "count")?.map(Some),
+        auto_scale: Some(Some(auto_scale)),
+        min_nodes: bound("min_nodes")?,
+        max_nodes: bound("max_nodes")?,
+        ..NodePoolPatch::default()
+    })
 }
 
 pub async fn scale_pool(
@@ -220,42 +242,23 @@ pub async fn scale_pool(
     path: Path<(Id, String)>,
     body: Bytes,
 ) -> Result<HttpResponse, ConsoleError> {
-    let form = Submitted::read(&body)?;
-    check_form(&req, &signed.session, form.get("csrf"))?;
+    let change = Change::read(&req, &signed, &body)?;
     let (id, pool) = path.into_inner();
-    let outcome = async {
-        let auto_scale = form.checked("auto_scale");
-        let patch = NodePoolPatch {
-            count: number(&form, "count")?.map(Some),
-            auto_scale: Some(Some(auto_scale)),
-            min_nodes: if auto_scale {
-                number(&form, "min_nodes")?.map(Some)
-            } else {
-                None
-            },
-            max_nodes: if auto_scale {
-                number(&form, "max_nodes")?.map(Some)
-            } else {
-                None
-            },
-            ..NodePoolPatch::default()
-        };
-        let redirect = Redirect(format!("{PREFIX}/clusters/{}/node-pools", id.0));
-        let action = format!("{PREFIX}/clusters/{}/node-pools/{pool}/scale", id.0);
-        let answer = state
-            .services()
-            .patch_node_pool(
-                &signed.caller,
-                id.0,
-                &pool,
-                patch,
-                Some(form.keyed(&action, &redirect)?),
-            )
-            .await?;
-        settled(answer, &redirect)
-    }
-    .await;
-    pool_change(&state, &signed, id.0, outcome).await
+    let done = match sizing(&change.form) {
+        Err(e) => Err(e),
+        Ok(patch) => {
+            let back = format!("{PREFIX}/clusters/{}/node-pools", id.0);
+            change
+                .run(back, async |request| {
+                    state
+                        .services()
+                        .patch_node_pool(&signed.caller, id.0, &pool, patch, Some(request))
+                        .await
+                })
+                .await?
+        }
+    };
+    after_pool_change(&state, &signed, id.0, done).await
 }
 
 pub async fn delete_pool(
@@ -265,25 +268,18 @@ pub async fn delete_pool(
     path: Path<(Id, String)>,
     body: Bytes,
 ) -> Result<HttpResponse, ConsoleError> {
-    let form = Submitted::read(&body)?;
-    check_form(&req, &signed.session, form.get("csrf"))?;
+    let change = Change::read(&req, &signed, &body)?;
     let (id, pool) = path.into_inner();
-    let outcome = async {
-        let redirect = Redirect(format!("{PREFIX}/clusters/{}/node-pools", id.0));
-        let action = format!("{PREFIX}/clusters/{}/node-pools/{pool}/delete", id.0);
-        let answer = state
-            .services()
-            .delete_node_pool(
-                &signed.caller,
-                id.0,
-                &pool,
-                Some(form.keyed(&action, &redirect)?),
-            )
-            .await?;
-        settled(answer, &redirect)
-    }
-    .await;
-    pool_change(&state, &signed, id.0, outcome).await
+    let back = format!("{PREFIX}/clusters/{}/node-pools", id.0);
+    let done = change
+        .run(back, async |request| {
+            state
+                .services()
+                .delete_node_pool(&signed.caller, id.0, &pool, Some(request))
+                .await
+        })
+        .await?;
+    after_pool_change(&state, &signed, id.0, done).await
 }
 
 pub async fn nodes_tab(
@@ -351,29 +347,28 @@ pub async fn delete_node(
     path: Path<(Id, String)>,
     body: Bytes,
 ) -> Result<HttpResponse, ConsoleError> {
-    let form = Submitted::read(&body)?;
-    check_form(&req, &signed.session, form.get("csrf"))?;
+    let change = Change::read(&req, &signed, &body)?;
     let (id, node) = path.into_inner();
-    let outcome = async {
-        let redirect = Redirect(format!("{PREFIX}/clusters/{}/nodes", id.0));
-        let action = format!("{PREFIX}/clusters/{}/nodes/{node}/delete", id.0);
-        let answer = state
-            .services()
-            .delete_node(
-                &signed.caller,
+    let back = format!("{PREFIX}/clusters/{}/nodes", id.0);
+    let done = change
+        .run(back, async |request| {
+            state
+                .services()
+                .delete_node(&signed.caller, id.0, &node, Some(request))
+                .await
+        })
+        .await?;
+    match done {
+        Ok(response) => Ok(response),
+        Err(e) => {
+            draw_nodes(
+                &state,
+                &signed,
                 id.0,
-                &node,
-                Some(form.keyed(&action, &redirect)?),
+                api::problem::status_of(&e),
+                Some(&refusal(&e)),
             )
-            .await?;
-        settled(answer, &redirect)
-    }
-    .await;
-    match outcome {
-        Err(ConsoleError::Domain(e)) if !matches!(e, DomainError::Internal(_)) => {
-            let status = api::problem::status_of(&e);
-            draw_nodes(&state, &signed, id.0, status, Some(&refusal(&e))).await
+            .await
         }
-        other => other,
     }
 }
