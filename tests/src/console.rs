@@ -100,8 +100,7 @@ impl Browser {
         fields: &[(&str, &str)],
         headers: &[(&str, &str)],
     ) -> Page {
-        let body = serde_urlencoded(fields);
-        self.send(Method::POST, path, Some(body), headers).await
+        self.send(Method::POST, path, Some(fields), headers).await
     }
 
     /// The CSRF token the session's pages carry.
@@ -124,7 +123,7 @@ impl Browser {
         &mut self,
         method: Method,
         path: &str,
-        body: Option<String>,
+        form: Option<&[(&str, &str)]>,
         headers: &[(&str, &str)],
     ) -> Page {
         let mut r = self.client.request(method, format!("{}{path}", self.base));
@@ -136,10 +135,8 @@ impl Browser {
                 .collect();
             r = r.header(COOKIE, jar.join("; "));
         }
-        if let Some(body) = body {
-            r = r
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(body);
+        if let Some(form) = form {
+            r = r.form(form);
         }
         for (name, value) in headers {
             r = r.header(*name, *value);
@@ -163,23 +160,4 @@ impl Browser {
         }
         page
     }
-}
-
-fn serde_urlencoded(fields: &[(&str, &str)]) -> String {
-    fields
-        .iter()
-        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
-fn encode(v: &str) -> String {
-    v.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

@@ -268,3 +268,27 @@ async fn a_member_reads_the_dashboard_and_a_forced_create_is_the_use_cases_403()
 fn uuid_key() -> String {
     uuid::Uuid::new_v4().to_string()
 }
+
+#[tokio::test]
+async fn the_same_create_form_sent_twice_adds_one_server_and_both_land_on_its_page() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let mut admin = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let form = admin
+        .get(&format!("{NEW}?type=token&organization=acme"))
+        .await;
+    let hidden: Vec<(&str, String)> = ["csrf", "key", "organization", "type", "rows"]
+        .into_iter()
+        .map(|n| (n, form.field(n).unwrap_or_default()))
+        .collect();
+    let mut fields: Vec<(&str, &str)> = hidden.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    fields.extend([
+        ("name", "machines"),
+        ("environment", "dev"),
+        ("token.0", TOKEN),
+    ]);
+    let first = admin.post(NEW, &fields, &[]).await;
+    let again = admin.post(NEW, &fields, &[]).await;
+    assert_eq!((first.status, again.status), (303, 303), "{}", again.body);
+    assert_eq!(first.header("location"), again.header("location"));
+    assert_eq!(app.count_rows("auth_servers"), 1);
+}

@@ -24,9 +24,8 @@ use serde::Deserialize;
 
 use crate::error::ConsoleError;
 use crate::pages::clusters::when;
-use crate::pages::forms::{Change, Redirect, Submitted, new_key, settled};
+use crate::pages::forms::{Change, Redirect, Submitted, new_key, refusal, settled};
 use crate::pages::layout::{self, Nav};
-use crate::pages::pools::refusal;
 use crate::pages::{Acting, check_form, html_page, see_other, urlencode};
 use crate::session::Signed;
 use crate::{ConsoleState, PREFIX};
@@ -357,9 +356,8 @@ pub async fn create(
         ));
     }
     let draft = create_draft(&form, kind, rows);
-    // The new server's page is known only once it exists: the first answer is recorded as the
-    // list, and the fresh answer goes to the server itself.
-    let redirect = Redirect(format!("{PREFIX}/auth-servers"));
+    // The first answer is recorded as the new server's page, where a replay goes too.
+    let redirect = Redirect(|v: &AuthServerView| format!("{PREFIX}/auth-servers/{}", v.id));
     let outcome = async {
         let request = form.keyed(&format!("{PREFIX}/auth-servers/new"), &redirect)?;
         Ok::<_, ConsoleError>(
@@ -371,10 +369,7 @@ pub async fn create(
     }
     .await;
     match outcome {
-        Ok(domain::service::Answer::Fresh(view)) => {
-            Ok(see_other(&format!("{PREFIX}/auth-servers/{}", view.id)))
-        }
-        Ok(replayed) => settled(replayed, &redirect),
+        Ok(answer) => settled(answer, &redirect),
         Err(ConsoleError::Domain(e)) if !matches!(e, DomainError::Internal(_)) => {
             let status = api::problem::status_of(&e);
             Ok(draw_new(&signed, &form, kind, rows, Some(&e), status))

@@ -266,7 +266,7 @@ async fn refused_or_back(
                 signed,
                 &cluster,
                 status,
-                Some(&crate::pages::pools::refusal(&e)),
+                Some(&crate::pages::forms::refusal(&e)),
             ))
         }
     }

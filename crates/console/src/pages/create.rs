@@ -14,17 +14,18 @@ use domain::input::cluster::CreateClusterRequest;
 use domain::input::node_pool::NodePoolRequest;
 use domain::model::catalog::ZoneOffer;
 use domain::model::cluster::{Cluster, Exposure, NetworkMode};
-use domain::model::idempotency::{RequestFingerprint, StoredResponse};
+use domain::model::idempotency::RequestFingerprint;
 use domain::names::IdempotencyKey;
 use domain::rules::MAX_POOLS;
-use domain::service::{Answer, IdempotencyRequest, Render};
+use domain::service::IdempotencyRequest;
 use domain::validation::Violations;
 use maud::{Markup, html};
 use serde::Deserialize;
 
 use crate::error::ConsoleError;
+use crate::pages::forms::{Redirect, settled};
 use crate::pages::layout::{self, Nav};
-use crate::pages::{Acting, check_form, html_page, see_other};
+use crate::pages::{Acting, check_form, html_page};
 use crate::session::Signed;
 use crate::{ConsoleState, PREFIX};
 
@@ -189,28 +190,6 @@ impl Fields {
     }
 }
 
-/// Records a created cluster as the redirect to its page, so a replay of the same form goes
-/// where the first submission went.
-struct RedirectRender;
-
-impl Render<Cluster> for RedirectRender {
-    fn ok(&self, c: &Cluster) -> StoredResponse {
-        StoredResponse {
-            status: 303,
-            headers: vec![("location".into(), format!("{PREFIX}/clusters/{}", c.id))],
-            body: Vec::new(),
-        }
-    }
-
-    fn err(&self, e: &DomainError) -> StoredResponse {
-        StoredResponse {
-            status: api::problem::status_of(e).as_u16(),
-            headers: Vec::new(),
-            body: api::problem::detail_of(e).into_bytes(),
-        }
-    }
-}
-
 #[derive(Deserialize)]
 pub struct NewQuery {
     organization: Option<String>,
@@ -298,32 +277,28 @@ pub async fn submit(
     let Some(key) = IdempotencyKey::parse(&fields.key) else {
         return Err(ConsoleError::Forged);
     };
-    let render = RedirectRender;
+    // The first answer is recorded as the new cluster's page, where a replay goes too.
+    let redirect = Redirect(|c: &Cluster| format!("{PREFIX}/clusters/{}", c.id));
     let request = IdempotencyRequest {
         key,
         fingerprint: fields.fingerprint(),
-        render: &render,
+        render: &redirect,
     };
     match state
         .services()
         .create_cluster(&signed.caller, draft, Some(request))
         .await
     {
-        Ok(Answer::Fresh(c)) => Ok(see_other(&format!("{PREFIX}/clusters/{}", c.id))),
-        Ok(Answer::Replayed(stored)) => {
-            match stored.headers.iter().find(|(n, _)| n == "location") {
-                Some((_, location)) if stored.status == 303 => Ok(see_other(location)),
-                _ => Ok(draw(
-                    &state,
-                    &signed,
-                    &fields,
-                    Some(&Problem::Text(
-                        String::from_utf8_lossy(&stored.body).into_owned(),
-                    )),
-                    StatusCode::CONFLICT,
-                )),
-            }
-        }
+        Ok(answer) => match settled(answer, &redirect) {
+            Err(ConsoleError::Replayed(text)) => Ok(draw(
+                &state,
+                &signed,
+                &fields,
+                Some(&Problem::Text(text)),
+                StatusCode::CONFLICT,
+            )),
+            other => other,
+        },
         Err(e) => Ok(refused(&state, &signed, &fields, &e)),
     }
 }

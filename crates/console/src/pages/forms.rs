@@ -47,7 +47,7 @@ impl Submitted {
     pub fn keyed<'a, T>(
         &self,
         action: &str,
-        render: &'a Redirect,
+        render: &'a dyn Render<T>,
     ) -> Result<IdempotencyRequest<'a, T>, ConsoleError> {
         let key = IdempotencyKey::parse(self.get("key")).ok_or(ConsoleError::Forged)?;
         let body: serde_json::Map<String, serde_json::Value> = self
@@ -69,14 +69,15 @@ pub fn new_key() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// Records a change as the redirect to `location`.
-pub struct Redirect(pub String);
+/// Records a change as the redirect to where it leads: a fixed page, or for a create the new
+/// thing's page (known once it exists), so a replay lands where the first submission did.
+pub struct Redirect<F>(pub F);
 
-impl<T> Render<T> for Redirect {
-    fn ok(&self, _: &T) -> StoredResponse {
+impl<T, F: Fn(&T) -> String + Send + Sync> Render<T> for Redirect<F> {
+    fn ok(&self, value: &T) -> StoredResponse {
         StoredResponse {
             status: 303,
-            headers: vec![("location".into(), self.0.clone())],
+            headers: vec![("location".into(), (self.0)(value))],
             body: Vec::new(),
         }
     }
@@ -90,21 +91,39 @@ impl<T> Render<T> for Redirect {
     }
 }
 
-/// Where a keyed change sends the browser: the redirect, the first time and on a replay; a
+/// Where a keyed change sends the browser: where it leads, the first time and on a replay; a
 /// replayed refusal as a conflict with its words.
-pub fn settled<T>(answer: Answer<T>, redirect: &Redirect) -> Result<HttpResponse, ConsoleError> {
+pub fn settled<T, F: Fn(&T) -> String>(
+    answer: Answer<T>,
+    redirect: &Redirect<F>,
+) -> Result<HttpResponse, ConsoleError> {
     match answer {
-        Answer::Fresh(_) => Ok(see_other(&redirect.0)),
-        Answer::Replayed(stored) if stored.status == 303 => Ok(see_other(
-            stored
-                .headers
-                .iter()
-                .find(|(n, _)| n == "location")
-                .map_or(redirect.0.as_str(), |(_, l)| l.as_str()),
-        )),
-        Answer::Replayed(stored) => Err(ConsoleError::Replayed(
-            String::from_utf8_lossy(&stored.body).into_owned(),
-        )),
+        Answer::Fresh(value) => Ok(see_other(&(redirect.0)(&value))),
+        Answer::Replayed(stored) => match stored.headers.iter().find(|(n, _)| n == "location") {
+            Some((_, location)) if stored.status == 303 => Ok(see_other(location)),
+            _ => Err(ConsoleError::Replayed(
+                String::from_utf8_lossy(&stored.body).into_owned(),
+            )),
+        },
+    }
+}
+
+/// A refusal in words, with the field where there is one.
+pub fn refusal(e: &DomainError) -> String {
+    match e {
+        DomainError::Validation(v) => v
+            .errors()
+            .iter()
+            .map(|f| {
+                if f.field.is_empty() {
+                    f.message.clone()
+                } else {
+                    format!("{}: {}", f.field.replace('_', " "), f.message)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        other => api::problem::detail_of(other),
     }
 }
 
@@ -132,7 +151,7 @@ impl Change {
         back: String,
         change: impl AsyncFnOnce(IdempotencyRequest<'_, T>) -> Result<Answer<T>, DomainError>,
     ) -> Result<Result<HttpResponse, DomainError>, ConsoleError> {
-        let redirect = Redirect(back);
+        let redirect = Redirect(move |_: &T| back.clone());
         let request = self.form.keyed(&self.path, &redirect)?;
         match change(request).await {
             Ok(answer) => settled(answer, &redirect).map(Ok),

@@ -14,8 +14,7 @@ use maud::html;
 
 use crate::error::ConsoleError;
 use crate::pages::cluster::{Tab, frame};
-use crate::pages::forms::{Change, new_key};
-use crate::pages::pools::refusal;
+use crate::pages::forms::{Change, new_key, refusal};
 use crate::session::Signed;
 use crate::{ConsoleState, PREFIX};
 

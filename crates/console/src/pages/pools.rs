@@ -14,7 +14,7 @@ use maud::{Markup, html};
 
 use crate::error::ConsoleError;
 use crate::pages::cluster::{Tab, frame};
-use crate::pages::forms::{Change, Submitted, new_key};
+use crate::pages::forms::{Change, Submitted, new_key, refusal};
 use crate::session::Signed;
 use crate::{ConsoleState, PREFIX};
 
@@ -162,25 +162,6 @@ async fn after_pool_change(
             )
             .await
         }
-    }
-}
-
-/// A refusal in words, with the field where there is one.
-pub fn refusal(e: &DomainError) -> String {
-    match e {
-        DomainError::Validation(v) => v
-            .errors()
-            .iter()
-            .map(|f| {
-                if f.field.is_empty() {
-                    f.message.clone()
-                } else {
-                    format!("{}: {}", f.field.replace('_', " "), f.message)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
-        other => api::problem::detail_of(other),
     }
 }
 
