@@ -16,6 +16,7 @@ use domain::model::idempotency::RequestFingerprint;
 use domain::model::identity::Caller;
 use domain::model::secret::Secret;
 use domain::names::IdempotencyKey;
+use domain::ports::storage::Freshness;
 use domain::service::{IdempotencyRequest, Render, Services};
 use domain::validation::{Violations, redact_serde_message};
 use serde::de::DeserializeOwned;
@@ -204,6 +205,49 @@ impl<'de> serde::Deserialize<'de> for Id {
     }
 }
 
+/// How current a read must be, from the request's caching headers: `Cache-Control: no-cache`
+/// (or `no-store`, or `max-age=0`), or `Pragma: no-cache` without a `Cache-Control`, asks for
+/// the database (`Freshness::Latest`); anything else may be answered from the watch cache
+/// (`Freshness::Recent`). Unreadable headers count as absent: they never fail a read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadFreshness(pub Freshness);
+
+impl ReadFreshness {
+    pub fn from_headers(cache_control: Option<&str>, pragma: Option<&str>) -> ReadFreshness {
+        let directives = |value: &str| {
+            value
+                .split(',')
+                .map(|d| d.trim().to_ascii_lowercase())
+                .collect::<Vec<_>>()
+        };
+        let latest = match (cache_control, pragma) {
+            (Some(cc), _) => directives(cc)
+                .iter()
+                .any(|d| matches!(d.as_str(), "no-cache" | "no-store" | "max-age=0")),
+            (None, Some(p)) => directives(p).iter().any(|d| d == "no-cache"),
+            (None, None) => false,
+        };
+        ReadFreshness(if latest {
+            Freshness::Latest
+        } else {
+            Freshness::Recent
+        })
+    }
+}
+
+impl FromRequest for ReadFreshness {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<ReadFreshness, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
+        std::future::ready(Ok(ReadFreshness::from_headers(
+            header(header::CACHE_CONTROL),
+            header(header::PRAGMA),
+        )))
+    }
+}
+
 /// Query parameters by name (the first value of each). A query string that does not decode
 /// is 400.
 pub struct Query(pub HashMap<String, String>);
@@ -338,6 +382,31 @@ impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_cache_in_the_request_asks_for_the_database() {
+        use Freshness::{Latest, Recent};
+        let cases: &[(Option<&str>, Option<&str>, Freshness)] = &[
+            (None, None, Recent),
+            (Some("no-cache"), None, Latest),
+            (Some("No-Cache"), None, Latest),
+            (Some("max-stale=5, no-store"), None, Latest),
+            (Some("max-age=0"), None, Latest),
+            (Some("max-age=60"), None, Recent),
+            (Some("no-transform"), None, Recent),
+            (Some("no-cachex"), None, Recent),
+            (None, Some("no-cache"), Latest),
+            // Cache-Control wins over the HTTP/1.0 Pragma.
+            (Some("max-age=60"), Some("no-cache"), Recent),
+        ];
+        for (cache_control, pragma, expected) in cases {
+            assert_eq!(
+                ReadFreshness::from_headers(*cache_control, *pragma).0,
+                *expected,
+                "{cache_control:?} {pragma:?}"
+            );
+        }
+    }
 
     #[test]
     fn a_path_id_is_a_hyphenated_uuid_and_anything_else_names_nothing() {

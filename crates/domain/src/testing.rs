@@ -209,7 +209,7 @@ impl Mocks {
     pub fn with_cluster(mut self, c: Cluster) -> Self {
         self.clusters
             .expect_cluster()
-            .returning(move |_| Ok(Some(c.clone())));
+            .returning(move |_, _| Ok(Some(c.clone())));
         self
     }
 

@@ -137,7 +137,7 @@ fn ports(clusters: MockClusterRepository, cloud: Arc<dyn CloudProvider>) -> Port
 fn repo_with(phase: ClusterPhase) -> MockClusterRepository {
     let mut r = MockClusterRepository::new();
     r.expect_cluster()
-        .returning(move |_| Ok(Some(cluster(ORG_A, phase))));
+        .returning(move |_, _| Ok(Some(cluster(ORG_A, phase))));
     r.expect_nodes().returning(|_, _| Ok(vec![]));
     r.expect_elastic_ips().returning(|_| Ok(vec![]));
     r.expect_firewall_rules().returning(|_| Ok(vec![]));
@@ -188,7 +188,7 @@ fn defaults_follow_the_settings() {
 #[tokio::test]
 async fn an_idle_cluster_finishes_its_operation() {
     let mut repo = MockClusterRepository::new();
-    repo.expect_cluster().returning(|_| Ok(None));
+    repo.expect_cluster().returning(|_, _| Ok(None));
     let queue = FakeQueue::with(vec![Ok(Some(lease(1, at(30))))]);
     let handle = run_until_recorded(
         ports(repo, Arc::new(MockCloudProvider::new())),
@@ -215,7 +215,7 @@ async fn an_idle_cluster_finishes_its_operation() {
 async fn steps_run_while_there_is_more_then_the_operation_finishes() {
     let mut repo = MockClusterRepository::new();
     let reads = Arc::new(AtomicUsize::new(0));
-    repo.expect_cluster().returning(move |_| {
+    repo.expect_cluster().returning(move |_, _| {
         // Pending on the first read; once provisioning started, the cluster is gone.
         Ok((reads.fetch_add(1, Ordering::SeqCst) == 0)
             .then(|| cluster(ORG_A, ClusterPhase::Pending)))
@@ -326,7 +326,7 @@ async fn a_lease_too_short_for_a_step_is_given_back_at_once() {
 #[tokio::test]
 async fn a_failed_claim_does_not_stop_the_worker() {
     let mut repo = MockClusterRepository::new();
-    repo.expect_cluster().returning(|_| Ok(None));
+    repo.expect_cluster().returning(|_, _| Ok(None));
     let queue = FakeQueue::with(vec![
         Err(StoreError::Unavailable("db restarting".into())),
         Ok(Some(lease(1, at(30)))),
@@ -345,7 +345,7 @@ async fn a_failed_claim_does_not_stop_the_worker() {
 #[tokio::test]
 async fn a_wake_up_claims_new_work_before_the_next_poll() {
     let mut repo = MockClusterRepository::new();
-    repo.expect_cluster().returning(|_| Ok(None));
+    repo.expect_cluster().returning(|_, _| Ok(None));
     let queue = FakeQueue::with(vec![]);
     let shutdown = CancellationToken::new();
     let slow_poll = ReconcilerConfig {

@@ -100,6 +100,8 @@ pub struct Config {
     pub platform_timeout: Duration,
     pub kubeconfig_requires_super_admin: bool,
     pub database_pool_size: u32,
+    /// Clusters the watch cache may hold (0: no cache, every read goes to the database).
+    pub cluster_cache_size: usize,
     pub reconciler_workers: usize,
     /// How often an idle provisioning worker looks at the queue.
     pub reconciler_poll: Duration,
@@ -173,6 +175,12 @@ impl Config {
             kubeconfig_requires_super_admin: boolean(src, "KUBECONFIG_REQUIRES_SUPER_ADMIN")?,
             database_pool_size: parse(src, "DATABASE_POOL_SIZE", 16u32, "a positive whole number")?
                 .max(1),
+            cluster_cache_size: parse(
+                src,
+                "CLUSTER_CACHE_SIZE",
+                50_000usize,
+                "a whole number (0 switches the cache off)",
+            )?,
             reconciler_workers: parse(
                 src,
                 "RECONCILER_WORKERS",

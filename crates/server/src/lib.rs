@@ -16,7 +16,7 @@ use domain::model::catalog::Catalog;
 use domain::model::secret::Secret;
 use domain::ports::identity::IdentityProvider;
 use domain::service::{Ports, Services, Settings};
-use store_postgres::{PgChangeFeed, PgStore};
+use store_postgres::{CachedStore, PgChangeFeed, PgStore};
 
 use crate::config::{Config, Identity, SecretsKey};
 pub use crate::system::{RandomIds, SystemClock};
@@ -73,10 +73,12 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     .await
     .context("database set-up")?
     .context("DATABASE_URL: cannot connect or migrate")?;
-    let feed = PgChangeFeed::start(&config.database_url);
+    let feed = PgChangeFeed::start(&config.database_url, config.cluster_cache_size);
+    let clusters = Arc::new(CachedStore::new(store.clone(), &feed));
 
     let mut registry = api::metrics::Metrics::default();
     registry.register(Box::new(metrics::PoolMetrics(store.clone())));
+    registry.register(Box::new(metrics::CacheMetrics(clusters.as_ref().clone())));
     let mut demo_tokens = Vec::new();
     let identity: Arc<dyn IdentityProvider> = match &config.identity {
         Identity::Platform { url, service_token } => {
@@ -104,7 +106,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
 
     let store_arc = Arc::new(store.clone());
     let ports = Ports {
-        clusters: store_arc.clone(),
+        clusters,
         idempotency: store_arc.clone(),
         auth_servers: store_arc.clone(),
         changes: Arc::new(feed),

@@ -10,7 +10,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
-use store_postgres::PgStore;
+use store_postgres::{CachedStore, PgStore};
 
 fn gauge(
     encoder: &mut DescriptorEncoder,
@@ -38,6 +38,35 @@ fn counters(
 
 fn to_i64(n: impl TryInto<i64>) -> i64 {
     n.try_into().unwrap_or(i64::MAX)
+}
+
+/// `cluster_cache_reads_total{result="hit"|"miss"|"bypass"}` and `cluster_cache_entries`: how
+/// the watch cache answers cluster reads (a bypass is a read it could not vouch for).
+pub struct CacheMetrics(pub CachedStore);
+
+impl std::fmt::Debug for CacheMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CacheMetrics")
+    }
+}
+
+impl Collector for CacheMetrics {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let s = self.0.stats();
+        counters(
+            &mut encoder,
+            "cluster_cache_reads",
+            "Cluster reads that may be cached, by how they were answered.",
+            "result",
+            &[("hit", s.hits), ("miss", s.misses), ("bypass", s.bypasses)],
+        )?;
+        gauge(
+            &mut encoder,
+            "cluster_cache_entries",
+            "Clusters the watch cache holds.",
+            to_i64(s.entries),
+        )
+    }
 }
 
 /// `db_pool_connections{state="open"|"idle"}`.

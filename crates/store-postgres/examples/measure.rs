@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use diesel::{Connection, RunQueryDsl};
-use domain::ports::storage::{ClusterRepository, PageRequest};
+use domain::ports::storage::{ClusterRepository, Freshness, PageRequest};
 use store_postgres::{PgStore, TestDatabase};
 use uuid::Uuid;
 
@@ -57,7 +57,12 @@ async fn main() {
     seed(&db.url, org);
     let store = PgStore::connect(&db.url, 4, Duration::from_secs(10)).unwrap();
     let first = store
-        .list_clusters(org, None, PageRequest { page: 1, size: 100 })
+        .list_clusters(
+            org,
+            None,
+            PageRequest { page: 1, size: 100 },
+            Freshness::Latest,
+        )
         .await
         .unwrap();
     assert_eq!(first.total, CLUSTERS as u64);
@@ -66,13 +71,13 @@ async fn main() {
 
     // Warm-up, then measure.
     for id in &ids {
-        store.cluster(*id).await.unwrap();
+        store.cluster(*id, Freshness::Latest).await.unwrap();
     }
     let mut by_id = Vec::new();
     for round in 0..5 {
         for id in &ids {
             let t = Instant::now();
-            let c = store.cluster(*id).await.unwrap();
+            let c = store.cluster(*id, Freshness::Latest).await.unwrap();
             by_id.push(t.elapsed());
             assert!(c.is_some(), "round {round}");
         }
@@ -84,7 +89,12 @@ async fn main() {
         for _ in 0..50 {
             let t = Instant::now();
             let p = store
-                .list_clusters(org, None, PageRequest { page, size: 100 })
+                .list_clusters(
+                    org,
+                    None,
+                    PageRequest { page, size: 100 },
+                    Freshness::Latest,
+                )
                 .await
                 .unwrap();
             pages.push(t.elapsed());

@@ -17,7 +17,7 @@ use domain::model::kubeconfig::SealedCredentials;
 use domain::model::node::Node;
 use domain::model::secret::SealedSecret;
 use domain::ports::storage::{
-    Change, ClusterRepository, ClusterWrite, Page, PageRequest, StoreError,
+    Change, ClusterRepository, ClusterWrite, Freshness, Page, PageRequest, StoreError,
 };
 use uuid::Uuid;
 
@@ -29,6 +29,7 @@ use crate::rows::{
 use crate::schema::{
     cluster_credentials, clusters, elastic_ips, firewall_rules, node_pools, nodes, operations,
 };
+use crate::watch_cache::{Membership, OrgIndex};
 use crate::{CLUSTER_CHANNEL, PgStore};
 
 /// Reads that take more than one statement see one snapshot: a page's clusters and pools, or a
@@ -93,21 +94,24 @@ fn schedule_reconcile(
     Ok(())
 }
 
+/// Raises the cluster's revision (compare-and-set when `expected` is given); returns the new
+/// revision and the cluster's organization (for the notification).
 fn raise_revision(
     conn: &mut PgConnection,
     id: Uuid,
     expected: Option<i64>,
-) -> Result<i64, TxError> {
+) -> Result<(i64, Uuid), TxError> {
     let target = clusters::table.filter(clusters::id.eq(id));
-    let raised: Option<i64> = match expected {
+    let returning = (clusters::revision, clusters::organization_id);
+    let raised: Option<(i64, Uuid)> = match expected {
         Some(expected) => diesel::update(target.filter(clusters::revision.eq(expected)))
             .set(clusters::revision.eq(clusters::revision + 1))
-            .returning(clusters::revision)
+            .returning(returning)
             .get_result(conn)
             .optional()?,
         None => diesel::update(target)
             .set(clusters::revision.eq(clusters::revision + 1))
-            .returning(clusters::revision)
+            .returning(returning)
             .get_result(conn)
             .optional()?,
     };
@@ -277,15 +281,37 @@ pub(crate) fn notify(conn: &mut PgConnection, channel: &str, payload: &str) -> R
     Ok(())
 }
 
-fn commit_in(conn: &mut PgConnection, w: &ClusterWrite) -> Result<i64, TxError> {
-    let inserts = w
-        .changes
-        .iter()
-        .any(|c| matches!(c, Change::InsertCluster(_)));
-    let revision = if inserts && w.expected_revision.is_none() {
-        1
-    } else {
-        raise_revision(conn, w.cluster_id, w.expected_revision)?
+/// What a committed write did, for the change feed's notification and the watch cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Committed {
+    pub revision: i64,
+    pub organization_id: Uuid,
+    pub membership: Membership,
+}
+
+/// The change notification's payload: `<cluster>:<revision>:<organization>:<membership>`,
+/// membership one of `created`, `removed`, `changed`. (A payload of only the first two parts,
+/// from an older server, is still understood.)
+pub(crate) fn payload(cluster_id: Uuid, c: &Committed) -> String {
+    let membership = match c.membership {
+        Membership::Created => "created",
+        Membership::Removed => "removed",
+        Membership::Unchanged | Membership::Unknown => "changed",
+    };
+    format!(
+        "{cluster_id}:{}:{}:{membership}",
+        c.revision, c.organization_id
+    )
+}
+
+fn commit_in(conn: &mut PgConnection, w: &ClusterWrite) -> Result<Committed, TxError> {
+    let inserted = w.changes.iter().find_map(|c| match c {
+        Change::InsertCluster(c) => Some(c.organization_id),
+        _ => None,
+    });
+    let (revision, organization_id) = match (inserted, w.expected_revision) {
+        (Some(org), None) => (1, org),
+        _ => raise_revision(conn, w.cluster_id, w.expected_revision)?,
     };
     for change in &w.changes {
         apply(conn, w, change)?;
@@ -297,17 +323,98 @@ fn commit_in(conn: &mut PgConnection, w: &ClusterWrite) -> Result<i64, TxError> 
     if let Some(completion) = &w.idempotency {
         complete_in(conn, completion)?;
     }
-    notify(
-        conn,
-        CLUSTER_CHANNEL,
-        &format!("{}:{revision}", w.cluster_id),
-    )?;
-    Ok(revision)
+    let committed = Committed {
+        revision,
+        organization_id,
+        membership: if inserted.is_some() {
+            Membership::Created
+        } else if removed {
+            Membership::Removed
+        } else {
+            Membership::Unchanged
+        },
+    };
+    notify(conn, CLUSTER_CHANNEL, &payload(w.cluster_id, &committed))?;
+    Ok(committed)
+}
+
+/// Clusters with their pools, in one snapshot.
+fn load_clusters(
+    conn: &mut PgConnection,
+    filter: impl FnOnce(
+        clusters::BoxedQuery<'static, diesel::pg::Pg>,
+    ) -> clusters::BoxedQuery<'static, diesel::pg::Pg>,
+) -> Result<Vec<Cluster>, StoreError> {
+    let (rows, pools) = snapshot(conn, |conn| {
+        let rows: Vec<ClusterRow> = filter(clusters::table.into_boxed())
+            .select(ClusterRow::as_select())
+            .load(conn)?;
+        if rows.is_empty() {
+            return Ok((rows, Vec::new()));
+        }
+        let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+        let pools: Vec<PoolRow> = node_pools::table
+            .filter(node_pools::cluster_id.eq_any(ids))
+            .order((
+                node_pools::cluster_id,
+                node_pools::created_at.asc(),
+                node_pools::name.asc(),
+            ))
+            .select(PoolRow::as_select())
+            .load(conn)?;
+        Ok((rows, pools))
+    })?;
+    let mut by_cluster: HashMap<Uuid, Vec<PoolRow>> = HashMap::new();
+    for p in pools {
+        by_cluster.entry(p.cluster_id).or_default().push(p);
+    }
+    rows.into_iter()
+        .map(|r| {
+            let pools = by_cluster.remove(&r.id).unwrap_or_default();
+            into_cluster(r, pools)
+        })
+        .collect()
+}
+
+/// Reads the watch cache needs beyond the port's.
+impl PgStore {
+    /// Applies a write like [`ClusterRepository::commit`], saying what it did.
+    pub(crate) async fn commit_write(&self, write: ClusterWrite) -> Result<Committed, StoreError> {
+        self.run_blocking(move |conn| {
+            conn.transaction(|conn| commit_in(conn, &write))
+                .map_err(StoreError::from)
+        })
+        .await
+    }
+
+    /// The clusters of these ids that exist (tombstones included), in no particular order.
+    pub(crate) async fn clusters_by_ids(&self, ids: Vec<Uuid>) -> Result<Vec<Cluster>, StoreError> {
+        self.run_blocking(move |conn| load_clusters(conn, |q| q.filter(clusters::id.eq_any(ids))))
+            .await
+    }
+
+    /// Every live cluster of an organization, as its list index (one index-only scan).
+    pub(crate) async fn org_index(&self, organization_id: Uuid) -> Result<OrgIndex, StoreError> {
+        self.run_blocking(move |conn| {
+            let rows: Vec<(Uuid, chrono::DateTime<chrono::Utc>, String)> = clusters::table
+                .filter(clusters::organization_id.eq(organization_id))
+                .filter(clusters::deleted_at.is_null())
+                .select((clusters::id, clusters::created_at, clusters::zone))
+                .load(conn)
+                .map_err(map)?;
+            let mut index = OrgIndex::default();
+            for (id, created_at, zone) in rows {
+                index.insert(id, created_at, &zone);
+            }
+            Ok(index)
+        })
+        .await
+    }
 }
 
 #[async_trait]
 impl ClusterRepository for PgStore {
-    async fn cluster(&self, id: Uuid) -> Result<Option<Cluster>, StoreError> {
+    async fn cluster(&self, id: Uuid, _: Freshness) -> Result<Option<Cluster>, StoreError> {
         // One statement (a left join) is one round trip and one consistent snapshot: the
         // hottest read of the API.
         self.run_blocking(move |conn| {
@@ -336,6 +443,7 @@ impl ClusterRepository for PgStore {
         organization_id: Uuid,
         zone: Option<String>,
         page: PageRequest,
+        _: Freshness,
     ) -> Result<Page<Cluster>, StoreError> {
         let limit = i64::from(page.size);
         let offset = i64::try_from(page.offset())
@@ -524,10 +632,6 @@ impl ClusterRepository for PgStore {
     }
 
     async fn commit(&self, write: ClusterWrite) -> Result<i64, StoreError> {
-        self.run_blocking(move |conn| {
-            conn.transaction(|conn| commit_in(conn, &write))
-                .map_err(StoreError::from)
-        })
-        .await
+        Ok(self.commit_write(write).await?.revision)
     }
 }

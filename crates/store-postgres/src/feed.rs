@@ -1,11 +1,11 @@
-//! `PgChangeFeed`: one LISTEN connection per process, on a dedicated thread, fans
-//! `cluster_changes` notifications out to the long-polls waiting on each cluster.
+//! `PgChangeFeed`: one LISTEN connection per process, on a dedicated thread, applies each
+//! `cluster_changes` notification to the watch cache and then wakes the long-polls waiting on
+//! that cluster (in that order: a long-poll's answer is never newer than the cache it reads).
 //!
-//! Why diesel's `notifications_iter()` on a thread rather than an async driver: it keeps one
-//! PostgreSQL client library in the build, and the cost is one parked thread polling its
-//! socket every 50 ms (a non-blocking `PQconsumeInput`), independent of the number of waiters.
-//! Waiters are plain tokio futures on a `watch` channel per cluster: they hold no connection
-//! and no thread.
+//! The thread sleeps on the connection's socket (`listener.rs`, libpq) and wakes the moment a
+//! notification arrives; once a second it sends a `SELECT 1` round trip, which proves the
+//! connection alive and vouches for the cache (see `watch_cache`). Waiters are plain tokio
+//! futures on a `watch` channel per cluster: they hold no connection and no thread.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,17 +13,20 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use diesel::pg::PgConnection;
-use diesel::{Connection, RunQueryDsl};
 use domain::ports::storage::ChangeFeed;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use crate::listener::{Listener, Notification};
+use crate::watch_cache::{Membership, WatchState};
 use crate::{CLUSTER_CHANNEL, with_connect_timeout, with_param};
 
-const POLL: Duration = Duration::from_millis(50);
 /// How often the listener proves its connection alive (a dead peer sends no notification).
-const HEARTBEAT: Duration = Duration::from_secs(2);
+const HEARTBEAT: Duration = Duration::from_secs(1);
+/// How long a statement on the LISTEN connection may take before the connection counts as lost.
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often a reconnect backoff looks whether the feed was dropped.
+const STOP_CHECK: Duration = Duration::from_millis(50);
 /// How long the latest revision of a cluster is remembered after its last notification or
 /// waiter: a long-poll that subscribes just after a notification still sees it.
 const REMEMBER: Duration = Duration::from_secs(30);
@@ -61,15 +64,7 @@ impl Shared {
         entry.tx.subscribe()
     }
 
-    fn notified(&self, payload: &str) {
-        let Some((id, revision)) = payload.split_once(':') else {
-            tracing::warn!(payload, "unexpected cluster change notification");
-            return;
-        };
-        let (Ok(id), Ok(revision)) = (id.parse::<Uuid>(), revision.parse::<i64>()) else {
-            tracing::warn!(payload, "unexpected cluster change notification");
-            return;
-        };
+    fn notified(&self, id: Uuid, revision: i64) {
         let mut map = self.lock();
         let entry = map.entry(id).or_insert_with(|| Entry {
             tx: watch::channel(0).0,
@@ -102,10 +97,33 @@ impl Shared {
 /// Dropped with the last clone of the feed: tells the listener thread to stop.
 struct Alive;
 
-/// Wakes state long-polls when a cluster's revision moves, across server processes.
+/// A `cluster_changes` payload: `<cluster>:<revision>:<organization>:<membership>`, or the
+/// older `<cluster>:<revision>` (membership unknown).
+fn parse(payload: &str) -> Option<(Uuid, i64, Option<Uuid>, Membership)> {
+    let mut parts = payload.split(':');
+    let id = parts.next()?.parse().ok()?;
+    let revision = parts.next()?.parse().ok()?;
+    match (parts.next(), parts.next(), parts.next()) {
+        (None, _, _) => Some((id, revision, None, Membership::Unknown)),
+        (Some(org), Some(kind), None) => {
+            let membership = match kind {
+                "created" => Membership::Created,
+                "removed" => Membership::Removed,
+                "changed" => Membership::Unchanged,
+                _ => Membership::Unknown,
+            };
+            Some((id, revision, Some(org.parse().ok()?), membership))
+        }
+        _ => None,
+    }
+}
+
+/// Wakes state long-polls when a cluster's revision moves, across server processes, and keeps
+/// the watch cache exact.
 #[derive(Clone)]
 pub struct PgChangeFeed {
     shared: Arc<Shared>,
+    watch: Arc<WatchState>,
     _alive: Arc<Alive>,
 }
 
@@ -120,21 +138,25 @@ impl std::fmt::Debug for PgChangeFeed {
 impl PgChangeFeed {
     /// Starts the listener thread; it connects (and reconnects, with backoff) by itself, so
     /// this never fails. The thread ends once every clone of the feed is dropped.
-    pub fn start(database_url: &str) -> PgChangeFeed {
+    /// `cache_capacity` bounds the watch cache (clusters held; 0 turns it off).
+    pub fn start(database_url: &str, cache_capacity: usize) -> PgChangeFeed {
         let shared = Arc::new(Shared::default());
+        let watch = Arc::new(WatchState::new(cache_capacity));
         let alive = Arc::new(Alive);
         let url = with_connect_timeout(database_url, Duration::from_secs(5));
         // Named, so an operator sees the one listener per process in pg_stat_activity.
         let url = with_param(&url, "application_name", APPLICATION_NAME);
-        let (thread_shared, thread_alive) = (shared.clone(), Arc::downgrade(&alive));
+        let (thread_shared, thread_watch, thread_alive) =
+            (shared.clone(), watch.clone(), Arc::downgrade(&alive));
         let spawned = std::thread::Builder::new()
             .name("pg-change-feed".into())
-            .spawn(move || listen(&url, &thread_shared, &thread_alive));
+            .spawn(move || listen(&url, &thread_shared, &thread_watch, &thread_alive));
         if let Err(error) = spawned {
             tracing::error!(%error, "cannot start the change feed thread; long-polls will wait out their timeout");
         }
         PgChangeFeed {
             shared,
+            watch,
             _alive: alive,
         }
     }
@@ -144,67 +166,98 @@ impl PgChangeFeed {
     pub fn is_listening(&self) -> bool {
         self.shared.listening.load(Ordering::SeqCst)
     }
+
+    pub(crate) fn watch(&self) -> Arc<WatchState> {
+        self.watch.clone()
+    }
+
+    /// Applies one notification: the cache first, then the waiters.
+    fn deliver(shared: &Shared, watch: &WatchState, notification: &Notification) {
+        if notification.channel != CLUSTER_CHANNEL {
+            return;
+        }
+        let Some((id, revision, org, membership)) = parse(&notification.payload) else {
+            tracing::warn!(payload = %notification.payload, "unexpected cluster change notification");
+            return;
+        };
+        watch.changed(id, revision, org, membership);
+        shared.notified(id, revision);
+    }
 }
 
-fn listen(url: &str, shared: &Shared, alive: &Weak<Alive>) {
+fn listen(url: &str, shared: &Shared, watch: &WatchState, alive: &Weak<Alive>) {
     let mut backoff = Duration::from_millis(100);
     while alive.strong_count() > 0 {
-        let mut conn = match PgConnection::establish(url) {
+        let listening = Listener::connect(url).and_then(|mut conn| {
+            conn.execute(&format!("LISTEN {CLUSTER_CHANNEL}"), STATEMENT_TIMEOUT)?;
+            Ok(conn)
+        });
+        let mut conn = match listening {
             Ok(conn) => conn,
             Err(error) => {
-                tracing::warn!(%error, retry_in_ms = backoff.as_millis() as u64, "change feed cannot connect");
+                tracing::warn!(%error, retry_in_ms = backoff.as_millis() as u64, "change feed cannot listen");
                 sleep_while_alive(backoff, alive);
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
         };
-        if let Err(error) =
-            diesel::sql_query(format!("LISTEN {CLUSTER_CHANNEL}")).execute(&mut conn)
-        {
-            tracing::warn!(%error, "change feed cannot LISTEN");
-            sleep_while_alive(backoff, alive);
-            backoff = (backoff * 2).min(MAX_BACKOFF);
-            continue;
-        }
         backoff = Duration::from_millis(100);
         tracing::debug!("change feed listening");
-        // Whatever changed while no LISTEN was active is unknown: every waiter looks again.
+        // Whatever changed while no LISTEN was active is unknown: the cache starts empty and
+        // every waiter looks again.
+        watch.connected(Instant::now());
         shared.listening.store(true, Ordering::SeqCst);
         shared.wake_all();
-        poll(&mut conn, shared, alive);
+        let lost = serve(&mut conn, shared, watch, alive);
         shared.listening.store(false, Ordering::SeqCst);
+        watch.lost();
+        if let Some(error) = lost {
+            tracing::warn!(%error, "change feed connection lost; reconnecting");
+        }
     }
 }
 
-/// Drains notifications until the connection fails or the feed is dropped.
-fn poll(conn: &mut PgConnection, shared: &Shared, alive: &Weak<Alive>) {
-    let mut last_beat = Instant::now();
+/// Delivers notifications as they arrive until the connection fails (its error) or the feed
+/// is dropped (`None`).
+fn serve(
+    conn: &mut Listener,
+    shared: &Shared,
+    watch: &WatchState,
+    alive: &Weak<Alive>,
+) -> Option<String> {
+    let mut next_beat = Instant::now() + HEARTBEAT;
     while alive.strong_count() > 0 {
-        for notification in conn.notifications_iter() {
-            match notification {
-                Ok(n) => shared.notified(&n.payload),
-                Err(error) => {
-                    tracing::warn!(%error, "change feed connection lost; reconnecting");
-                    return;
+        match conn.wait(next_beat.saturating_duration_since(Instant::now())) {
+            Ok(notifications) => {
+                for n in &notifications {
+                    PgChangeFeed::deliver(shared, watch, n);
                 }
             }
+            Err(error) => return Some(error),
         }
-        if last_beat.elapsed() >= HEARTBEAT {
-            if let Err(error) = diesel::sql_query("SELECT 1").execute(conn) {
-                tracing::warn!(%error, "change feed connection lost; reconnecting");
-                return;
+        if Instant::now() >= next_beat {
+            // Every notification committed before `sent` arrives before the answer.
+            let sent = Instant::now();
+            match conn.execute("SELECT 1", STATEMENT_TIMEOUT) {
+                Ok(notifications) => {
+                    for n in &notifications {
+                        PgChangeFeed::deliver(shared, watch, n);
+                    }
+                    watch.beat(sent);
+                }
+                Err(error) => return Some(error),
             }
             shared.forget_idle();
-            last_beat = Instant::now();
+            next_beat = Instant::now() + HEARTBEAT;
         }
-        std::thread::sleep(POLL);
     }
+    None
 }
 
 fn sleep_while_alive(total: Duration, alive: &Weak<Alive>) {
     let until = Instant::now() + total;
     while alive.strong_count() > 0 && Instant::now() < until {
-        std::thread::sleep(POLL);
+        std::thread::sleep(STOP_CHECK);
     }
 }
 
@@ -229,10 +282,11 @@ mod tests {
         let shared = Arc::new(Shared::default());
         let feed = PgChangeFeed {
             shared: shared.clone(),
+            watch: Arc::new(WatchState::new(0)),
             _alive: Arc::new(Alive),
         };
         let id = Uuid::new_v4();
-        shared.notified(&format!("{id}:3"));
+        shared.notified(id, 3);
         // Returns at once: the timeout would make this test hang for an hour otherwise.
         feed.wait(id, 2, Duration::from_secs(3600)).await;
     }
@@ -243,6 +297,7 @@ mod tests {
         let shared = Arc::new(Shared::default());
         let feed = PgChangeFeed {
             shared: shared.clone(),
+            watch: Arc::new(WatchState::new(0)),
             _alive: Arc::new(Alive),
         };
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
@@ -263,10 +318,41 @@ mod tests {
         {
             tokio::task::yield_now().await;
         }
-        shared.notified(&format!("{a}:6"));
+        shared.notified(a, 6);
         wa.await.expect("waiter a");
         shared.wake_all();
         wb.await.expect("waiter b");
+    }
+
+    #[test]
+    fn payloads_of_this_and_older_servers_are_read_and_others_refused() {
+        let (id, org) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let cases = [
+            (
+                format!("{id}:7:{org}:created"),
+                Some((id, 7, Some(org), Membership::Created)),
+            ),
+            (
+                format!("{id}:8:{org}:removed"),
+                Some((id, 8, Some(org), Membership::Removed)),
+            ),
+            (
+                format!("{id}:9:{org}:changed"),
+                Some((id, 9, Some(org), Membership::Unchanged)),
+            ),
+            (
+                format!("{id}:9:{org}:renamed"),
+                Some((id, 9, Some(org), Membership::Unknown)),
+            ),
+            (format!("{id}:3"), Some((id, 3, None, Membership::Unknown))),
+            (format!("{id}:x"), None),
+            (format!("{id}:3:not-a-uuid:created"), None),
+            (format!("{id}:3:{org}:created:extra"), None),
+            ("garbage".to_owned(), None),
+        ];
+        for (payload, expected) in cases {
+            assert_eq!(parse(&payload), expected, "{payload}");
+        }
     }
 
     #[test]
@@ -274,7 +360,7 @@ mod tests {
         let shared = Shared::default();
         let watched = Uuid::new_v4();
         let _rx = shared.subscribe(watched);
-        shared.notified(&format!("{}:1", Uuid::new_v4()));
+        shared.notified(Uuid::new_v4(), 1);
         for e in shared.lock().values_mut() {
             e.touched = Instant::now()
                 .checked_sub(REMEMBER * 2)

@@ -13,11 +13,13 @@ mod error;
 mod feed;
 mod gateway;
 mod idempotency;
+mod listener;
 mod operations;
 mod rows;
 mod schema;
 #[cfg(feature = "test-support")]
 mod test_support;
+mod watch_cache;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,11 +35,13 @@ pub use error::StoreSetupError;
 pub use feed::{APPLICATION_NAME as CHANGE_FEED_APPLICATION_NAME, PgChangeFeed};
 #[cfg(feature = "test-support")]
 pub use test_support::TestDatabase;
+pub use watch_cache::{CacheStats, CachedStore};
 
 /// The migrations of `/migrations`, compiled into the binary.
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
 
-/// The NOTIFY channel of cluster changes; payload `<cluster uuid>:<revision>`.
+/// The NOTIFY channel of cluster changes; payload
+/// `<cluster uuid>:<revision>:<organization uuid>:<created|removed|changed>`.
 pub const CLUSTER_CHANNEL: &str = "cluster_changes";
 /// The NOTIFY channel of auth-server changes; payload `<auth server uuid>`.
 pub const AUTH_SERVER_CHANNEL: &str = "auth_server_changes";

@@ -21,7 +21,7 @@ use domain::model::idempotency::{
 use domain::model::node_pool::{NodePool, PoolStatus};
 use domain::names::{DnsLabel, IdempotencyKey};
 use domain::ports::storage::{
-    Change, ClaimOutcome, ClusterRepository, ClusterWrite, IdempotencyStore, StoreError,
+    Change, ClaimOutcome, ClusterRepository, ClusterWrite, Freshness, IdempotencyStore, StoreError,
 };
 use store_postgres::{PgStore, TestDatabase};
 use uuid::Uuid;
@@ -430,7 +430,11 @@ mod constraints {
             assert!(result.is_err(), "the database accepted: {sql}");
         }
         // Nothing of it got in: the cluster reads back as written.
-        let back = store.cluster(c.id).await.unwrap().unwrap();
+        let back = store
+            .cluster(c.id, Freshness::Latest)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(back, Cluster { revision: 1, ..c });
     }
 
@@ -598,7 +602,10 @@ mod writes {
         c.node_pools
             .push(pool("extra", c.created_at + chrono::Duration::seconds(1)));
         assert_eq!(insert(&store, &c).await, Ok(1));
-        assert_eq!(store.cluster(c.id).await.unwrap(), Some(c.clone()));
+        assert_eq!(
+            store.cluster(c.id, Freshness::Latest).await.unwrap(),
+            Some(c.clone())
+        );
         assert_eq!(
             store.revision(c.id).await.unwrap(),
             Some((1, ClusterPhase::Pending))
@@ -626,7 +633,7 @@ mod writes {
         ];
         assert_eq!(store.commit(write(c.id, Some(1), changes)).await, Ok(2));
         assert_eq!(
-            store.cluster(c.id).await.unwrap(),
+            store.cluster(c.id, Freshness::Latest).await.unwrap(),
             Some(Cluster {
                 revision: 2,
                 ..next.clone()
@@ -708,7 +715,11 @@ mod writes {
         );
         w.reconcile = true;
         assert_eq!(store.commit(w).await, Err(StoreError::RevisionMismatch));
-        let back = store.cluster(c.id).await.unwrap().unwrap();
+        let back = store
+            .cluster(c.id, Freshness::Latest)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(
             (
                 back.revision,
@@ -737,7 +748,11 @@ mod writes {
                 tokio::spawn(async move {
                     let mut retries = 0;
                     loop {
-                        let mut current = store.cluster(c.id).await.unwrap().unwrap();
+                        let mut current = store
+                            .cluster(c.id, Freshness::Latest)
+                            .await
+                            .unwrap()
+                            .unwrap();
                         current.tags.push(label(&format!("tag-{i}")));
                         match store
                             .commit(write(
@@ -758,7 +773,11 @@ mod writes {
         for t in tasks {
             t.await.unwrap();
         }
-        let back = store.cluster(c.id).await.unwrap().unwrap();
+        let back = store
+            .cluster(c.id, Freshness::Latest)
+            .await
+            .unwrap()
+            .unwrap();
         let mut tags: Vec<_> = back.tags.iter().map(|t| t.as_str().to_owned()).collect();
         tags.sort();
         let mut expected: Vec<_> = (0..20).map(|i| format!("tag-{i}")).collect();
@@ -795,7 +814,11 @@ mod writes {
                 .await,
             Ok(3)
         );
-        let gone = store.cluster(c.id).await.unwrap().unwrap();
+        let gone = store
+            .cluster(c.id, Freshness::Latest)
+            .await
+            .unwrap()
+            .unwrap();
         assert!(gone.is_gone());
         assert!(gone.node_pools.is_empty());
         assert_eq!(store.revision(c.id).await.unwrap(), None);
@@ -824,7 +847,12 @@ mod writes {
         }
         assert_eq!(store.zone_node_demand("zone-1".into()).await.unwrap(), 0);
         let page = store
-            .list_clusters(c.organization_id, None, PageRequest { page: 1, size: 10 })
+            .list_clusters(
+                c.organization_id,
+                None,
+                PageRequest { page: 1, size: 10 },
+                Freshness::Latest,
+            )
             .await
             .unwrap();
         assert_eq!(page.total, 0);
@@ -856,15 +884,30 @@ mod writes {
         let ids = |cs: &[Cluster]| cs.iter().map(|c| c.id).collect::<Vec<_>>();
 
         let p1 = store
-            .list_clusters(org, None, PageRequest { page: 1, size: 3 })
+            .list_clusters(
+                org,
+                None,
+                PageRequest { page: 1, size: 3 },
+                Freshness::Latest,
+            )
             .await
             .unwrap();
         let p3 = store
-            .list_clusters(org, None, PageRequest { page: 3, size: 3 })
+            .list_clusters(
+                org,
+                None,
+                PageRequest { page: 3, size: 3 },
+                Freshness::Latest,
+            )
             .await
             .unwrap();
         let past = store
-            .list_clusters(org, None, PageRequest { page: 4, size: 3 })
+            .list_clusters(
+                org,
+                None,
+                PageRequest { page: 4, size: 3 },
+                Freshness::Latest,
+            )
             .await
             .unwrap();
         assert_eq!((p1.total, p3.total, past.total), (7, 7, 7));
@@ -890,6 +933,7 @@ mod writes {
                 org,
                 Some("zone-2".into()),
                 PageRequest { page: 1, size: 10 },
+                Freshness::Latest,
             )
             .await
             .unwrap();
@@ -898,7 +942,12 @@ mod writes {
             (1, 1, "c3")
         );
         let none = store
-            .list_clusters(Uuid::new_v4(), None, PageRequest { page: 1, size: 10 })
+            .list_clusters(
+                Uuid::new_v4(),
+                None,
+                PageRequest { page: 1, size: 10 },
+                Freshness::Latest,
+            )
             .await
             .unwrap();
         assert_eq!((none.total, none.items.len()), (0, 0));
@@ -971,7 +1020,7 @@ mod writes {
         );
         diesel::sql_query("ROLLBACK").execute(&mut blocker).unwrap();
 
-        assert_eq!(store.cluster(c.id).await.unwrap(), None);
+        assert_eq!(store.cluster(c.id, Freshness::Latest).await.unwrap(), None);
         let mut conn = raw(&db);
         for table in ["clusters", "node_pools", "operations"] {
             assert_eq!(
@@ -1001,7 +1050,13 @@ mod writes {
         )
         .execute(&mut killer)
         .unwrap();
-        assert!(store.cluster(c.id).await.unwrap().is_some());
+        assert!(
+            store
+                .cluster(c.id, Freshness::Latest)
+                .await
+                .unwrap()
+                .is_some()
+        );
         store.ping().await.unwrap();
         assert!(store.pool_state().0 >= 1);
     }
@@ -1011,7 +1066,7 @@ mod writes {
         let db = TestDatabase::create();
         let store = PgStore::connect(&db.url, 2, Duration::from_secs(2)).unwrap();
         drop(db); // DROP DATABASE … WITH (FORCE): every connection of the pool dies.
-        match store.cluster(Uuid::new_v4()).await {
+        match store.cluster(Uuid::new_v4(), Freshness::Latest).await {
             Err(StoreError::Unavailable(_)) => {}
             other => panic!("expected Unavailable, got {other:?}"),
         }
@@ -1139,7 +1194,7 @@ mod idempotency {
         let mut w = write(c.id, None, vec![Change::InsertCluster(c.clone())]);
         w.idempotency = Some(completion(org, "lease-key-1", first, b"late"));
         assert_eq!(store.commit(w).await, Err(StoreError::LeaseLost));
-        assert_eq!(store.cluster(c.id).await.unwrap(), None);
+        assert_eq!(store.cluster(c.id, Freshness::Latest).await.unwrap(), None);
 
         // A refusal is stored by `complete`; a second complete changes nothing.
         let mut refusal = completion(org, "lease-key-1", second, b"{\"status\":409}");
@@ -1398,7 +1453,7 @@ mod lifecycle {
     async fn a_commit_wakes_a_waiter_of_the_change_feed() {
         let db = TestDatabase::create();
         let store = store(&db);
-        let feed = PgChangeFeed::start(&db.url);
+        let feed = PgChangeFeed::start(&db.url, 1000);
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while !feed.is_listening() {
             assert!(
@@ -1444,7 +1499,7 @@ mod lifecycle {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_change_feed_reconnects_and_wakes_every_waiter() {
         let db = TestDatabase::create();
-        let feed = PgChangeFeed::start(&db.url);
+        let feed = PgChangeFeed::start(&db.url, 1000);
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while !feed.is_listening() {
             assert!(

@@ -9,10 +9,16 @@ use domain::model::cluster::Cluster;
 use domain::service::KubeconfigAnswer;
 use wire::request::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
 
-use crate::extract::{Body, Ctx, Id, Idempotency, Query};
+use crate::extract::{Body, Ctx, Id, Idempotency, Query, ReadFreshness};
 use crate::problem::ApiError;
 use crate::render::{JsonRender, answer, json};
 use wire::cluster::{self as w, ClusterList, ClusterState, KubeconfigJson, KubeconfigPending};
+
+/// The `Cache-Control` request header of the cluster reads, as the OpenAPI document says it.
+const CACHE_CONTROL: &str = "`no-cache` reads the database. Without it the answer may come \
+from the server's watch cache: it always shows the writes made through this server process, \
+and a write made through another process once the database's change notification reached \
+this one (normally within milliseconds). docs/api.md, \"Consistency of reads\", says the whole model.";
 
 fn location(c: &Cluster) -> String {
     format!("/v1/public/clusters/{}", c.id)
@@ -23,9 +29,14 @@ fn location(c: &Cluster) -> String {
     params(("organization" = Option<String>, Query, description = "Organization slug or id; wins over the header"),
            ("zone" = Option<String>, Query, description = "Only clusters of this zone"),
            ("page" = Option<u32>, Query, description = "From 1; default 1", minimum = 1, maximum = 2147483647),
-           ("size" = Option<u32>, Query, description = "1-100; default 20", minimum = 1, maximum = 100)),
+           ("size" = Option<u32>, Query, description = "1-100; default 20", minimum = 1, maximum = 100),
+           ("Cache-Control" = Option<String>, Header, description = CACHE_CONTROL)),
     responses((status = 200, description = "A page of clusters", body = ClusterList)))]
-pub async fn list_clusters(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError> {
+pub async fn list_clusters(
+    ctx: Ctx,
+    q: Query,
+    fresh: ReadFreshness,
+) -> Result<HttpResponse, ApiError> {
     let request = query::page(q.get("page"), q.get("size")).map_err(|e| ctx.error(e))?;
     let page = ctx
         .services
@@ -35,6 +46,7 @@ pub async fn list_clusters(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError>
                 org: ctx.organization(&q),
                 zone: q.get("zone").map(str::to_owned),
                 page: request,
+                freshness: fresh.0,
             },
         )
         .await
@@ -75,12 +87,17 @@ pub async fn create_cluster(
 
 /// One cluster.
 #[utoipa::path(get, path = "/v1/public/clusters/{id}", tag = "clusters",
-    params(("id" = String, Path, description = "Cluster id")),
+    params(("id" = String, Path, description = "Cluster id"),
+           ("Cache-Control" = Option<String>, Header, description = CACHE_CONTROL)),
     responses((status = 200, description = "The cluster", body = w::Cluster)))]
-pub async fn get_cluster(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, ApiError> {
+pub async fn get_cluster(
+    ctx: Ctx,
+    id: Path<Id>,
+    fresh: ReadFreshness,
+) -> Result<HttpResponse, ApiError> {
     let c = ctx
         .services
-        .get_cluster(&ctx.caller, id.0)
+        .get_cluster(&ctx.caller, id.0, fresh.0)
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(json(StatusCode::OK, &w::Cluster::from(&c)))

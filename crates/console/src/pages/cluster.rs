@@ -8,6 +8,7 @@ use api::extract::Id;
 use domain::DomainError;
 use domain::input::cluster::{ClusterPatch, ExposurePatch};
 use domain::model::cluster::{Cluster, Exposure};
+use domain::ports::storage::Freshness;
 use domain::service::KubeconfigAnswer;
 use maud::{Markup, html};
 use serde::Deserialize;
@@ -24,7 +25,10 @@ pub async fn overview(
     signed: Signed,
     id: Path<Id>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let cluster = state.services().get_cluster(&signed.caller, id.0).await?;
+    let cluster = state
+        .services()
+        .get_cluster(&signed.caller, id.0, Freshness::Recent)
+        .await?;
     Ok(page(&signed, &cluster, StatusCode::OK, None))
 }
 
@@ -260,7 +264,10 @@ async fn refused_or_back(
         Ok(()) => Ok(see_other(&format!("{PREFIX}/clusters/{id}"))),
         Err(DomainError::Internal(cause)) => Err(DomainError::Internal(cause).into()),
         Err(e) => {
-            let cluster = state.services().get_cluster(&signed.caller, id).await?;
+            let cluster = state
+                .services()
+                .get_cluster(&signed.caller, id, Freshness::Recent)
+                .await?;
             let status = api::problem::status_of(&e);
             Ok(page(
                 signed,
@@ -295,7 +302,9 @@ pub async fn kubeconfig(
     let services = state.services();
     match services.kubeconfig(&signed.caller, id.0).await? {
         KubeconfigAnswer::Ready { yaml, .. } => {
-            let cluster = services.get_cluster(&signed.caller, id.0).await?;
+            let cluster = services
+                .get_cluster(&signed.caller, id.0, Freshness::Recent)
+                .await?;
             Ok(HttpResponse::Ok()
                 .content_type("application/yaml")
                 .insert_header((
@@ -311,7 +320,9 @@ pub async fn kubeconfig(
             phase,
             retry_after_seconds,
         } => {
-            let cluster = services.get_cluster(&signed.caller, id.0).await?;
+            let cluster = services
+                .get_cluster(&signed.caller, id.0, Freshness::Recent)
+                .await?;
             let message = format!(
                 "The kubeconfig is not ready yet: the cluster is {}. Try again in {retry_after_seconds} seconds.",
                 phase.as_str()
@@ -337,7 +348,9 @@ pub async fn delete(
 ) -> Result<HttpResponse, ConsoleError> {
     check_form(&req, &signed.session, &form.csrf)?;
     let services = state.services();
-    let cluster = services.get_cluster(&signed.caller, id.0).await?;
+    let cluster = services
+        .get_cluster(&signed.caller, id.0, Freshness::Recent)
+        .await?;
     if form.confirm.trim() != cluster.name.as_str() {
         return Ok(page(
             &signed,

@@ -10,6 +10,7 @@ use domain::DomainError;
 use domain::error::Resource;
 use domain::input::cluster::ListClusters;
 use domain::model::cluster::{Cluster, ClusterPhase};
+use domain::ports::storage::Freshness;
 use domain::ports::storage::PageRequest;
 use maud::{Markup, html};
 use serde::Deserialize;
@@ -55,6 +56,7 @@ pub async fn list(
                     page,
                     size: PAGE_SIZE,
                 },
+                freshness: Freshness::Recent,
             },
         )
         .await?;
@@ -173,7 +175,11 @@ pub async fn live_row(
         .cluster_state(&signed.caller, id, since, LIVE_WAIT_SECONDS)
         .await
     {
-        Ok(_) => services.get_cluster(&signed.caller, id).await,
+        Ok(_) => {
+            services
+                .get_cluster(&signed.caller, id, Freshness::Recent)
+                .await
+        }
         Err(e) => Err(e),
     };
     match found {

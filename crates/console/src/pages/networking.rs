@@ -10,6 +10,7 @@ use domain::DomainError;
 use domain::input::elastic_ip::CreateElasticIpRequest;
 use domain::model::cluster::Exposure;
 use domain::model::elastic_ip::ElasticIpStatus;
+use domain::ports::storage::Freshness;
 use maud::html;
 
 use crate::error::ConsoleError;
@@ -34,7 +35,9 @@ async fn draw(
     problem: Option<&str>,
 ) -> Result<HttpResponse, ConsoleError> {
     let services = state.services();
-    let c = services.get_cluster(&signed.caller, id).await?;
+    let c = services
+        .get_cluster(&signed.caller, id, Freshness::Recent)
+        .await?;
     let eips = services.list_elastic_ips(&signed.caller, id).await?;
     let rules = services.list_firewall_rules(&signed.caller, id).await?;
     let csrf = signed.session.csrf.clone();

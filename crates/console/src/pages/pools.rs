@@ -10,6 +10,7 @@ use domain::DomainError;
 use domain::input::node_pool::{NodePoolPatch, NodePoolRequest};
 use domain::model::cluster::Cluster;
 use domain::model::node_pool::NodePool;
+use domain::ports::storage::Freshness;
 use maud::{Markup, html};
 
 use crate::error::ConsoleError;
@@ -37,7 +38,10 @@ async fn draw_pools(
     status: StatusCode,
     problem: Option<&str>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let c = state.services().get_cluster(&signed.caller, id).await?;
+    let c = state
+        .services()
+        .get_cluster(&signed.caller, id, Freshness::Recent)
+        .await?;
     let tiers = state
         .services()
         .catalog_data()
@@ -279,7 +283,9 @@ async fn draw_nodes(
     problem: Option<&str>,
 ) -> Result<HttpResponse, ConsoleError> {
     let services = state.services();
-    let c = services.get_cluster(&signed.caller, id).await?;
+    let c = services
+        .get_cluster(&signed.caller, id, Freshness::Recent)
+        .await?;
     let nodes = services.list_nodes(&signed.caller, id, None).await?;
     let csrf = signed.session.csrf.clone();
     Ok(frame(

@@ -7,7 +7,7 @@ use crate::input::check_len;
 use crate::input::node_pool::{NodePoolRequest, PoolSpec};
 use crate::model::cluster::{Exposure, NetworkMode};
 use crate::names::{DnsLabel, OrgRef, is_dns_label};
-use crate::ports::storage::PageRequest;
+use crate::ports::storage::{Freshness, PageRequest};
 use crate::rules::{MAX_CLUSTER_DESCRIPTION, MAX_CLUSTER_TAGS, MAX_POOLS, MIN_POOLS};
 use crate::validation::Violations;
 
@@ -202,10 +202,11 @@ pub struct ExposurePatch {
 
 /// Lists one organization's clusters: the organization as the caller named it (resolved like
 /// every collection read), an optional zone to keep (an unknown zone is
-/// `DomainError::UnknownZone`), and the page.
+/// `DomainError::UnknownZone`), the page, and how current the answer must be.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListClusters {
     pub org: OrgSelector,
     pub zone: Option<String>,
     pub page: PageRequest,
+    pub freshness: Freshness,
 }

@@ -67,6 +67,24 @@ impl PageRequest {
     }
 }
 
+/// How current a read of clusters must be.
+///
+/// Every read a write decides on is `Latest`. The API's reads are `Recent` unless the client
+/// asks for the database, so a process may answer them from a cache kept current by the change
+/// feed. The promise of `Recent`: never older than a write the same process committed (a
+/// client sees its own writes), and another process's write shows once the change feed
+/// delivered it to this process (milliseconds; measured by the benchmarks). When the feed
+/// cannot vouch for the cache (its connection was lost, or its heartbeat is late), `Recent`
+/// reads the database like `Latest`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Freshness {
+    /// What the database holds when the read runs.
+    #[default]
+    Latest,
+    /// `Latest`, or a cached copy the change feed keeps current (see the type's comment).
+    Recent,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page<T> {
     pub items: Vec<T>,
@@ -122,7 +140,7 @@ pub struct ClusterWrite {
 pub trait ClusterRepository: Send + Sync {
     /// The cluster with its pools, deleted ones (tombstones) included: callers check
     /// [`Cluster::is_gone`].
-    async fn cluster(&self, id: Uuid) -> Result<Option<Cluster>, StoreError>;
+    async fn cluster(&self, id: Uuid, freshness: Freshness) -> Result<Option<Cluster>, StoreError>;
     /// Live clusters of an organization, ordered by `created_at`, then `id`; MUST take a
     /// constant number of queries whatever the page size.
     async fn list_clusters(
@@ -130,6 +148,7 @@ pub trait ClusterRepository: Send + Sync {
         organization_id: Uuid,
         zone: Option<String>,
         page: PageRequest,
+        freshness: Freshness,
     ) -> Result<Page<Cluster>, StoreError>;
     /// The revision and phase only (the state long-poll's cheap read).
     async fn revision(

@@ -15,7 +15,7 @@ use crate::model::firewall::FirewallRule;
 use crate::model::kubeconfig::SealedCredentials;
 use crate::model::node::Node;
 use crate::ports::storage::{
-    Change, ClusterRepository, ClusterWrite, Page, PageRequest, StoreError,
+    Change, ClusterRepository, ClusterWrite, Freshness, Page, PageRequest, StoreError,
 };
 use crate::reconcile::ClusterState;
 
@@ -162,7 +162,7 @@ fn apply(
 
 #[async_trait]
 impl ClusterRepository for MemoryClusters {
-    async fn cluster(&self, id: Uuid) -> Result<Option<Cluster>, StoreError> {
+    async fn cluster(&self, id: Uuid, _: Freshness) -> Result<Option<Cluster>, StoreError> {
         Ok(self.read()?.cluster.clone().filter(|c| c.id == id))
     }
 
@@ -171,6 +171,7 @@ impl ClusterRepository for MemoryClusters {
         organization_id: Uuid,
         _: Option<String>,
         _: PageRequest,
+        _: Freshness,
     ) -> Result<Page<Cluster>, StoreError> {
         let items: Vec<Cluster> = self
             .read()?

@@ -16,7 +16,7 @@ use crate::model::node::{Node, NodeEvent, NodeStatus};
 use crate::model::node_pool::{NodePool, PoolEvent};
 use crate::names::NodeName;
 use crate::ports::provisioning::{Endpoint, ProviderError, Step, StepOutcome};
-use crate::ports::storage::{Change, ClusterWrite, StoreError};
+use crate::ports::storage::{Change, ClusterWrite, Freshness, StoreError};
 use crate::reconcile::plan::{ClusterState, Work, next_work, node_name};
 use crate::reconcile::{Outcome, Progress, ReconcileError, StepReport};
 use crate::service::Ports;
@@ -29,7 +29,11 @@ pub async fn load_state(
     ports: &Ports,
     cluster_id: Uuid,
 ) -> Result<Option<ClusterState>, StoreError> {
-    let Some(cluster) = ports.clusters.cluster(cluster_id).await? else {
+    let Some(cluster) = ports
+        .clusters
+        .cluster(cluster_id, Freshness::Latest)
+        .await?
+    else {
         return Ok(None);
     };
     if cluster.is_gone() {

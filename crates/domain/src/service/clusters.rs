@@ -14,7 +14,7 @@ use crate::model::cluster::{
 use crate::model::identity::Caller;
 use crate::model::kubeconfig::{self, ClusterCredentials};
 use crate::model::node_pool::{NodePool, PoolStatus};
-use crate::ports::storage::{Change, ClusterWrite, Page, StoreError, UniqueRule};
+use crate::ports::storage::{Change, ClusterWrite, Freshness, Page, StoreError, UniqueRule};
 use crate::rules::KUBECONFIG_RETRY_AFTER_SECONDS;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{
@@ -70,6 +70,7 @@ impl Services {
             org,
             zone,
             page: request,
+            freshness,
         } = query;
         let org =
             access::resolve_collection_org(self.ports.identity.as_ref(), caller, &org).await?;
@@ -82,7 +83,7 @@ impl Services {
         let Page { items, total } = self
             .ports
             .clusters
-            .list_clusters(org.id, zone, request)
+            .list_clusters(org.id, zone, request, freshness)
             .await
             .map_err(store_error)?;
         Ok(ClusterPage {
@@ -224,9 +225,14 @@ impl Services {
         Ok(())
     }
 
-    /// Gets one cluster.
-    pub async fn get_cluster(&self, caller: &Caller, id: Uuid) -> Result<Cluster, DomainError> {
-        let cluster = self.live_cluster(id).await?;
+    /// Gets one cluster, as current as asked (`Freshness`).
+    pub async fn get_cluster(
+        &self,
+        caller: &Caller,
+        id: Uuid,
+        freshness: Freshness,
+    ) -> Result<Cluster, DomainError> {
+        let cluster = self.live_cluster_as(id, freshness).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
         Ok(cluster)
     }
@@ -275,7 +281,7 @@ impl Services {
                 cluster = self
                     .ports
                     .clusters
-                    .cluster(cluster.id)
+                    .cluster(cluster.id, Freshness::Latest)
                     .await
                     .map_err(store_error)?
                     .filter(|c| !c.is_gone())

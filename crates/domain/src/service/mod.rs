@@ -32,8 +32,8 @@ use crate::ports::identity::IdentityProvider;
 use crate::ports::provisioning::CloudProvider;
 use crate::ports::secrets::SecretVault;
 use crate::ports::storage::{
-    AuthServerRepository, Change, ChangeFeed, ClusterRepository, IdempotencyStore, StoreError,
-    UniqueRule,
+    AuthServerRepository, Change, ChangeFeed, ClusterRepository, Freshness, IdempotencyStore,
+    StoreError, UniqueRule,
 };
 
 /// Settings the rules depend on.
@@ -161,9 +161,19 @@ impl Services {
         crate::access::authenticate(self.ports.identity.as_ref(), token).await
     }
 
-    /// Loads a live cluster by its id: unknown or gone → `DomainError::NotFound`.
+    /// Loads a live cluster by its id, as current as the database: unknown or gone →
+    /// `DomainError::NotFound`.
     async fn live_cluster(&self, id: Uuid) -> Result<Cluster, DomainError> {
-        let cluster = self.any_cluster(id).await?;
+        self.live_cluster_as(id, Freshness::Latest).await
+    }
+
+    /// [`Self::live_cluster`] with the freshness a read asked for.
+    async fn live_cluster_as(
+        &self,
+        id: Uuid,
+        freshness: Freshness,
+    ) -> Result<Cluster, DomainError> {
+        let cluster = self.cluster_as(id, freshness).await?;
         if cluster.is_gone() {
             Err(DomainError::NotFound(Resource::Cluster))
         } else {
@@ -174,9 +184,13 @@ impl Services {
     /// Loads a cluster by its id, tombstones included (an idempotent replay of a deletion
     /// must still find the organization its key belongs to).
     async fn any_cluster(&self, id: Uuid) -> Result<Cluster, DomainError> {
+        self.cluster_as(id, Freshness::Latest).await
+    }
+
+    async fn cluster_as(&self, id: Uuid, freshness: Freshness) -> Result<Cluster, DomainError> {
         self.ports
             .clusters
-            .cluster(id)
+            .cluster(id, freshness)
             .await
             .map_err(store_error)?
             .ok_or(DomainError::NotFound(Resource::Cluster))

@@ -8,15 +8,18 @@ fn get_by_id_takes_the_clusters_organization_no_header_needed() {
         .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
         .services();
     assert_eq!(
-        code(block_on(
-            s.get_cluster(&caller(&[(ORG_A, Role::Member)]), CLUSTER_1)
-        )),
+        code(block_on(s.get_cluster(
+            &caller(&[(ORG_A, Role::Member)]),
+            CLUSTER_1,
+            Freshness::Latest
+        ))),
         "ok"
     );
     assert_eq!(
         code(block_on(s.get_cluster(
             &caller(&[(ORG_A, Role::ProjectAdmin)]),
-            CLUSTER_1
+            CLUSTER_1,
+            Freshness::Latest
         ))),
         "ok"
     );
@@ -28,7 +31,11 @@ fn get_cluster_of_another_organization_is_403() {
         .with_cluster(cluster(ORG_B, ClusterPhase::Provisioned))
         .services();
     assert_eq!(
-        code(block_on(s.get_cluster(&super_admin_a(), CLUSTER_1))),
+        code(block_on(s.get_cluster(
+            &super_admin_a(),
+            CLUSTER_1,
+            Freshness::Latest
+        ))),
         "forbidden"
     );
 }
@@ -36,12 +43,14 @@ fn get_cluster_of_another_organization_is_403() {
 #[test]
 fn get_unknown_cluster_id_is_404() {
     let mut m = Mocks::new();
-    m.clusters.expect_cluster().returning(|_| Ok(None));
+    m.clusters.expect_cluster().returning(|_, _| Ok(None));
     let s = m.services();
     assert_eq!(
-        code(block_on(
-            s.get_cluster(&super_admin_a(), uuid::Uuid::from_u128(77))
-        )),
+        code(block_on(s.get_cluster(
+            &super_admin_a(),
+            uuid::Uuid::from_u128(77),
+            Freshness::Latest
+        ))),
         "not_found"
     );
 }
@@ -52,7 +61,11 @@ fn get_deleted_cluster_is_404() {
     c.deleted_at = Some(at(10));
     let s = Mocks::new().with_cluster(c).services();
     assert_eq!(
-        code(block_on(s.get_cluster(&super_admin_a(), CLUSTER_1))),
+        code(block_on(s.get_cluster(
+            &super_admin_a(),
+            CLUSTER_1,
+            Freshness::Latest
+        ))),
         "not_found"
     );
 }
@@ -119,7 +132,7 @@ fn write_to_another_organizations_cluster_is_403_and_to_an_unknown_one_404() {
         "forbidden"
     );
     let mut m = Mocks::new();
-    m.clusters.expect_cluster().returning(|_| Ok(None));
+    m.clusters.expect_cluster().returning(|_, _| Ok(None));
     assert_eq!(
         code(block_on(m.services().delete_cluster(
             &super_admin_a(),
@@ -128,4 +141,25 @@ fn write_to_another_organizations_cluster_is_403_and_to_an_unknown_one_404() {
         ))),
         "not_found"
     );
+}
+
+#[test]
+fn get_by_id_reads_as_current_as_the_caller_asked() {
+    for freshness in [Freshness::Latest, Freshness::Recent] {
+        let mut m = Mocks::new();
+        m.clusters
+            .expect_cluster()
+            .with(eq(CLUSTER_1), eq(freshness))
+            .times(1)
+            .returning(|_, _| Ok(Some(cluster(ORG_A, ClusterPhase::Provisioned))));
+        let s = m.services();
+        assert_eq!(
+            code(block_on(s.get_cluster(
+                &super_admin_a(),
+                CLUSTER_1,
+                freshness
+            ))),
+            "ok"
+        );
+    }
 }

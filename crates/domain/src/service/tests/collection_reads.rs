@@ -10,6 +10,7 @@ fn list(org: OrgSelector) -> ListClusters {
         org,
         zone: None,
         page: FIRST_PAGE,
+        freshness: Freshness::Latest,
     }
 }
 
@@ -28,9 +29,9 @@ fn list_query_wins_over_header_which_wins_over_preferred() {
     let mut m = Mocks::new();
     m.clusters
         .expect_list_clusters()
-        .withf(|org, _, _| *org == ORG_B)
+        .withf(|org, _, _, _| *org == ORG_B)
         .times(3)
-        .returning(|_, _, _| {
+        .returning(|_, _, _, _| {
             Ok(Page {
                 items: vec![],
                 total: 0,
@@ -65,8 +66,8 @@ fn list_organization_by_uuid_rule() {
     let mut m = Mocks::new();
     m.clusters
         .expect_list_clusters()
-        .withf(|org, _, _| *org == ORG_A)
-        .returning(|_, _, _| {
+        .withf(|org, _, _, _| *org == ORG_A)
+        .returning(|_, _, _, _| {
             Ok(Page {
                 items: vec![],
                 total: 0,
@@ -114,8 +115,8 @@ fn list_asks_the_store_for_the_page_and_an_unknown_zone_is_400() {
     let mut m = Mocks::new();
     m.clusters
         .expect_list_clusters()
-        .withf(|_, _, p| *p == PageRequest { page: 3, size: 7 })
-        .returning(|_, _, _| {
+        .withf(|_, _, p, f| *p == PageRequest { page: 3, size: 7 } && *f == Freshness::Recent)
+        .returning(|_, _, _, _| {
             Ok(Page {
                 items: vec![],
                 total: 0,
@@ -126,6 +127,7 @@ fn list_asks_the_store_for_the_page_and_an_unknown_zone_is_400() {
     let acme = || list(sel(Some("acme"), None));
     let third = ListClusters {
         page: PageRequest { page: 3, size: 7 },
+        freshness: Freshness::Recent,
         ..acme()
     };
     let page = block_on(s.list_clusters(&who, third));

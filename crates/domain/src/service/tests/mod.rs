@@ -26,7 +26,9 @@ use crate::model::node_pool::PoolStatus;
 use crate::model::secret::{SealedSecret, Secret};
 use crate::names::IdempotencyKey;
 use crate::ports::identity::IdentityError;
-use crate::ports::storage::{Change, ClaimOutcome, ClusterWrite, Page, PageRequest, StoreError};
+use crate::ports::storage::{
+    Change, ClaimOutcome, ClusterWrite, Freshness, Page, PageRequest, StoreError,
+};
 use crate::service::{Answer, IdempotencyRequest, KubeconfigAnswer};
 use crate::testing::*;
 

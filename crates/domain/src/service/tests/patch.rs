@@ -98,7 +98,14 @@ fn failed_cluster_can_only_be_read_and_deleted() {
         code(block_on(s.kubeconfig(&super_admin_a(), id))),
         "cluster_failed"
     );
-    assert_eq!(code(block_on(s.get_cluster(&super_admin_a(), id))), "ok");
+    assert_eq!(
+        code(block_on(s.get_cluster(
+            &super_admin_a(),
+            id,
+            Freshness::Latest
+        ))),
+        "ok"
+    );
     let d = block_on(s.delete_cluster(&super_admin_a(), id, None))
         .unwrap()
         .fresh()
