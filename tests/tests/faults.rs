@@ -663,12 +663,15 @@ async fn a_database_outage_is_503_and_heals_without_a_restart() {
     stop_the_database_under_load(&pg).await;
     every_kind_of_request_is_503_with_retry_after_while_the_database_is_down(&http, &id).await;
     readiness_fails_and_liveness_holds_while_the_database_is_down(&http).await;
-    restart_the_database_and_the_same_server_becomes_ready(&pg, &http).await;
+    restart_the_database(&pg);
+    another_process_writes_as_soon_as_the_database_is_back(&pg, &id).await;
+    http.wait_ready().await;
 
     let (load, in_flight) = stop_the_load(load).await;
     the_long_poll_in_flight_answered_200_or_503(&in_flight);
     the_load_saw_only_successes_and_clear_503s_and_nothing_hung(&load, &server);
     every_change_committed_or_answered_201_survived_the_outage(&http, &id, &load.created).await;
+    the_write_made_as_the_database_returned_is_never_hidden_by_the_cache(&http, &id).await;
 
     let new_id = writes_and_creates_succeed_again(&http, &id).await;
     the_change_feed_gets_its_listen_connection_back(&pg, &server).await;
@@ -781,10 +784,50 @@ async fn readiness_fails_and_liveness_holds_while_the_database_is_down(http: &Ht
     assert_eq!(http.get("/healthz").await.status, 200);
 }
 
-/// PostgreSQL back; the same server process recovers.
-async fn restart_the_database_and_the_same_server_becomes_ready(pg: &PrivatePostgres, http: &Http) {
+/// PostgreSQL back (the same server process then recovers: `wait_ready`).
+fn restart_the_database(pg: &PrivatePostgres) {
     tokio::task::block_in_place(|| pg.start());
-    http.wait_ready().await;
+}
+
+/// A write by "another process" (SQL with the notification the store sends), made the moment
+/// the database is back: most likely before this server's change feed is listening again
+/// (its reconnect backoff grew during the outage), so this server never hears of it. The
+/// server's cache held the cluster before the outage (the load reads it).
+async fn another_process_writes_as_soon_as_the_database_is_back(pg: &PrivatePostgres, id: &str) {
+    let url = pg.url();
+    let id = id.to_owned();
+    tokio::task::spawn_blocking(move || {
+        use diesel::Connection;
+        use diesel::connection::SimpleConnection;
+        let mut conn = diesel::PgConnection::establish(&url).unwrap_or_else(|e| panic!("{e}"));
+        conn.batch_execute(&format!(
+            "WITH u AS (UPDATE clusters SET tags = array_append(tags, 'written-as-db-returned'), \
+                 revision = revision + 1 WHERE id = '{id}' \
+                 RETURNING id, revision, organization_id) \
+             SELECT pg_notify('cluster_changes', \
+                 u.id || ':' || u.revision || ':' || u.organization_id || ':changed') FROM u"
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+    })
+    .await
+    .unwrap();
+}
+
+/// Whether the feed heard of that write or not, no read shows the cluster without it: the
+/// cache was emptied when the feed's connection was lost, and stays unused until it is back.
+async fn the_write_made_as_the_database_returned_is_never_hidden_by_the_cache(
+    http: &Http,
+    id: &str,
+) {
+    let a = http.get(&format!("{CLUSTERS}/{id}")).await;
+    assert_eq!(a.status, 200, "{}", a.text());
+    assert!(
+        a.json()["tags"]
+            .as_array()
+            .is_some_and(|t| t.contains(&json!("written-as-db-returned"))),
+        "{}",
+        a.text()
+    );
 }
 
 /// Stops the loaders: what they saw together, and how the long-poll in flight ended.

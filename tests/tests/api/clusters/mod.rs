@@ -1,5 +1,6 @@
 //! Clusters: create, read, change, follow, and the limits of a create body.
 
+mod cache;
 mod changes;
 mod create;
 mod limits;
