@@ -1,0 +1,249 @@
+//! The watch cache through two "processes" (each its own pool, change feed and cache) on one
+//! database: the consistency model of `Freshness::Recent`, end to end.
+
+use super::*;
+use domain::ports::storage::{Page, PageRequest};
+use store_postgres::{CHANGE_FEED_APPLICATION_NAME, CachedStore, PgChangeFeed};
+
+struct Process {
+    cache: CachedStore,
+    feed: PgChangeFeed,
+}
+
+async fn process(db: &TestDatabase) -> Process {
+    let feed = PgChangeFeed::start(&db.url, 1000);
+    let cache = CachedStore::new(store(db), &feed);
+    eventually("the feed listens", || async { feed.is_listening() }).await;
+    Process { cache, feed }
+}
+
+/// Waits for `ready`, failing after a minute (never a timing assertion: only a hang guard).
+async fn eventually<F, Fut>(what: &str, ready: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !ready().await {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+async fn recent(p: &Process, id: Uuid) -> Cluster {
+    p.cache
+        .cluster(id, Freshness::Recent)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+async fn describe(p: &Process, c: &Cluster, text: &str) -> i64 {
+    let changed = Cluster {
+        description: Some(text.into()),
+        ..c.clone()
+    };
+    p.cache
+        .commit(write(
+            c.id,
+            Some(c.revision),
+            vec![Change::UpdateCluster(changed)],
+        ))
+        .await
+        .unwrap()
+}
+
+fn in_zone(org: Uuid, name: &str, zone: &str) -> Cluster {
+    Cluster {
+        zone: zone.into(),
+        ..cluster(org, name)
+    }
+}
+
+async fn list(
+    p: &Process,
+    org: Uuid,
+    zone: Option<&str>,
+    page: u32,
+    f: Freshness,
+) -> Page<Cluster> {
+    let page = PageRequest { page, size: 3 };
+    p.cache
+        .list_clusters(org, zone.map(str::to_owned), page, f)
+        .await
+        .unwrap()
+}
+
+/// Every page, in every zone and each zone, answered from memory as the database answers it.
+async fn lists_match_the_database(p: &Process, org: Uuid) {
+    for zone in [None, Some("zone-1"), Some("zone-2"), Some("zone-9")] {
+        for page in 1..=4 {
+            let from_memory = list(p, org, zone, page, Freshness::Recent).await;
+            let from_db = list(p, org, zone, page, Freshness::Latest).await;
+            assert_eq!(from_memory, from_db, "zone {zone:?}, page {page}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn own_writes_show_at_once_and_reads_are_then_served_from_memory() {
+    let db = TestDatabase::create();
+    let p = process(&db).await;
+    let c = cluster(Uuid::new_v4(), "mine");
+    p.cache
+        .commit(write(c.id, None, vec![Change::InsertCluster(c.clone())]))
+        .await
+        .unwrap();
+    let mut current = recent(&p, c.id).await;
+    let hits = p.cache.stats().hits;
+    assert_eq!(recent(&p, c.id).await, current);
+    assert_eq!(p.cache.stats().hits, hits + 1, "the second read is a hit");
+    for n in 0..20 {
+        let text = format!("change {n}");
+        let revision = describe(&p, &current, &text).await;
+        current = recent(&p, c.id).await;
+        assert_eq!(
+            (current.revision, current.description.as_deref()),
+            (revision, Some(text.as_str()))
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_process_write_shows_once_notified_and_at_once_without_the_cache() {
+    let db = TestDatabase::create();
+    let (p, q) = (process(&db).await, process(&db).await);
+    let c = cluster(Uuid::new_v4(), "shared");
+    insert(&store(&db), &c).await.unwrap();
+    let cached = recent(&p, c.id).await;
+    let revision = describe(&q, &cached, "changed by q").await;
+    let latest = p
+        .cache
+        .cluster(c.id, Freshness::Latest)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(latest.revision, revision);
+    eventually("p's cache shows q's write", || async {
+        recent(&p, c.id).await.revision == revision
+    })
+    .await;
+    assert_eq!(recent(&p, c.id).await, latest);
+}
+
+/// The feed's connection is killed, and a write lands that no notification announces: when
+/// the feed is back, the cache must have forgotten what it held, or it would hide the
+/// write for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_the_feed_missed_while_its_connection_was_down_is_never_hidden() {
+    let db = TestDatabase::create();
+    let p = process(&db).await;
+    let c = cluster(Uuid::new_v4(), "behind");
+    insert(&store(&db), &c).await.unwrap();
+    assert_eq!(recent(&p, c.id).await.revision, 1);
+    let listener_pid = |conn: &mut PgConnection| -> Vec<i32> {
+        #[derive(diesel::QueryableByName)]
+        struct Pid {
+            #[diesel(sql_type = diesel::sql_types::Integer)]
+            pid: i32,
+        }
+        diesel::sql_query(format!(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
+             AND application_name = '{CHANGE_FEED_APPLICATION_NAME}'"
+        ))
+        .load::<Pid>(conn)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.pid)
+        .collect()
+    };
+    let mut conn = raw(&db);
+    let before = listener_pid(&mut conn);
+    assert_eq!(before.len(), 1);
+    // One round trip, so the write lands while the feed is still away (it waits at least
+    // 100 ms before connecting again).
+    diesel::connection::SimpleConnection::batch_execute(
+        &mut conn,
+        &format!(
+            "SELECT pg_terminate_backend({}); \
+             UPDATE clusters SET description = 'behind the feed', revision = revision + 1 \
+             WHERE id = '{}'",
+            before[0], c.id
+        ),
+    )
+    .unwrap();
+    eventually("the feed has a new connection", || {
+        let now = listener_pid(&mut raw(&db));
+        let fresh = now.len() == 1 && now != before;
+        async move { fresh }
+    })
+    .await;
+    eventually("the feed listens again", || async { p.feed.is_listening() }).await;
+    let read = recent(&p, c.id).await;
+    assert_eq!(
+        (read.revision, read.description.as_deref()),
+        (2, Some("behind the feed"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_from_memory_are_the_database_pages_and_follow_both_processes() {
+    let db = TestDatabase::create();
+    let (p, q) = (process(&db).await, process(&db).await);
+    let (org, other_org) = (Uuid::new_v4(), Uuid::new_v4());
+    let mut mine = Vec::new();
+    for n in 0..7 {
+        let zone = if n % 3 == 0 { "zone-2" } else { "zone-1" };
+        let c = in_zone(org, &format!("c{n}"), zone);
+        p.cache
+            .commit(write(c.id, None, vec![Change::InsertCluster(c.clone())]))
+            .await
+            .unwrap();
+        mine.push(c);
+    }
+    insert(&store(&db), &cluster(other_org, "c0"))
+        .await
+        .unwrap();
+    lists_match_the_database(&p, org).await;
+
+    // This process's own creation and removal show at once.
+    let created = in_zone(org, "made-by-p", "zone-2");
+    p.cache
+        .commit(write(
+            created.id,
+            None,
+            vec![Change::InsertCluster(created.clone())],
+        ))
+        .await
+        .unwrap();
+    let removed = &mine[1];
+    p.cache
+        .commit(write(removed.id, Some(1), vec![Change::RemoveCluster]))
+        .await
+        .unwrap();
+    let first = list(&p, org, None, 1, Freshness::Recent).await;
+    assert_eq!(first.total, 7);
+    assert!(first.items.iter().all(|c| c.id != removed.id));
+    lists_match_the_database(&p, org).await;
+
+    // Another process's creation shows once notified.
+    let by_q = in_zone(org, "made-by-q", "zone-1");
+    q.cache
+        .commit(write(
+            by_q.id,
+            None,
+            vec![Change::InsertCluster(by_q.clone())],
+        ))
+        .await
+        .unwrap();
+    eventually("p's list shows q's creation", || async {
+        list(&p, org, None, 3, Freshness::Recent).await.total == 8
+    })
+    .await;
+    lists_match_the_database(&p, org).await;
+
+    // The other organization's cluster never shows in this list, nor this one's in its.
+    let theirs = list(&p, other_org, None, 1, Freshness::Recent).await;
+    assert_eq!(theirs.total, 1);
+    assert!(theirs.items.iter().all(|c| c.organization_id == other_org));
+}
