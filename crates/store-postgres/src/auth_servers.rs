@@ -379,7 +379,7 @@ impl AuthServerRepository for PgStore {
                     let mut q = s::table
                         .filter(s::organization_id.eq(organization_id))
                         .into_boxed();
-                    if let Some(env) = environment {
+                    if let Some(env) = environment.clone() {
                         q = q.filter(s::environment.eq(env));
                     }
                     let rows: Vec<ServerRow> = q

@@ -389,8 +389,10 @@ impl PgStore {
 
     /// The clusters of these ids that exist (tombstones included), in no particular order.
     pub(crate) async fn clusters_by_ids(&self, ids: Vec<Uuid>) -> Result<Vec<Cluster>, StoreError> {
-        self.run_blocking(move |conn| load_clusters(conn, |q| q.filter(clusters::id.eq_any(ids))))
-            .await
+        self.run_blocking(move |conn| {
+            load_clusters(conn, |q| q.filter(clusters::id.eq_any(ids.clone())))
+        })
+        .await
     }
 
     /// Every live cluster of an organization, as its list index (one index-only scan).
@@ -540,7 +542,7 @@ impl ClusterRepository for PgStore {
             let mut q = nodes::table
                 .filter(nodes::cluster_id.eq(cluster_id))
                 .into_boxed();
-            if let Some(pool) = pool {
+            if let Some(pool) = pool.clone() {
                 q = q.filter(nodes::pool.eq(pool));
             }
             let rows: Vec<NodeRow> = q
@@ -594,19 +596,20 @@ impl ClusterRepository for PgStore {
 
     async fn zone_node_demand(&self, zone: String) -> Result<u64, StoreError> {
         self.run_blocking(move |conn| {
-            // One row, kept by a trigger on node_pools (migration zone_usage).
+            // At most 64 rows per zone, kept by a trigger on node_pools (migrations
+            // zone_usage and zone_usage_shards): spread so that creates do not queue on one.
             #[derive(diesel::QueryableByName)]
             struct Usage {
                 #[diesel(sql_type = diesel::sql_types::BigInt)]
                 nodes: i64,
             }
-            let row: Option<Usage> =
-                diesel::sql_query("SELECT nodes FROM zone_usage WHERE zone = $1")
-                    .bind::<diesel::sql_types::Text, _>(zone)
-                    .get_result(conn)
-                    .optional()
-                    .map_err(map)?;
-            let sum = row.map(|u| u.nodes).unwrap_or(0);
+            let row: Usage = diesel::sql_query(
+                "SELECT coalesce(sum(nodes), 0)::bigint AS nodes FROM zone_usage WHERE zone = $1",
+            )
+            .bind::<diesel::sql_types::Text, _>(&zone)
+            .get_result(conn)
+            .map_err(map)?;
+            let sum = row.nodes;
             u64::try_from(sum).map_err(|_| corrupt("node demand", &sum.to_string()))
         })
         .await

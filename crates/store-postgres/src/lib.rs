@@ -15,6 +15,7 @@ mod gateway;
 mod idempotency;
 mod listener;
 mod operations;
+mod pool;
 mod rows;
 mod schema;
 #[cfg(feature = "test-support")]
@@ -25,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use diesel::pg::PgConnection;
-use diesel::r2d2::{ConnectionManager, Pool};
+use diesel::r2d2::Pool;
 use diesel::{Connection, RunQueryDsl};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use domain::ports::storage::StoreError;
@@ -46,7 +47,7 @@ pub const CLUSTER_CHANNEL: &str = "cluster_changes";
 /// The NOTIFY channel of auth-server changes; payload `<auth server uuid>`.
 pub const AUTH_SERVER_CHANNEL: &str = "auth_server_changes";
 
-type PgPool = Pool<ConnectionManager<PgConnection>>;
+type PgPool = Pool<pool::PgManager>;
 
 /// Runs every pending migration on the database at `url`.
 pub fn run_migrations(url: &str) -> Result<(), StoreSetupError> {
@@ -158,21 +159,38 @@ impl PgStore {
         pool_size: u32,
         connect_timeout: Duration,
     ) -> Result<PgStore, StoreSetupError> {
+        Self::open(database_url, pool_size, connect_timeout, true)
+    }
+
+    /// As [`PgStore::connect`], without the checkout check: only the retry of
+    /// [`PgStore::run_blocking`] stands between a dead connection and a request, which is what
+    /// a test of that retry needs.
+    #[cfg(feature = "test-support")]
+    pub fn connect_without_checkout_check(
+        database_url: &str,
+        pool_size: u32,
+        connect_timeout: Duration,
+    ) -> Result<PgStore, StoreSetupError> {
+        Self::open(database_url, pool_size, connect_timeout, false)
+    }
+
+    fn open(
+        database_url: &str,
+        pool_size: u32,
+        connect_timeout: Duration,
+        check_on_checkout: bool,
+    ) -> Result<PgStore, StoreSetupError> {
         run_migrations(database_url)?;
         let pool_size = pool_size.max(1);
-        let manager = ConnectionManager::<PgConnection>::new(with_connect_timeout(
-            database_url,
-            connect_timeout,
-        ));
+        let manager = pool::PgManager::new(with_connect_timeout(database_url, connect_timeout));
         let pool = Pool::builder()
             .max_size(pool_size)
             .min_idle(Some(1))
             .connection_timeout(connect_timeout)
             // A connection that died while idle (database restarted) is found and replaced on
-            // checkout instead of failing the request that drew it.
-            // A probe on checkout costs a round trip, but after a database restart no request
-            // gets a dead connection: the adapter recovers without a single failed call.
-            .test_on_check_out(true)
+            // checkout instead of failing the request that drew it. The check reads the
+            // socket and sends nothing (see `pool`), so it costs no round trip.
+            .test_on_check_out(check_on_checkout)
             .idle_timeout(Some(Duration::from_secs(300)))
             .error_handler(Box::new(PoolErrorLog))
             .build(manager)
@@ -212,9 +230,13 @@ impl PgStore {
     /// Runs `f` with a pooled connection on tokio's blocking pool, carrying the caller's
     /// tracing span; re-raises a panic of `f` in the caller. Waiting for a connection happens
     /// on the async side (a semaphore as large as the pool), so waiters hold no thread.
-    pub(crate) async fn run_blocking<T, F>(&self, f: F) -> Result<T, StoreError>
+    ///
+    /// `f` runs a second time, on another connection, when its first statement met a
+    /// connection already closed and could not have changed anything (see `pool`): a
+    /// connection that died unseen costs no failed call.
+    pub(crate) async fn run_blocking<T, F>(&self, mut f: F) -> Result<T, StoreError>
     where
-        F: FnOnce(&mut PgConnection) -> Result<T, StoreError> + Send + 'static,
+        F: FnMut(&mut PgConnection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
         let permit =
@@ -236,10 +258,22 @@ impl PgStore {
         let task = tokio::task::spawn_blocking(move || {
             let _entered = span.enter();
             let _permit = permit;
-            let mut conn = pool
-                .get()
-                .map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))?;
-            f(&mut conn)
+            let checkout = || {
+                let mut conn = pool
+                    .get()
+                    .map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))?;
+                pool::Watch::reset(&mut conn);
+                Ok::<_, StoreError>(conn)
+            };
+            let mut conn = checkout()?;
+            match f(&mut conn) {
+                Err(StoreError::Unavailable(reason)) if pool::Watch::may_run_again(&mut conn) => {
+                    tracing::debug!(%reason, "the connection was gone before the first statement; running again on another");
+                    drop(conn);
+                    f(&mut *checkout()?)
+                }
+                done => done,
+            }
         });
         match task.await {
             Ok(result) => result,

@@ -68,7 +68,7 @@ impl OperationQueue for PgStore {
             let claimed: Option<Claimed> = diesel::sql_query(CLAIM)
                 .bind::<diesel::sql_types::Uuid, _>(lease_id)
                 .bind::<diesel::sql_types::Double, _>(lease.as_secs_f64())
-                .bind::<Text, _>(worker)
+                .bind::<Text, _>(&worker)
                 .get_result(conn)
                 .optional()
                 .map_err(map)?;
@@ -137,7 +137,7 @@ impl OperationQueue for PgStore {
                 .set((
                     o::state.eq("pending"),
                     o::run_after.eq(retry_at),
-                    o::last_error.eq(error),
+                    o::last_error.eq(&error),
                     o::lease_id.eq(None::<Uuid>),
                     o::lease_expires_at.eq(None::<DateTime<Utc>>),
                     o::leased_by.eq(None::<String>),

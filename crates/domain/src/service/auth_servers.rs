@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use serde_json::json;
 use uuid::Uuid;
 
+use super::idempotency::Held;
 use crate::access::OrgSelector;
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
@@ -190,6 +191,7 @@ impl Services {
                 .write_auth_server(write)
                 .await
                 .map_err(|e| name_taken(e, Resource::AuthServer, spec.name.as_str()))?;
+            held.inspect(|h| h.committed());
             Ok(view)
         })
         .await
@@ -213,7 +215,7 @@ impl Services {
         mut server: AuthServer,
         caller: &Caller,
         mut decide: impl AsyncFnMut(&AuthServer) -> Result<ServerChange<T>, DomainError>,
-        completion: impl Fn(&T) -> Option<crate::model::idempotency::IdempotencyCompletion>,
+        held: Option<&Held<'_, T>>,
     ) -> Result<T, DomainError> {
         for attempt in 0..MAX_ATTEMPTS {
             if attempt > 0 {
@@ -238,10 +240,13 @@ impl Services {
                     expected_updated_at: server.updated_at,
                 },
                 audit,
-                idempotency: completion(&value),
+                idempotency: held.map(|h| h.completion(&value)),
             };
             match self.ports.auth_servers.write_auth_server(write).await {
-                Ok(()) => return Ok(value),
+                Ok(()) => {
+                    held.inspect(|h| h.committed());
+                    return Ok(value);
+                }
                 Err(StoreError::RevisionMismatch) => continue,
                 Err(StoreError::Duplicate(crate::ports::storage::UniqueRule::CredentialName)) => {
                     return Err(DomainError::Conflict(Conflict::NameTaken {
@@ -340,7 +345,7 @@ impl Services {
                     answer: view,
                 })
             },
-            |_| None,
+            None,
         )
         .await
     }
@@ -379,8 +384,9 @@ impl Services {
                 .auth_servers
                 .write_auth_server(write)
                 .await
-                .map(|_| Deleted)
-                .map_err(store_error)
+                .map_err(store_error)?;
+            held.inspect(|h| h.committed());
+            Ok(Deleted)
         })
         .await
     }
@@ -488,7 +494,7 @@ impl Services {
                         answer: view,
                     })
                 },
-                |view| held.map(|h| h.completion(view)),
+                held,
             )
             .await
         })
@@ -536,7 +542,7 @@ impl Services {
                         answer: Deleted,
                     })
                 },
-                |d| held.map(|h| h.completion(d)),
+                held,
             )
             .await
         })

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
+use super::idempotency::Held;
 use crate::access::{self, Access};
 use crate::error::{Capacity, Conflict, DomainError, Resource};
 use crate::input::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch, ListClusters};
@@ -199,6 +200,7 @@ impl Services {
                 .commit(write)
                 .await
                 .map_err(|e| name_taken(e, Resource::Cluster, cluster.name.as_str()))?;
+            held.inspect(|h| h.committed());
             Ok(cluster)
         })
         .await
@@ -273,7 +275,7 @@ impl Services {
         &self,
         mut cluster: Cluster,
         mut decide: impl AsyncFnMut(&Cluster) -> Result<Decision<T>, DomainError>,
-        completion: impl Fn(&T) -> Option<crate::model::idempotency::IdempotencyCompletion>,
+        held: Option<&Held<'_, T>>,
         conflict_name: Option<(Resource, String)>,
     ) -> Result<T, DomainError> {
         for attempt in 0..MAX_ATTEMPTS {
@@ -300,12 +302,15 @@ impl Services {
                 expected_revision: Some(cluster.revision),
                 changes,
                 reconcile,
-                idempotency: completion(&value),
+                idempotency: held.map(|h| h.completion(&value)),
                 cause: self.request_id.as_deref().map(str::to_owned),
                 at: self.ports.clock.now(),
             };
             match self.ports.clusters.commit(write).await {
-                Ok(_) => return Ok(value),
+                Ok(_) => {
+                    held.inspect(|h| h.committed());
+                    return Ok(value);
+                }
                 // A lost race: decide again on what won it.
                 Err(
                     StoreError::RevisionMismatch
@@ -349,7 +354,7 @@ impl Services {
                     next,
                 ))
             },
-            |_| None,
+            None,
             None,
         )
         .await
@@ -401,7 +406,7 @@ impl Services {
                     ))
                 }
             },
-            |_| None,
+            None,
             None,
         )
         .await
@@ -440,7 +445,7 @@ impl Services {
                         next,
                     ))
                 },
-                |c| held.map(|h| h.completion(c)),
+                held,
                 None,
             )
             .await

@@ -147,7 +147,7 @@ impl Services {
                     let view = self.elastic_ip_view(&eip);
                     Ok(Decision::schedule(vec![Change::InsertElasticIp(eip)], view))
                 },
-                |v| held.map(|h| h.completion(v)),
+                held,
                 Some((Resource::ElasticIp, name)),
             )
             .await
@@ -192,7 +192,7 @@ impl Services {
                         view,
                     ))
                 },
-                |v| held.map(|h| h.completion(v)),
+                held,
                 None,
             )
             .await

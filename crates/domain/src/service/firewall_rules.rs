@@ -108,7 +108,7 @@ impl Services {
                         rule,
                     ))
                 },
-                |r| held.map(|h| h.completion(r)),
+                held,
                 Some((Resource::FirewallRule, name)),
             )
             .await
@@ -155,7 +155,7 @@ impl Services {
                         next,
                     ))
                 },
-                |r| held.map(|h| h.completion(r)),
+                held,
                 None,
             )
             .await

@@ -2,6 +2,8 @@
 //! the claim in its own short transaction, the answer committed with the change, replays byte
 //! for byte, and release on a transient failure (`DomainError::is_transient`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use chrono::Duration;
 use uuid::Uuid;
 
@@ -49,6 +51,8 @@ impl<T> Answer<T> {
 pub(crate) struct Held<'a, T> {
     pub(crate) claim: IdempotencyClaim,
     render: &'a dyn Render<T>,
+    /// Set once a write carrying the answer committed: settling then has nothing to store.
+    answer_committed: AtomicBool,
 }
 
 impl<T> Held<'_, T> {
@@ -59,6 +63,11 @@ impl<T> Held<'_, T> {
             lease_id: self.claim.lease_id,
             response: self.render.ok(value),
         }
+    }
+
+    /// Records that a write carrying [`Held::completion`] committed.
+    pub(crate) fn committed(&self) {
+        self.answer_committed.store(true, Ordering::Relaxed);
     }
 }
 
@@ -119,6 +128,7 @@ impl Services {
                 lease_expires_at,
             },
             render: request.render,
+            answer_committed: AtomicBool::new(false),
         };
         match self
             .ports
@@ -166,6 +176,10 @@ impl Services {
         let Some(held) = held else {
             return result.map(Answer::Fresh);
         };
+        // The usual success: the answer went in with the change, in one transaction.
+        if result.is_ok() && held.answer_committed.load(Ordering::Relaxed) {
+            return result.map(Answer::Fresh);
+        }
         let scope = held.claim.scope.clone();
         let outcome = match &result {
             Err(e) if e.is_transient() => {

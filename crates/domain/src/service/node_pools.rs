@@ -105,7 +105,7 @@ impl Services {
                         pool,
                     ))
                 },
-                |p| held.map(|h| h.completion(p)),
+                held,
                 Some((Resource::NodePool, name)),
             )
             .await
@@ -164,7 +164,7 @@ impl Services {
                         next,
                     ))
                 },
-                |p| held.map(|h| h.completion(p)),
+                held,
                 None,
             )
             .await
@@ -203,7 +203,7 @@ impl Services {
                         next,
                     ))
                 },
-                |p| held.map(|h| h.completion(p)),
+                held,
                 None,
             )
             .await

@@ -75,7 +75,7 @@ impl Services {
                         next,
                     ))
                 },
-                |n| held.map(|h| h.completion(n)),
+                held,
                 None,
             )
             .await

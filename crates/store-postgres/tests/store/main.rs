@@ -188,6 +188,7 @@ fn count(conn: &mut PgConnection, table: &str) -> i64 {
     n.n
 }
 
+mod connections;
 mod constraints;
 mod idempotency;
 mod lifecycle;

@@ -1,4 +1,4 @@
-//! Writes and reads of clusters and everything under them, and how the store recovers.
+//! Writes and reads of clusters and everything under them.
 
 use super::*;
 use domain::model::kubeconfig::SealedCredentials;
@@ -457,39 +457,67 @@ async fn a_connection_killed_mid_transaction_leaves_no_partial_rows() {
     );
 }
 
-/// Every connection of the pool is killed (as by a database restart): the next calls work.
+/// A zone's demand, summed over its usage rows, is what its live pools ask for: after creates
+/// running at once in two zones, removals, and the counting migration undone and redone
+/// (which rebuilds the rows from the pools).
 #[tokio::test]
-async fn the_store_recovers_when_its_connections_are_killed() {
+async fn zone_demand_is_the_sum_of_the_zones_pools_after_concurrent_writes() {
+    use diesel_migrations::MigrationHarness;
+
     let db = TestDatabase::create();
     let store = store(&db);
-    let c = cluster(Uuid::new_v4(), "c1");
-    insert(&store, &c).await.unwrap();
-    store.ping().await.unwrap();
-    let mut killer = raw(&db);
-    diesel::sql_query(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-         WHERE datname = current_database() AND pid <> pg_backend_pid()",
-    )
-    .execute(&mut killer)
-    .unwrap();
-    assert!(
+    let org = Uuid::new_v4();
+    let clusters: Vec<Cluster> = (0..40)
+        .map(|i| {
+            let mut c = cluster(org, &format!("c{i}"));
+            c.zone = if i % 3 == 0 { "zone-2" } else { "zone-1" }.into();
+            c.node_pools[0].count = 1 + i % 5;
+            c
+        })
+        .collect();
+    let inserts = clusters.iter().map(|c| insert(&store, c));
+    for result in futures::future::join_all(inserts).await {
+        assert_eq!(result, Ok(1));
+    }
+    for c in clusters.iter().step_by(7) {
         store
-            .cluster(c.id, Freshness::Latest)
+            .commit(write(c.id, Some(1), vec![Change::RemoveCluster]))
             .await
-            .unwrap()
-            .is_some()
-    );
-    store.ping().await.unwrap();
-    assert!(store.pool_state().0 >= 1);
-}
+            .unwrap();
+    }
+    let expected = |zone: &str| -> u64 {
+        clusters
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| c.zone == zone && i % 7 != 0)
+            .map(|(_, c)| u64::from(c.node_pools[0].count))
+            .sum()
+    };
+    for zone in ["zone-1", "zone-2"] {
+        assert_eq!(
+            store.zone_node_demand(zone.into()).await.unwrap(),
+            expected(zone),
+            "{zone}"
+        );
+    }
 
-#[tokio::test]
-async fn an_unreachable_database_is_unavailable_not_internal() {
-    let db = TestDatabase::create();
-    let store = PgStore::connect(&db.url, 2, Duration::from_secs(2)).unwrap();
-    drop(db); // DROP DATABASE … WITH (FORCE): every connection of the pool dies.
-    match store.cluster(Uuid::new_v4(), Freshness::Latest).await {
-        Err(StoreError::Unavailable(_)) => {}
-        other => panic!("expected Unavailable, got {other:?}"),
+    let mut conn = raw(&db);
+    // Back to before the migration that spread the counts (and any after it), then forward.
+    loop {
+        let reverted = conn
+            .revert_last_migration(store_postgres::MIGRATIONS)
+            .unwrap();
+        if reverted.to_string() == "20261125000001" {
+            break;
+        }
+    }
+    conn.run_pending_migrations(store_postgres::MIGRATIONS)
+        .unwrap();
+    for zone in ["zone-1", "zone-2", "zone-3"] {
+        assert_eq!(
+            store.zone_node_demand(zone.into()).await.unwrap(),
+            expected(zone),
+            "{zone} after the migration ran again"
+        );
     }
 }

@@ -42,9 +42,57 @@ fn idempotent_create_commits_the_answer_with_the_cluster() {
         })
         .times(1)
         .returning(|_| Ok(1));
-    m.idempotency.expect_complete().returning(|_| Ok(()));
+    // The answer went in with the cluster: nothing is left to store afterwards.
+    m.idempotency.expect_complete().never();
     let a = keyed_create(m);
     assert!(matches!(a, Ok(Answer::Fresh(_))));
+}
+
+/// A keyed change whose write lost a race and then found nothing left to change commits no
+/// answer with a change: the answer is stored on the key on its own.
+#[test]
+fn an_answer_that_no_commit_carried_is_stored_on_the_key() {
+    let mut m = Mocks::new();
+    let before = cluster(ORG_A, ClusterPhase::Provisioned);
+    let mut after = before.clone();
+    after.revision += 1;
+    after.phase = ClusterPhase::Deleting;
+    let mut reads = 0;
+    m.clusters.expect_cluster().returning(move |_, _| {
+        reads += 1;
+        Ok(Some(if reads == 1 {
+            before.clone()
+        } else {
+            after.clone()
+        }))
+    });
+    // Another deletion commits first; this one then finds the cluster already Deleting.
+    m.clusters
+        .expect_commit()
+        .times(1)
+        .returning(|_| Err(StoreError::RevisionMismatch));
+    m.idempotency
+        .expect_claim()
+        .returning(|_| Ok(ClaimOutcome::Claimed));
+    m.idempotency
+        .expect_complete()
+        .withf(|c| c.response.status == 202)
+        .times(1)
+        .returning(|_| Ok(()));
+    let render = JsonRender(202);
+    let req = IdempotencyRequest {
+        key: key(),
+        fingerprint: fingerprint(),
+        render: &render,
+    };
+    let answer = block_on(
+        m.services()
+            .delete_cluster(&super_admin_a(), CLUSTER_1, Some(req)),
+    );
+    assert_eq!(
+        answer.unwrap().fresh().map(|c| c.phase),
+        Some(ClusterPhase::Deleting)
+    );
 }
 
 #[test]
