@@ -3,37 +3,86 @@
 //! --features test-support --example measure` (needs the test PostgreSQL server).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use chrono::Utc;
 use diesel::{Connection, RunQueryDsl};
-use domain::ports::storage::{ClusterRepository, Freshness, PageRequest};
+use domain::model::cluster::{Cluster, ClusterPhase, Exposure, NetworkMode, Registration};
+use domain::model::node_pool::{NodePool, PoolStatus};
+use domain::names::DnsLabel;
+use domain::ports::storage::{Change, ClusterRepository, ClusterWrite, Freshness, PageRequest};
+use futures::StreamExt;
 use store_postgres::{PgStore, TestDatabase};
 use uuid::Uuid;
 
 const CLUSTERS: i64 = 10_000;
 
-fn seed(url: &str, org: Uuid) {
+/// The organization's clusters, committed through the store as the API would (two pools
+/// each, as a real organization would have), 16 at a time.
+async fn seed(store: &PgStore, url: &str, org: Uuid) {
+    let start = Utc::now() - chrono::Duration::seconds(CLUSTERS);
+    let clusters = (1..=CLUSTERS).map(|i| {
+        let at = start + chrono::Duration::seconds(i);
+        let pool = |name: &str| NodePool {
+            name: DnsLabel::parse(name).unwrap(),
+            size: "kube.c5.xlarge".into(),
+            count: 3,
+            auto_scale: false,
+            min_nodes: 1,
+            max_nodes: Some(5),
+            labels: BTreeMap::from([("team".to_owned(), "a".to_owned())]),
+            tags: BTreeMap::new(),
+            root_volume_size_gib: 80,
+            status: PoolStatus::Ready,
+            created_at: at,
+            updated_at: at,
+        };
+        Cluster {
+            id: Uuid::new_v4(),
+            organization_id: org,
+            organization_slug: "acme".into(),
+            name: DnsLabel::parse(&format!("c-{i}")).unwrap(),
+            description: Some("seeded".into()),
+            tags: vec![DnsLabel::parse("team-a").unwrap()],
+            zone: "zone-1".into(),
+            version: "v1.32.4".into(),
+            control_plane_option_id: "cp-standard".into(),
+            exposure: Exposure::Private,
+            network_mode: NetworkMode::Intranet,
+            phase: ClusterPhase::Provisioned,
+            failure_reason: None,
+            public_hostname: None,
+            api_endpoint: None,
+            node_pools: vec![pool("default"), pool("workers")],
+            hub_registration: Registration::PENDING,
+            default_environment: Registration::PENDING,
+            exposure_change: None,
+            created_at: at,
+            updated_at: at,
+            revision: 1,
+            deleted_at: None,
+        }
+    });
+    let commits = futures::stream::iter(clusters.map(|c| {
+        store.commit(ClusterWrite {
+            cluster_id: c.id,
+            expected_revision: None,
+            changes: vec![Change::InsertCluster(c)],
+            reconcile: false,
+            idempotency: None,
+            cause: None,
+            at: Utc::now(),
+        })
+    }))
+    .buffer_unordered(16);
+    commits
+        .for_each(|r| {
+            r.unwrap();
+            async {}
+        })
+        .await;
     let mut conn = diesel::pg::PgConnection::establish(url).unwrap();
-    diesel::sql_query(format!(
-        "INSERT INTO clusters (id, organization_id, organization_slug, name, description, tags, zone, version,
-            control_plane_option_id, exposure, network_mode, phase, hub_registration_status,
-            default_environment_status, revision, created_at, updated_at)
-         SELECT gen_random_uuid(), '{org}', 'acme', 'c-' || i, 'seeded', ARRAY['team-a'], 'zone-1', 'v1.32.4',
-            'cp-standard', 'private', 'intranet', 'Provisioned', 'ready', 'ready', 1,
-            now() - (i || ' seconds')::interval, now()
-         FROM generate_series(1, {CLUSTERS}) AS i"
-    ))
-    .execute(&mut conn)
-    .unwrap();
-    // Two pools per cluster, as a real organization would have.
-    diesel::sql_query(
-        "INSERT INTO node_pools (cluster_id, name, size, count, auto_scale, min_nodes, max_nodes, labels, tags,
-            root_volume_size_gib, status, created_at, updated_at)
-         SELECT c.id, p.name, 'kube.c5.xlarge', 3, false, 1, 5, '{\"team\": \"a\"}', '{}', 80, 'Ready', c.created_at, now()
-         FROM clusters c CROSS JOIN (VALUES ('default'), ('workers')) AS p(name)",
-    )
-    .execute(&mut conn)
-    .unwrap();
     diesel::sql_query("VACUUM ANALYZE")
         .execute(&mut conn)
         .unwrap();
@@ -54,8 +103,14 @@ fn report(what: &str, mut samples: Vec<Duration>) {
 async fn main() {
     let db = TestDatabase::create();
     let org = Uuid::new_v4();
-    seed(&db.url, org);
-    let store = PgStore::connect(&db.url, 4, Duration::from_secs(10)).unwrap();
+    let store = PgStore::connect(&db.url, 16, Duration::from_secs(10)).unwrap();
+    let t = Instant::now();
+    seed(&store, &db.url, org).await;
+    let took = t.elapsed();
+    println!(
+        "seed: {CLUSTERS} cluster inserts (2 pools each) through the store, 16 at a time: {took:?}, {:.0} commits/s",
+        CLUSTERS as f64 / took.as_secs_f64()
+    );
     let first = store
         .list_clusters(
             org,

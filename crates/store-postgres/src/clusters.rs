@@ -352,18 +352,27 @@ fn load_clusters(
         if rows.is_empty() {
             return Ok((rows, Vec::new()));
         }
-        let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-        let pools: Vec<PoolRow> = node_pools::table
-            .filter(node_pools::cluster_id.eq_any(ids))
-            .order((
-                node_pools::cluster_id,
-                node_pools::created_at.asc(),
-                node_pools::name.asc(),
-            ))
-            .select(PoolRow::as_select())
-            .load(conn)?;
+        let pools = pools_of(conn, rows.iter().map(|r| r.id).collect())?;
         Ok((rows, pools))
     })?;
+    assemble(rows, pools)
+}
+
+/// The pools of these clusters, each cluster's in their order.
+fn pools_of(conn: &mut PgConnection, ids: Vec<Uuid>) -> QueryResult<Vec<PoolRow>> {
+    node_pools::table
+        .filter(node_pools::cluster_id.eq_any(ids))
+        .order((
+            node_pools::cluster_id,
+            node_pools::created_at.asc(),
+            node_pools::name.asc(),
+        ))
+        .select(PoolRow::as_select())
+        .load(conn)
+}
+
+/// Clusters in the rows' order, each with its pools.
+fn assemble(rows: Vec<ClusterRow>, pools: Vec<PoolRow>) -> Result<Vec<Cluster>, StoreError> {
     let mut by_cluster: HashMap<Uuid, Vec<PoolRow>> = HashMap::new();
     for p in pools {
         by_cluster.entry(p.cluster_id).or_default().push(p);
@@ -489,29 +498,10 @@ impl ClusterRepository for PgStore {
                     };
                     return Ok((Vec::new(), total, Vec::new()));
                 };
-                let ids: Vec<Uuid> = rows.iter().map(|(r, _)| r.id).collect();
-                let pools: Vec<PoolRow> = node_pools::table
-                    .filter(node_pools::cluster_id.eq_any(ids))
-                    .order((
-                        node_pools::cluster_id,
-                        node_pools::created_at.asc(),
-                        node_pools::name.asc(),
-                    ))
-                    .select(PoolRow::as_select())
-                    .load(conn)?;
+                let pools = pools_of(conn, rows.iter().map(|(r, _)| r.id).collect())?;
                 Ok((rows.into_iter().map(|(r, _)| r).collect(), total, pools))
             })?;
-            let mut by_cluster: HashMap<Uuid, Vec<PoolRow>> = HashMap::new();
-            for p in pools {
-                by_cluster.entry(p.cluster_id).or_default().push(p);
-            }
-            let items = rows
-                .into_iter()
-                .map(|r| {
-                    let pools = by_cluster.remove(&r.id).unwrap_or_default();
-                    into_cluster(r, pools)
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+            let items = assemble(rows, pools)?;
             let total = u64::try_from(total).map_err(|_| corrupt("count", &total.to_string()))?;
             Ok(Page { items, total })
         })
