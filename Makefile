@@ -41,7 +41,7 @@ test: ## every test (libpq-dev and PostgreSQL set up first)
 fuzz: ## a long schemathesis run (1000 examples per operation) against server --dev
 	@FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-1000} TEST_STEPS='openapi schemathesis' bash scripts/test.sh
 
-bench: ## measure against the limits: writes docs/benchmarks.md (release builds; BENCH_* settings in scripts/bench.sh)
+bench: ## measure against the limits: writes docs/benchmarks.md (release builds; BENCH_* settings: kubesvc-bench --help)
 	@bash scripts/bench.sh
 
 db: ## the PostgreSQL make test uses, kept up until Ctrl-C (prints TEST_DATABASE_URL)

@@ -1,5 +1,5 @@
-//! `--name value` command-line flags of the bench binaries (they are run by scripts/bench.sh,
-//! not by people, so a small parser is enough).
+//! `--name value` command-line flags of bench-longpoll and bench-oidc-issuer (they are run by
+//! kubesvc-bench, not by people, so a small parser is enough).
 
 use std::collections::HashMap;
 use std::str::FromStr;

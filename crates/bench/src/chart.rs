@@ -1,12 +1,10 @@
-//! The report's PNG: p50 and p99 latency against concurrency, drawn with plotters' bitmap
-//! backend; labels come from [`crate::font`] so no font is needed at build or run time.
+//! The report's chart: p50 and p99 latency of GET by id against connections, drawn with
+//! plotters' SVG backend. SVG text is rendered by whatever displays the file, so neither the
+//! build nor the run needs a font.
 
 use std::path::Path;
 
-use plotters::coord::Shift;
 use plotters::prelude::*;
-
-use crate::font;
 
 /// One measured concurrency.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -18,178 +16,170 @@ pub struct Point {
 
 const W: u32 = 800;
 const H: u32 = 500;
-const SCALE: i32 = 2;
 const P50: RGBColor = RGBColor(31, 119, 180);
 const P99: RGBColor = RGBColor(214, 39, 40);
 const GRID: RGBColor = RGBColor(225, 225, 225);
 const INK: RGBColor = RGBColor(40, 40, 40);
 
-/// Draws `text` with its top-left corner at pixel (x, y), `SCALE` screen pixels per font pixel.
-fn text<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    x: i32,
-    y: i32,
-    s: &str,
-    color: RGBColor,
-) -> anyhow::Result<()> {
-    for (px, py) in font::pixels(s) {
-        let (x0, y0) = (x + px * SCALE, y + py * SCALE);
-        area.draw(&Rectangle::new(
-            [(x0, y0), (x0 + SCALE, y0 + SCALE)],
-            color.filled(),
-        ))
-        .map_err(|e| anyhow::anyhow!("drawing text: {e}"))?;
-    }
-    Ok(())
+fn err(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("drawing the chart: {e}")
 }
 
-/// A step of 1, 2 or 5 × 10^k giving about five ticks up to `max`.
-fn tick_step(max: f64) -> f64 {
-    let raw = (max / 5.0).max(1e-6);
-    let pow = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * pow)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * pow)
-}
-
-fn label(v: f64) -> String {
-    if v >= 10.0 || v == 0.0 {
+/// A y-axis label: as many decimals as the axis's scale needs, the same on every label.
+fn label(v: f64, top: f64) -> String {
+    if top >= 20.0 {
         format!("{v:.0}")
-    } else if v >= 1.0 {
+    } else if top >= 2.0 {
         format!("{v:.1}")
     } else {
         format!("{v:.2}")
     }
 }
 
-/// Writes the chart of `points` (in the order given, evenly spaced) to `path` as PNG.
-pub fn latency_png(path: &Path, title: &str, points: &[Point]) -> anyhow::Result<()> {
+/// The connection count under category `x` (0, 1, …); nothing between two categories.
+fn category(points: &[Point], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() > 1e-6 || i < 0.0 {
+        return String::new();
+    }
+    points
+        .get(i as usize)
+        .map(|p| p.connections.to_string())
+        .unwrap_or_default()
+}
+
+/// The chart of `points` (in the order given, evenly spaced: connection counts are categories,
+/// not a scale) as an SVG document.
+pub fn latency_svg(title: &str, points: &[Point]) -> anyhow::Result<String> {
     anyhow::ensure!(!points.is_empty(), "no points to draw");
-    let root = BitMapBackend::new(path, (W, H)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
     let max_y = points
         .iter()
         .map(|p| p.p99_ms.max(p.p50_ms))
         .fold(0.0, f64::max);
-    let step = tick_step(max_y * 1.1);
-    let top = (max_y * 1.1 / step).ceil().max(1.0) * step;
-    let n = points.len();
-    let (left, right, upper, lower) = (80i32, 30i32, 60i32, 70i32);
-    let plot = root.margin(upper as u32, lower as u32, left as u32, right as u32);
-    let mut chart = ChartBuilder::on(&plot)
-        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..top)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let area = chart.plotting_area().clone();
-    // Horizontal grid lines and their labels.
-    let mut y = 0.0;
-    while y <= top + step / 2.0 {
-        area.draw(&PathElement::new(
-            vec![(-0.5, y), (n as f64 - 0.5, y)],
-            GRID,
-        ))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let (_, py) = chart.backend_coord(&(0.0, y));
-        let s = label(y);
-        text(
-            &root,
-            left - 8 - font::width(&s) * SCALE,
-            py - font::HEIGHT,
-            &s,
-            INK,
-        )?;
-        y += step;
-    }
-    // Axes.
-    area.draw(&PathElement::new(
-        vec![(-0.5, 0.0), (n as f64 - 0.5, 0.0)],
-        INK,
-    ))
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
-    area.draw(&PathElement::new(vec![(-0.5, 0.0), (-0.5, top)], INK))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    for (i, p) in points.iter().enumerate() {
-        let (px, py) = chart.backend_coord(&(i as f64, 0.0));
-        let s = p.connections.to_string();
-        text(&root, px - font::width(&s) * SCALE / 2, py + 10, &s, INK)?;
-    }
-    for (color, pick) in [
-        (P50, (|p: &Point| p.p50_ms) as fn(&Point) -> f64),
-        (P99, |p: &Point| p.p99_ms),
-    ] {
-        let series: Vec<(f64, f64)> = (0..)
-            .zip(points)
-            .map(|(i, p)| (f64::from(i), pick(p)))
-            .collect();
+    let top = (max_y * 1.15).max(0.01);
+    let n = points.len() as f64;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20).into_font().color(&INK))
+            .margin(20)
+            .x_label_area_size(50)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.5f64..n - 0.5, 0f64..top)
+            .map_err(err)?;
         chart
-            .draw_series(LineSeries::new(series.clone(), color.stroke_width(3)))
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(TRANSPARENT)
+            .bold_line_style(GRID)
+            .axis_style(INK)
+            .x_labels(points.len())
+            .x_label_formatter(&|x| category(points, *x))
+            .y_label_formatter(&|v| label(*v, top))
+            .x_desc("connections")
+            .y_desc("ms")
+            .label_style(("sans-serif", 15).into_font().color(&INK))
+            .axis_desc_style(("sans-serif", 16).into_font().color(&INK))
+            .draw()
+            .map_err(err)?;
+        for (name, color, pick) in [
+            ("p50", P50, (|p: &Point| p.p50_ms) as fn(&Point) -> f64),
+            ("p99", P99, |p: &Point| p.p99_ms),
+        ] {
+            let series: Vec<(f64, f64)> = (0..)
+                .zip(points)
+                .map(|(i, p)| (f64::from(i), pick(p)))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(series.clone(), color.stroke_width(3)))
+                .map_err(err)?
+                .label(name)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
+                });
+            chart
+                .draw_series(series.iter().map(|&c| Circle::new(c, 5, color.filled())))
+                .map_err(err)?;
+        }
         chart
-            .draw_series(series.iter().map(|&c| Circle::new(c, 5, color.filled())))
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font(("sans-serif", 15).into_font().color(&INK))
+            .background_style(WHITE.mix(0.9))
+            .border_style(GRID)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
     }
-    text(&root, left, 16, title, INK)?;
-    let x_title = "CONNECTIONS";
-    text(
-        &root,
-        (W as i32 - font::width(x_title) * SCALE) / 2,
-        H as i32 - 30,
-        x_title,
-        INK,
-    )?;
-    text(&root, 12, upper - 30, "MS", INK)?;
-    // Legend, top right.
-    for (i, (name, color)) in [("P50", P50), ("P99", P99)].into_iter().enumerate() {
-        let y = 8 + (i as i32) * 18;
-        let x = W as i32 - right - 70;
-        root.draw(&Rectangle::new(
-            [(x, y + 4), (x + 24, y + 8)],
-            color.filled(),
-        ))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-        text(&root, x + 32, y, name, INK)?;
-    }
-    root.present()
-        .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
-    Ok(())
+    Ok(svg)
+}
+
+/// Writes the chart to `path`.
+pub fn write_latency_svg(path: &Path, title: &str, points: &[Point]) -> anyhow::Result<()> {
+    let svg = latency_svg(title, points)?;
+    std::fs::write(path, svg).map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))
 }
 
 #[cfg(test)]
 mod tests {
-    #![expect(clippy::expect_used, reason = "test code: a failure should be loud")]
+    #![allow(clippy::unwrap_used)]
 
     use super::*;
 
-    #[test]
-    fn ticks_are_round() {
-        assert_eq!(tick_step(10.0), 2.0);
-        assert_eq!(tick_step(3.0), 1.0);
-        assert!((tick_step(0.4) - 0.1).abs() < 1e-12);
-        assert_eq!(label(0.25), "0.25");
-        assert_eq!(label(12.0), "12");
+    fn points() -> Vec<Point> {
+        [(1, 0.08, 0.21), (16, 0.26, 1.18), (64, 1.05, 3.35)]
+            .into_iter()
+            .map(|(connections, p50_ms, p99_ms)| Point {
+                connections,
+                p50_ms,
+                p99_ms,
+            })
+            .collect()
     }
 
     #[test]
-    fn writes_a_png() {
-        let dir = std::env::temp_dir().join(format!("bench-chart-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let path = dir.join("c.png");
-        let pts = [
-            Point {
-                connections: 1,
-                p50_ms: 0.3,
-                p99_ms: 0.9,
-            },
-            Point {
-                connections: 16,
-                p50_ms: 2.0,
-                p99_ms: 6.5,
-            },
-        ];
-        latency_png(&path, "TEST", &pts).expect("drawn");
-        let bytes = std::fs::read(&path).expect("written");
-        assert_eq!(bytes.get(1..4), Some(&b"PNG"[..]));
-        let _ = std::fs::remove_dir_all(&dir);
+    fn labels_are_short() {
+        assert_eq!(label(0.25, 1.2), "0.25");
+        assert_eq!(label(1.0, 3.9), "1.0");
+        assert_eq!(label(12.0, 40.0), "12");
+        let pts = points();
+        assert_eq!(category(&pts, 1.0), "16");
+        assert_eq!(category(&pts, 0.5), "");
+        assert_eq!(category(&pts, -0.5), "");
+        assert_eq!(category(&pts, 3.0), "");
+    }
+
+    #[test]
+    fn draws_both_series_with_their_text() {
+        let svg = latency_svg("GET cluster by id", &points()).unwrap();
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        // plotters writes each text on a line of its own inside <text>.
+        for text in [
+            "GET cluster by id",
+            "connections",
+            "ms",
+            "p50",
+            "p99",
+            "1",
+            "16",
+            "64",
+        ] {
+            assert!(
+                svg.contains(&format!(">\n{text}\n</text>")),
+                "{text} missing"
+            );
+        }
+        // One line per series, one marker per point and series.
+        assert!(svg.matches("<polyline").count() >= 2);
+        assert_eq!(svg.matches("<circle").count(), 6);
+        assert!(latency_svg("x", &[]).is_err());
+    }
+
+    #[test]
+    fn one_point_is_drawn_too() {
+        let svg = latency_svg("x", &points()[..1]).unwrap();
+        assert!(svg.contains(">\n1\n</text>"));
     }
 }

@@ -1,39 +1,10 @@
-//! Builds docs/benchmarks.md from the raw tool output of one `make bench` run: each figure next
-//! to its goal or limit, the ratios, and the machine it ran on.
+//! docs/benchmarks.md from the typed results of one run: each figure next to its goal or
+//! limit, the ratios, the machine and the settings. Items not run have no rows.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
-
-use anyhow::Context;
-use serde_json::Value;
 
 use crate::chart::Point;
-use crate::parse::{self, PgbenchRun, WrkRun};
-
-/// `KEY=value` or `key: value` lines, in file order.
-fn pairs(text: &str) -> Vec<(String, String)> {
-    text.lines()
-        .filter_map(|l| l.split_once('=').or_else(|| l.split_once(": ")))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect()
-}
-
-fn read(raw: &Path, name: &str) -> anyhow::Result<String> {
-    std::fs::read_to_string(raw.join(name)).with_context(|| format!("reading {name}"))
-}
-
-fn wrk_file(raw: &Path, name: &str) -> anyhow::Result<WrkRun> {
-    parse::wrk(&read(raw, name)?).with_context(|| format!("{name}: not a wrk report"))
-}
-
-fn pgbench_file(raw: &Path, name: &str) -> anyhow::Result<PgbenchRun> {
-    parse::pgbench(&read(raw, name)?).with_context(|| format!("{name}: not a pgbench report"))
-}
-
-fn json_file(raw: &Path, name: &str) -> anyhow::Result<Value> {
-    serde_json::from_str(&read(raw, name)?).with_context(|| format!("{name}: not JSON"))
-}
+use crate::results::{Gateway, Results, WrkRun};
 
 fn ms(v: f64) -> String {
     if v >= 100.0 {
@@ -53,13 +24,17 @@ fn num(v: f64) -> String {
     }
 }
 
+fn mb(kb: Option<u64>) -> f64 {
+    kb.map_or(f64::NAN, |kb| kb as f64 / 1024.0)
+}
+
 fn verdict(ok: bool) -> &'static str {
     if ok { "meets" } else { "**misses**" }
 }
 
 /// A note when a wrk run had errors, which make its figures suspect.
 fn errors(r: &WrkRun) -> String {
-    if r.non_2xx + r.socket_errors == 0 {
+    if r.clean() {
         String::new()
     } else {
         format!(
@@ -67,12 +42,6 @@ fn errors(r: &WrkRun) -> String {
             r.non_2xx, r.socket_errors
         )
     }
-}
-
-/// The rows and ratios of item 6 (the gateway beside nginx and Caddy) at one connection count.
-struct GatewayRows {
-    rows: Vec<[String; 5]>,
-    ratios: Vec<String>,
 }
 
 fn wrk_cell(w: &WrkRun) -> String {
@@ -85,242 +54,225 @@ fn wrk_cell(w: &WrkRun) -> String {
     )
 }
 
-/// Item 6 at `c` connections: the proxies users would otherwise pick, then the gateway's
+type Row = [String; 5];
+
+fn row(item: u8, figure: String, measured: String, goal: &str, verdict: &str) -> Row {
+    [
+        item.to_string(),
+        figure,
+        measured,
+        goal.to_owned(),
+        verdict.to_owned(),
+    ]
+}
+
+/// Item 6 at one connection count: the proxies users would otherwise pick, then the gateway's
 /// routes, each goal against the proxy it is measured by.
-fn gateway_rows(raw: &Path, c: u32) -> anyhow::Result<GatewayRows> {
-    let run = |name: &str| wrk_file(raw, &format!("gw-{name}-c{c}.wrk.txt"));
-    let nginx = run("nginx")?;
-    let nginx_basic = run("nginx-basic")?;
-    let caddy = run("caddy-basic")?;
-    let basic = run("gateway-basic")?;
-    let token = run("gateway-token")?;
-    let oidc = run("gateway-oidc")?;
-    let clean = |w: &WrkRun| w.non_2xx + w.socket_errors == 0;
-    let mut rows = Vec::new();
+fn gateway_rows(g: &Gateway, rows: &mut Vec<Row>, ratios: &mut Vec<String>) {
+    let c = g.connections;
     for (what, w) in [
-        ("nginx, plain reverse proxy (the ceiling)", &nginx),
-        ("nginx `auth_basic` (htpasswd, apr1)", &nginx_basic),
-        ("Caddy `basicauth` (bcrypt)", &caddy),
+        ("nginx, plain reverse proxy (the ceiling)", &g.nginx),
+        ("nginx `auth_basic` (htpasswd, apr1)", &g.nginx_basic),
+        ("Caddy `basicauth` (bcrypt)", &g.caddy_basic),
     ] {
-        rows.push([
-            "6".into(),
+        rows.push(row(
+            6,
             format!("{what}, {c} connections"),
             wrk_cell(w),
-            "— (reference)".into(),
-            "—".into(),
-        ]);
+            "— (reference)",
+            "—",
+        ));
     }
-    let basic_ratio = basic.rps / nginx_basic.rps.max(1e-9);
-    rows.push([
-        "6".into(),
+    let basic = &g.gateway_basic;
+    let basic_ratio = basic.rps / g.nginx_basic.rps.max(1e-9);
+    rows.push(row(
+        6,
         format!("Gateway, Basic route (Argon2id, cached checks), {c} connections"),
         format!(
             "{}; **{basic_ratio:.2} × nginx `auth_basic`**",
-            wrk_cell(&basic)
+            wrk_cell(basic)
         ),
-        format!(
+        &format!(
             "≥ 1.5 × nginx `auth_basic` req/s, p99 ≤ its {}",
-            ms(nginx_basic.p99_ms)
+            ms(g.nginx_basic.p99_ms)
         ),
-        verdict(basic_ratio >= 1.5 && basic.p99_ms <= nginx_basic.p99_ms && clean(&basic)).into(),
-    ]);
-    let mut ratios = vec![
-        format!("gateway Basic / nginx `auth_basic` at {c}: {basic_ratio:.2}"),
-        format!(
-            "gateway Basic / Caddy `basicauth` at {c}: {:.2}",
-            basic.rps / caddy.rps.max(1e-9)
-        ),
-    ];
+        verdict(basic_ratio >= 1.5 && basic.p99_ms <= g.nginx_basic.p99_ms && basic.clean()),
+    ));
+    ratios.push(format!(
+        "gateway Basic / nginx `auth_basic` at {c}: {basic_ratio:.2}"
+    ));
+    ratios.push(format!(
+        "gateway Basic / Caddy `basicauth` at {c}: {:.2}",
+        basic.rps / g.caddy_basic.rps.max(1e-9)
+    ));
     for (what, short, w) in [
-        ("Token route (static bearer token)", "Token", &token),
-        ("OIDC-Bearer route (RS256 JWT)", "OIDC-Bearer", &oidc),
+        (
+            "Token route (static bearer token)",
+            "Token",
+            &g.gateway_token,
+        ),
+        (
+            "OIDC-Bearer route (RS256 JWT)",
+            "OIDC-Bearer",
+            &g.gateway_oidc,
+        ),
     ] {
-        let ratio = w.rps / nginx.rps.max(1e-9);
+        let ratio = w.rps / g.nginx.rps.max(1e-9);
         ratios.push(format!("gateway {short} / plain nginx at {c}: {ratio:.2}"));
-        rows.push([
-            "6".into(),
+        rows.push(row(
+            6,
             format!("Gateway, {what}, {c} connections"),
             format!("{}; **{ratio:.2} × plain nginx**", wrk_cell(w)),
-            format!("≥ 0.5 × plain nginx ({} req/s)", num(nginx.rps)),
-            verdict(ratio >= 0.5 && clean(w)).into(),
-        ]);
+            &format!("≥ 0.5 × plain nginx ({} req/s)", num(g.nginx.rps)),
+            verdict(ratio >= 0.5 && w.clean()),
+        ));
     }
-    Ok(GatewayRows { rows, ratios })
 }
 
-/// The figures and their chart points.
-pub struct Rendered {
-    pub markdown: String,
-    pub chart: Vec<Point>,
-}
-
-/// `raw`: the directory of raw output; `chart_link`: the PNG's path relative to the report.
-pub fn render(raw: &Path, chart_link: &str) -> anyhow::Result<Rendered> {
-    let params: BTreeMap<String, String> = pairs(&read(raw, "params.txt")?).into_iter().collect();
-    let param = |k: &str| params.get(k).cloned().unwrap_or_default();
-    let list = |k: &str| -> Vec<u32> {
-        param(k)
-            .split_whitespace()
-            .filter_map(|v| v.parse().ok())
-            .collect()
-    };
-    let machine = pairs(&read(raw, "machine.txt")?);
-
-    let mut rows: Vec<[String; 5]> = Vec::new();
-    let mut chart = Vec::new();
+/// The report's markdown; `chart_link`: the chart's path relative to the report, `None` when
+/// no chart was drawn (item 1 not run).
+pub fn markdown(r: &Results, chart_link: Option<&str>) -> String {
+    let items = &r.items;
+    let mut rows: Vec<Row> = Vec::new();
     let mut ratios = Vec::new();
     // 1. GET by id next to pgbench -S.
-    for c in list("BENCH_CONNECTIONS") {
-        let w = wrk_file(raw, &format!("get-by-id-c{c}.wrk.txt"))?;
-        let p = pgbench_file(raw, &format!("pgbench-c{c}.txt"))?;
-        let ratio = w.rps / p.tps.max(1e-9);
+    for g in &items.get_by_id {
+        let (c, w) = (g.connections, &g.wrk);
+        let ratio = w.rps / g.pgbench.tps.max(1e-9);
         ratios.push(format!("GET by id / pgbench -S at {c}: {ratio:.2}"));
-        chart.push(Point {
-            connections: c,
-            p50_ms: w.p50_ms,
-            p99_ms: w.p99_ms,
-        });
         let (goal, ok) = if c == 16 {
             (
-                "≥ 1.0 × pgbench -S (reported, not a gate)".to_owned(),
-                verdict(ratio >= 1.0).to_owned(),
+                "≥ 1.0 × pgbench -S (reported, not a gate)",
+                verdict(ratio >= 1.0),
             )
         } else {
-            ("— (reported)".to_owned(), "—".to_owned())
+            ("— (reported)", "—")
         };
-        rows.push([
-            "1".into(),
+        rows.push(row(
+            1,
             format!("`GET /v1/public/clusters/{{id}}`, {c} connection(s)"),
             format!(
                 "{} req/s, p50 {}, p99 {}; pgbench -S {} tps; **ratio {ratio:.2}**{}",
                 num(w.rps),
                 ms(w.p50_ms),
                 ms(w.p99_ms),
-                num(p.tps),
-                errors(&w)
+                num(g.pgbench.tps),
+                errors(w)
             ),
             goal,
             ok,
-        ]);
+        ));
     }
     // 2. The list of 100 in an organization of many clusters.
-    for c in list("BENCH_LIST_CONNECTIONS") {
-        let w = wrk_file(raw, &format!("list-c{c}.wrk.txt"))?;
-        rows.push([
-            "2".into(),
+    for l in &items.list {
+        let w = &l.wrk;
+        rows.push(row(
+            2,
             format!(
-                "`GET /v1/public/clusters?size=100`, {} clusters × {} pools, {c} connection(s)",
-                param("BENCH_CLUSTERS"),
-                param("BENCH_POOLS")
+                "`GET /v1/public/clusters?size=100`, {} clusters × {} pools, {} connection(s)",
+                l.clusters, l.pools, l.connections
             ),
             format!(
                 "p50 {}, p99 {} ({} req/s){}",
                 ms(w.p50_ms),
                 ms(w.p99_ms),
                 num(w.rps),
-                errors(&w)
+                errors(w)
             ),
-            "p99 < 20 ms".into(),
-            verdict(w.p99_ms < 20.0).into(),
-        ]);
+            "p99 < 20 ms",
+            verdict(w.p99_ms < 20.0),
+        ));
     }
     // 3. Creates and replays with Idempotency-Key.
-    let idem = json_file(raw, "idempotency.json")?;
-    let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or(0.0);
-    let (creates, replays) = (&idem["creates"], &idem["replays"]);
-    let replay_ratio = f(replays, "per_second") / f(creates, "per_second").max(1e-9);
-    ratios.push(format!("replays / creates per second: {replay_ratio:.2}"));
-    for (name, p) in [("creates", creates), ("replays", replays)] {
-        let expected = p["expected"].as_u64().unwrap_or(0);
-        let requests = p["requests"].as_u64().unwrap_or(0);
-        let bad = if expected == requests {
+    if let Some(idem) = &items.idempotency {
+        let replay_ratio = idem.replays.per_second / idem.creates.per_second.max(1e-9);
+        ratios.push(format!("replays / creates per second: {replay_ratio:.2}"));
+        for (name, p) in [("creates", &idem.creates), ("replays", &idem.replays)] {
+            let bad = if p.expected == p.requests {
+                String::new()
+            } else {
+                format!(
+                    " (**only {} of {} as expected: {:?}**)",
+                    p.expected, p.requests, p.statuses
+                )
+            };
+            rows.push(row(
+                3,
+                format!(
+                    "Cluster {name} with `Idempotency-Key`, {} keys, {} at a time",
+                    idem.count, idem.concurrency
+                ),
+                format!(
+                    "{} {name}/s (p50 {}, p99 {}){bad}",
+                    num(p.per_second),
+                    ms(p.latency.p50_ms),
+                    ms(p.latency.p99_ms)
+                ),
+                "— (reported)",
+                "—",
+            ));
+        }
+    }
+    // 4. Long-polls: memory while waiting, change → answer.
+    if let Some(lp) = &items.longpoll {
+        let rss_mb = mb(lp.rss_waiting_kb);
+        let missing = if lp.changed == lp.waiters {
             String::new()
         } else {
             format!(
-                " (**only {expected} of {requests} as expected: {}**)",
-                p["statuses"]
+                " (**{} of {} answered with the change; unchanged {}, failed {:?}, early {}**)",
+                lp.changed, lp.waiters, lp.unchanged, lp.failed, lp.answered_early
             )
         };
-        rows.push([
-            "3".into(),
+        rows.push(row(
+            4,
             format!(
-                "Cluster {name} with `Idempotency-Key`, {} keys, {} at a time",
-                idem["count"], idem["concurrency"]
+                "{} `/state` long-polls over {} clusters: server RSS while they wait",
+                lp.waiters, lp.clusters
             ),
+            format!("{rss_mb:.0} MB (idle before: {:.0} MB)", mb(lp.rss_idle_kb)),
+            "< 300 MB",
+            verdict(rss_mb < 300.0),
+        ));
+        let cta = &lp.change_to_answer;
+        rows.push(row(
+            4,
+            "Change (PATCH through a second process) → each waiter's answer".into(),
             format!(
-                "{} {name}/s (p50 {}, p99 {}){bad}",
-                num(f(p, "per_second")),
-                ms(f(&p["latency"], "p50_ms")),
-                ms(f(&p["latency"], "p99_ms"))
+                "p50 {}, p99 {}, max {}{missing}",
+                ms(cta.p50_ms),
+                ms(cta.p99_ms),
+                ms(cta.max_ms)
             ),
-            "— (reported)".into(),
-            "—".into(),
-        ]);
+            "p99 < 100 ms",
+            verdict(cta.p99_ms < 100.0 && lp.changed == lp.waiters),
+        ));
     }
-    // 4. Long-polls: memory while waiting, change → answer.
-    let lp = json_file(raw, "longpoll.json")?;
-    let rss_mb = lp["rss_waiting_kb"].as_f64().unwrap_or(f64::NAN) / 1024.0;
-    let idle_mb = lp["rss_idle_kb"].as_f64().unwrap_or(f64::NAN) / 1024.0;
-    let waiters = lp["waiters"].as_u64().unwrap_or(0);
-    let changed = lp["changed"].as_u64().unwrap_or(0);
-    let missing = if changed == waiters {
-        String::new()
-    } else {
-        format!(
-            " (**{changed} of {waiters} answered with the change; unchanged {}, failed {}, early {}**)",
-            lp["unchanged"], lp["failed"], lp["answered_early"]
-        )
-    };
-    rows.push([
-        "4".into(),
-        format!(
-            "{waiters} `/state` long-polls over {} clusters: server RSS while they wait",
-            lp["clusters"]
-        ),
-        format!("{rss_mb:.0} MB (idle before: {idle_mb:.0} MB)"),
-        "< 300 MB".into(),
-        verdict(rss_mb < 300.0).into(),
-    ]);
-    let cta = &lp["change_to_answer"];
-    rows.push([
-        "4".into(),
-        "Change (PATCH through a second process) → each waiter's answer".into(),
-        format!(
-            "p50 {}, p99 {}, max {}{missing}",
-            ms(f(cta, "p50_ms")),
-            ms(f(cta, "p99_ms")),
-            ms(f(cta, "max_ms"))
-        ),
-        "p99 < 100 ms".into(),
-        verdict(f(cta, "p99_ms") < 100.0 && changed == waiters).into(),
-    ]);
     // 5. Account-platform calls per 1,000 requests.
     let mut per_k = Vec::new();
-    for (mode, ttl) in [
-        ("on", "TOKEN_CACHE_TTL_S=10"),
-        ("off", "TOKEN_CACHE_TTL_S=0"),
-    ] {
-        let w = wrk_file(raw, &format!("platform-cache-{mode}.wrk.txt"))?;
-        let before = read(raw, &format!("platform-cache-{mode}.metrics-before.txt"))?;
-        let after = read(raw, &format!("platform-cache-{mode}.metrics-after.txt"))?;
-        let calls = parse::metric_sum(&after, "account_platform_calls_total")
-            - parse::metric_sum(&before, "account_platform_calls_total");
-        let per = calls / (w.requests.max(1) as f64) * 1000.0;
-        per_k.push(per);
-        rows.push([
-            "5".into(),
-            format!("Account-platform calls per 1,000 requests, token cache {mode} ({ttl})"),
+    for p in &items.platform {
+        let w = &p.wrk;
+        let per = p.calls / (w.requests.max(1) as f64) * 1000.0;
+        per_k.push((p.cache_on, per));
+        rows.push(row(
+            5,
             format!(
-                "{per:.2} ({calls:.0} calls for {} requests, {} req/s){}",
+                "Account-platform calls per 1,000 requests, token cache {} (TOKEN_CACHE_TTL_S={})",
+                if p.cache_on { "on" } else { "off" },
+                p.token_cache_ttl_s
+            ),
+            format!(
+                "{per:.2} ({:.0} calls for {} requests, {} req/s){}",
+                p.calls,
                 w.requests,
                 num(w.rps),
-                errors(&w)
+                errors(w)
             ),
-            "— (reported)".into(),
-            "—".into(),
-        ]);
+            "— (reported)",
+            "—",
+        ));
     }
-    if let [on, off] = per_k.as_slice() {
+    if let [(true, on), (false, off)] = per_k.as_slice() {
         ratios.push(format!(
             "platform calls, cache off / cache on: {}",
             if *on > 0.0 {
@@ -331,22 +283,91 @@ pub fn render(raw: &Path, chart_link: &str) -> anyhow::Result<Rendered> {
         ));
     }
     // 6. The gateway next to nginx and Caddy, in front of the same upstream.
-    for c in list("BENCH_GATEWAY_CONNECTIONS") {
-        let g = gateway_rows(raw, c)?;
-        rows.extend(g.rows);
-        ratios.extend(g.ratios);
+    for g in &items.gateway {
+        gateway_rows(g, &mut rows, &mut ratios);
+    }
+    // 7. The change feed's delivery lag between two processes.
+    if let Some(f) = &items.feed_lag {
+        let missed = if f.seen == f.rounds {
+            String::new()
+        } else {
+            format!(" (**only {} of {} changes showed**)", f.seen, f.rounds)
+        };
+        let showing = if f.showing_read.count == 0 {
+            String::new()
+        } else {
+            format!(
+                " (of which the read that showed it, p50 {})",
+                ms(f.showing_read.p50_ms)
+            )
+        };
+        rows.push(row(
+            7,
+            format!(
+                "Change feed delivery lag: PATCH answered by process B → first read from process A's \
+                 watch cache showing it, {} changes",
+                f.rounds
+            ),
+            format!(
+                "p50 {}, p99 {}, max {}{showing}; reads until shown p50 {:.0}, max {:.0}{missed}",
+                ms(f.lag.p50_ms),
+                ms(f.lag.p99_ms),
+                ms(f.lag.max_ms),
+                f.reads.p50,
+                f.reads.max
+            ),
+            "— (reported)",
+            "—",
+        ));
+    }
+    // 8. Memory of the watch cache.
+    if let Some(c) = &items.cache_rss {
+        let failed = if c.gets_failed == 0 {
+            String::new()
+        } else {
+            format!(" (**{} GETs failed**)", c.gets_failed)
+        };
+        let per = c
+            .kb_per_cluster()
+            .map_or_else(|| "—".to_owned(), |kb| format!("{kb:.1} KB"));
+        rows.push(row(
+            8,
+            format!(
+                "Server RSS with the clusters cached: a fresh process, then each of {} clusters × {} \
+                 pools read by id and every page of 100",
+                c.clusters, c.pools
+            ),
+            format!(
+                "{:.0} MB → {:.0} MB (+{:.1} MB), `cluster_cache_entries` {}: **{per} per cluster**{failed}",
+                mb(Some(c.rss_before_kb)),
+                mb(Some(c.rss_after_kb)),
+                mb(Some(c.rss_after_kb.saturating_sub(c.rss_before_kb))),
+                c.cache_entries
+            ),
+            "— (reported)",
+            "—",
+        ));
     }
 
     let mut md = String::new();
     let _ = writeln!(md, "# Benchmarks\n");
     let _ = writeln!(
         md,
-        "Written by `make bench` (scripts/bench.sh) from release builds; the raw tool output is in \
-         [benchmarks/raw/](benchmarks/raw/). Client, server, account-platform stub and PostgreSQL \
-         share the machine below, so every figure includes the load tool's own CPU use.\n"
+        "Written by `make bench` (`kubesvc-bench`, crates/bench) from release builds; the typed \
+         results and each tool's raw output are in [benchmarks/raw/](benchmarks/raw/). Client, \
+         server, account-platform stub and PostgreSQL share the machine below, so every figure \
+         includes the load tool's own CPU use.\n"
     );
+    if let Some(only) = &r.settings.only {
+        let list: Vec<String> = only.iter().map(u8::to_string).collect();
+        let _ = writeln!(
+            md,
+            "**A partial run: items {} only (`BENCH_ONLY`).**\n",
+            list.join(", ")
+        );
+    }
     let _ = writeln!(md, "## Machine\n");
-    for (k, v) in &machine {
+    for (k, v) in &r.machine {
         let _ = writeln!(md, "- {k}: {v}");
     }
     let _ = writeln!(md, "\n## Figures\n");
@@ -359,40 +380,56 @@ pub fn render(raw: &Path, chart_link: &str) -> anyhow::Result<Rendered> {
             r[0], r[1], r[2], r[3], r[4]
         );
     }
-    let _ = writeln!(md, "\nRatios:\n");
-    for r in &ratios {
-        let _ = writeln!(md, "- {r}");
+    if !ratios.is_empty() {
+        let _ = writeln!(md, "\nRatios:\n");
+        for r in &ratios {
+            let _ = writeln!(md, "- {r}");
+        }
     }
-    let _ = writeln!(
-        md,
-        "\n![p50 and p99 of GET /v1/public/clusters/{{id}} against connections]({chart_link})\n"
-    );
-    let _ = writeln!(md, "## How it was run\n");
+    if let Some(link) = chart_link {
+        let _ = writeln!(
+            md,
+            "\n![p50 and p99 of GET /v1/public/clusters/{{id}} against connections]({link})"
+        );
+    }
+    let _ = writeln!(md, "\n## How it was run\n");
     let _ = writeln!(
         md,
         "Settings of this run (environment variables of `make bench`):\n"
     );
     let _ = writeln!(md, "| Setting | Value |\n|---|---|");
-    for (k, v) in &params {
+    for (k, v) in r.settings.table() {
         let _ = writeln!(md, "| `{k}` | `{v}` |");
     }
-    let _ = writeln!(md, "\n{}", METHOD);
-    Ok(Rendered {
-        markdown: md,
-        chart,
-    })
+    let _ = writeln!(md, "\n{METHOD}");
+    md
+}
+
+/// The chart's points: item 1's latencies, in the order measured.
+pub fn chart_points(r: &Results) -> Vec<Point> {
+    r.items
+        .get_by_id
+        .iter()
+        .map(|g| Point {
+            connections: g.connections,
+            p50_ms: g.wrk.p50_ms,
+            p99_ms: g.wrk.p99_ms,
+        })
+        .collect()
 }
 
 const METHOD: &str = "\
 - The server runs with `RECONCILER_WORKERS=0` (no provisioning work competes), `RUST_LOG=warn`, \
   the account platform is the `platform-stub` process, and the database is a fresh \
-  `kubesvc_bench_*` database, dropped at the end.
+  `kubesvc_bench_*` database, dropped at the end. wrk's figures come from the JSON its `done()` \
+  script prints (crates/bench/assets/wrk-report.lua); its own text report is kept in raw/.
 - 1: `wrk --latency` with the demo super_admin's bearer token on one seeded cluster, after a \
   warm-up request (token cache warm); `pgbench -S` on a scratch database initialised by \
   `pgbench -i` (scale 1), same client counts and duration. The ratio is wrk req/s over pgbench tps.
-- 2: the clusters and their pools are seeded with SQL (not through the API) for acme; wrk asks \
-  for the first page of 100.
-- 3: `bench-idempotency` (crates/bench): N creates with N distinct keys, then the same N requests \
+- 2: the clusters and their pools are seeded for acme through the store \
+  (`ClusterRepository::commit`, as the API's creates are, 16 at a time), not through the API, \
+  then `ANALYZE`; wrk asks for the first page of 100.
+- 3: `kubesvc-bench` (crates/bench): N creates with N distinct keys, then the same N requests \
   again, which must answer 201 with `Idempotency-Replay: true`.
 - 4: `bench-longpoll` (crates/bench) opens every waiter (raw HTTP/1.1, `since` = the cluster's \
   version, `timeout_seconds=60`) on one server process, reads its VmRSS from /proc while they \
@@ -411,18 +448,259 @@ const METHOD: &str = "\
   token it signed). nginx and the gateway keep upstream connections alive (`keepalive` with \
   HTTP/1.1 for nginx; Caddy and the gateway pool them by default). Each is measured alone after \
   a request through it answered 200; wrk, the proxy and the upstream share the two cores, \
-  so the ratios say more than the absolute figures.";
+  so the ratios say more than the absolute figures.
+- 7: two fresh server processes A and B on the same database; cluster bench-1 is read once on A \
+  (so A's watch cache holds it). Each round PATCHes its description through B, then reads it on \
+  A (keep-alive connection, no `Cache-Control`, so from A's cache) in a loop with a \
+  `BENCH_LAG_POLL_US` pause until the new description shows; the lag runs from B's answer to \
+  A's first answer showing it, so it includes that read, a cache miss that reads the database \
+  (the notification dropped A's copy); its own time is given beside. One read until shown \
+  means the notification was in before A was asked.
+- 8: a fresh server process, with the seed of item 2 in the database and nothing cached: VmRSS \
+  from /proc, then one `GET /v1/public/clusters/{id}` of every seeded cluster (16 at a time) and \
+  every page of `GET /v1/public/clusters?size=100`, then VmRSS and `/metrics` \
+  `cluster_cache_entries` again. The cost per cluster is the RSS growth over the entries cached; \
+  it includes the organization's index and the allocator's slack.";
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::collections::BTreeMap;
+
     use super::*;
+    use crate::results::*;
+    use crate::settings::Settings;
+    use crate::stats::{Counts, Summary};
+
+    fn wrk(rps: f64, p50: f64, p99: f64) -> WrkRun {
+        WrkRun {
+            requests: (rps * 10.0) as u64,
+            seconds: 10.0,
+            rps,
+            p50_ms: p50,
+            p99_ms: p99,
+            ..WrkRun::default()
+        }
+    }
+
+    fn latency(p50: f64, p99: f64, max: f64) -> Summary {
+        Summary {
+            count: 100,
+            p50_ms: p50,
+            p90_ms: p99,
+            p99_ms: p99,
+            max_ms: max,
+        }
+    }
+
+    fn phase(per_second: f64, p50: f64, p99: f64) -> IdempotencyPhase {
+        IdempotencyPhase {
+            requests: 2000,
+            seconds: 2000.0 / per_second,
+            per_second,
+            expected: 2000,
+            statuses: BTreeMap::from([("201".to_owned(), 2000)]),
+            latency: latency(p50, p99, p99),
+        }
+    }
+
+    /// The figures of the report this one replaces, as typed results.
+    fn results() -> Results {
+        let settings = Settings::from_lookup(|_| None).unwrap();
+        let get = |c, rps, p50, p99, tps| GetById {
+            connections: c,
+            wrk: wrk(rps, p50, p99),
+            pgbench: PgbenchRun {
+                tps,
+                latency_avg_ms: 0.1,
+            },
+        };
+        let gw = |c, n: [(f64, f64, f64); 6]| Gateway {
+            connections: c,
+            nginx: wrk(n[0].0, n[0].1, n[0].2),
+            nginx_basic: wrk(n[1].0, n[1].1, n[1].2),
+            caddy_basic: wrk(n[2].0, n[2].1, n[2].2),
+            gateway_basic: wrk(n[3].0, n[3].1, n[3].2),
+            gateway_token: wrk(n[4].0, n[4].1, n[4].2),
+            gateway_oidc: wrk(n[5].0, n[5].1, n[5].2),
+        };
+        Results {
+            machine: vec![("cores (nproc)".into(), "2".into())],
+            settings,
+            items: Items {
+                get_by_id: vec![
+                    get(1, 11770.0, 0.08, 0.21, 7552.0),
+                    get(16, 58467.0, 0.26, 1.18, 30314.0),
+                    get(64, 54824.0, 1.05, 3.35, 27221.0),
+                ],
+                list: vec![
+                    List {
+                        connections: 1,
+                        clusters: 10_000,
+                        pools: 3,
+                        wrk: wrk(1911.0, 0.50, 0.98),
+                    },
+                    List {
+                        connections: 16,
+                        clusters: 10_000,
+                        pools: 3,
+                        wrk: wrk(4075.0, 3.86, 6.87),
+                    },
+                ],
+                idempotency: Some(Idempotency {
+                    count: 2000,
+                    concurrency: 16,
+                    creates: phase(469.0, 26.3, 119.0),
+                    replays: phase(3492.0, 3.78, 12.2),
+                }),
+                longpoll: Some(LongPoll {
+                    waiters: 10_000,
+                    clusters: 100,
+                    connect_seconds: 1.0,
+                    settle_ms: 3000,
+                    gap_ms: 100,
+                    answered_early: 0,
+                    rss_idle_kb: Some(32 * 1024),
+                    rss_waiting_kb: Some(264 * 1024),
+                    rss_peak_kb: None,
+                    changed: 10_000,
+                    unchanged: 0,
+                    failed: BTreeMap::new(),
+                    change_to_answer: latency(13.8, 23.6, 43.2),
+                    patch: latency(1.0, 2.0, 3.0),
+                }),
+                platform: vec![
+                    Platform {
+                        cache_on: true,
+                        token_cache_ttl_s: 10,
+                        calls: 0.0,
+                        wrk: WrkRun {
+                            requests: 254_246,
+                            ..wrk(50827.0, 0.3, 1.0)
+                        },
+                    },
+                    Platform {
+                        cache_on: false,
+                        token_cache_ttl_s: 0,
+                        calls: 104_816.0,
+                        wrk: WrkRun {
+                            requests: 104_802,
+                            ..wrk(20552.0, 0.7, 2.0)
+                        },
+                    },
+                ],
+                gateway: vec![gw(
+                    16,
+                    [
+                        (48147.0, 0.31, 0.77),
+                        (7797.0, 3.13, 5.86),
+                        (14977.0, 0.94, 4.82),
+                        (25210.0, 0.60, 1.96),
+                        (21298.0, 0.71, 2.21),
+                        (21633.0, 0.69, 2.65),
+                    ],
+                )],
+                feed_lag: Some(FeedLag {
+                    rounds: 200,
+                    seen: 200,
+                    poll_us: 100,
+                    lag: latency(0.4, 1.2, 2.5),
+                    showing_read: latency(0.3, 0.9, 1.0),
+                    reads: Counts {
+                        count: 200,
+                        mean: 2.5,
+                        p50: 2.0,
+                        p99: 6.0,
+                        max: 9.0,
+                    },
+                    patch: latency(3.0, 5.0, 6.0),
+                }),
+                cache_rss: Some(CacheRss {
+                    clusters: 10_000,
+                    pools: 3,
+                    gets_ok: 10_000,
+                    gets_failed: 0,
+                    pages: 100,
+                    rss_before_kb: 30 * 1024,
+                    rss_after_kb: 30 * 1024 + 30_000,
+                    cache_entries: 10_000,
+                }),
+            },
+        }
+    }
 
     #[test]
-    fn reads_both_pair_styles() {
-        let p = pairs("A=1\ncpu: x86 thing\nnoise\n");
+    fn keeps_every_row_ratio_goal_and_verdict() {
+        let md = markdown(&results(), Some("benchmarks/latency.svg"));
+        for want in [
+            "| 1 | `GET /v1/public/clusters/{id}`, 16 connection(s) | 58467 req/s, p50 0.26 ms, p99 1.18 ms; pgbench -S 30314 tps; **ratio 1.93** | ≥ 1.0 × pgbench -S (reported, not a gate) | meets |",
+            "| 1 | `GET /v1/public/clusters/{id}`, 1 connection(s) | 11770 req/s, p50 0.08 ms, p99 0.21 ms; pgbench -S 7552 tps; **ratio 1.56** | — (reported) | — |",
+            "| 2 | `GET /v1/public/clusters?size=100`, 10000 clusters × 3 pools, 16 connection(s) | p50 3.86 ms, p99 6.87 ms (4075 req/s) | p99 < 20 ms | meets |",
+            "| 3 | Cluster creates with `Idempotency-Key`, 2000 keys, 16 at a time | 469 creates/s (p50 26.3 ms, p99 119 ms) | — (reported) | — |",
+            "| 3 | Cluster replays with `Idempotency-Key`, 2000 keys, 16 at a time | 3492 replays/s (p50 3.78 ms, p99 12.2 ms) | — (reported) | — |",
+            "| 4 | 10000 `/state` long-polls over 100 clusters: server RSS while they wait | 264 MB (idle before: 32 MB) | < 300 MB | meets |",
+            "| 4 | Change (PATCH through a second process) → each waiter's answer | p50 13.8 ms, p99 23.6 ms, max 43.2 ms | p99 < 100 ms | meets |",
+            "| 5 | Account-platform calls per 1,000 requests, token cache on (TOKEN_CACHE_TTL_S=10) | 0.00 (0 calls for 254246 requests, 50827 req/s) | — (reported) | — |",
+            "| 5 | Account-platform calls per 1,000 requests, token cache off (TOKEN_CACHE_TTL_S=0) | 1000.13 (104816 calls for 104802 requests, 20552 req/s) | — (reported) | — |",
+            "| 6 | nginx `auth_basic` (htpasswd, apr1), 16 connections | 7797 req/s, p50 3.13 ms, p99 5.86 ms | — (reference) | — |",
+            "| 6 | Gateway, Basic route (Argon2id, cached checks), 16 connections | 25210 req/s, p50 0.60 ms, p99 1.96 ms; **3.23 × nginx `auth_basic`** | ≥ 1.5 × nginx `auth_basic` req/s, p99 ≤ its 5.86 ms | meets |",
+            "| 6 | Gateway, Token route (static bearer token), 16 connections | 21298 req/s, p50 0.71 ms, p99 2.21 ms; **0.44 × plain nginx** | ≥ 0.5 × plain nginx (48147 req/s) | **misses** |",
+            "| 7 | Change feed delivery lag: PATCH answered by process B → first read from process A's watch cache showing it, 200 changes | p50 0.40 ms, p99 1.20 ms, max 2.50 ms (of which the read that showed it, p50 0.30 ms); reads until shown p50 2, max 9 | — (reported) | — |",
+            "(+29.3 MB), `cluster_cache_entries` 10000: **3.0 KB per cluster**",
+            "- GET by id / pgbench -S at 64: 2.01",
+            "- replays / creates per second: 7.45",
+            "- platform calls, cache off / cache on: ∞ (no call with the cache on)",
+            "- gateway Basic / Caddy `basicauth` at 16: 1.68",
+            "- gateway OIDC-Bearer / plain nginx at 16: 0.45",
+            "](benchmarks/latency.svg)",
+            "| `BENCH_CLUSTERS` | `10000` |",
+        ] {
+            assert!(md.contains(want), "missing {want:?} in\n{md}");
+        }
+        assert!(!md.contains("partial run"));
+    }
+
+    #[test]
+    fn a_partial_run_has_only_its_rows() {
+        let mut r = results();
+        r.settings.only = Some([3].into());
+        r.items = Items {
+            idempotency: r.items.idempotency.take(),
+            ..Items::default()
+        };
+        let md = markdown(&r, None);
+        assert!(md.contains("items 3 only"));
+        assert!(md.contains("| 3 | Cluster creates"));
+        assert!(!md.contains("| 1 |") && !md.contains("| 6 |") && !md.contains("!["));
+        assert!(chart_points(&r).is_empty());
+    }
+
+    #[test]
+    fn failures_are_marked_in_the_rows() {
+        let mut r = results();
+        r.items.list[1].wrk.non_2xx = 3;
+        if let Some(lp) = r.items.longpoll.as_mut() {
+            lp.changed = 9_990;
+            lp.unchanged = 10;
+        }
+        let md = markdown(&r, None);
+        assert!(md.contains("(**3 non-2xx, 0 socket errors**) | p99 < 20 ms |"));
+        assert!(md.contains("**9990 of 10000 answered with the change"));
+    }
+
+    #[test]
+    fn results_survive_json() {
+        let r = results();
+        let text = serde_json::to_string(&r).unwrap();
+        let back: Results = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
         assert_eq!(
-            p,
-            vec![("A".into(), "1".into()), ("cpu".into(), "x86 thing".into())]
+            chart_points(&back)
+                .iter()
+                .map(|p| p.connections)
+                .collect::<Vec<_>>(),
+            [1, 16, 64]
         );
     }
 }

@@ -1,4 +1,4 @@
-//! Latency summaries (nearest-rank percentiles) of the load clients' own measurements.
+//! Summaries (nearest-rank percentiles) of the load clients' own measurements.
 
 use std::time::Duration;
 
@@ -38,6 +38,30 @@ impl Summary {
     }
 }
 
+/// Percentiles of a set of counts (reads per round, say).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Counts {
+    pub count: usize,
+    pub mean: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Counts {
+    pub fn of(values: &[u64]) -> Self {
+        let mut v: Vec<f64> = values.iter().map(|&n| n as f64).collect();
+        v.sort_by(f64::total_cmp);
+        Counts {
+            count: v.len(),
+            mean: v.iter().sum::<f64>() / (v.len().max(1) as f64),
+            p50: percentile(&v, 50.0),
+            p99: percentile(&v, 99.0),
+            max: v.last().copied().unwrap_or(0.0),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,5 +76,8 @@ mod tests {
         );
         assert_eq!(Summary::of(&[]).p99_ms, 0.0);
         assert_eq!(percentile(&[7.0], 99.0), 7.0);
+        let c = Counts::of(&[1, 1, 2, 8]);
+        assert_eq!((c.count, c.mean, c.p50, c.max), (4, 3.0, 1.0, 8.0));
+        assert_eq!(Counts::of(&[]).mean, 0.0);
     }
 }

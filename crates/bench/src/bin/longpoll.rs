@@ -1,4 +1,4 @@
-//! `bench-longpoll`: many concurrent `/state` long-polls on one server process, the process's
+//! `bench-longpoll`: item 4 of `make bench` (run by `kubesvc-bench`): many concurrent `/state` long-polls on one server process, the process's
 //! RSS while they wait, and the time from each change (a PATCH sent through a second process)
 //! to the answer of each waiter of that cluster. Load tools cannot time change → answer.
 //!
@@ -16,9 +16,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bench::args::Args;
-use bench::parse::proc_status_kb;
+use bench::results::LongPoll;
 use bench::stats::Summary;
-use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -39,31 +38,8 @@ struct Waiter {
     outcome: Outcome,
 }
 
-#[derive(Debug, Serialize)]
-struct Report {
-    waiters: usize,
-    clusters: usize,
-    connect_seconds: f64,
-    settle_ms: u64,
-    gap_ms: u64,
-    /// Answers that came before any change was made (a failure to wait).
-    answered_early: usize,
-    rss_idle_kb: Option<u64>,
-    rss_waiting_kb: Option<u64>,
-    /// The process's peak RSS by the end of the run.
-    rss_peak_kb: Option<u64>,
-    changed: usize,
-    unchanged: usize,
-    failed: BTreeMap<String, usize>,
-    /// From sending the PATCH to each waiter's full answer.
-    change_to_answer: Summary,
-    /// The PATCH requests themselves (through the second process).
-    patch: Summary,
-}
-
 fn proc_kb(pid: Option<u32>, field: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{}/status", pid?)).ok()?;
-    proc_status_kb(&text, field)
+    bench::parse::proc_kb(pid?, field)
 }
 
 /// `http://host:port` → `host:port`.
@@ -271,7 +247,7 @@ async fn main() -> anyhow::Result<()> {
             Outcome::Failed(why) => *failed.entry(why).or_insert(0) += 1,
         }
     }
-    let report = Report {
+    let report = LongPoll {
         waiters,
         clusters: ids.len(),
         connect_seconds,

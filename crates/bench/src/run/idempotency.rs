@@ -1,49 +1,27 @@
-//! `bench-idempotency`: cluster creates with an Idempotency-Key per second (N distinct keys),
-//! then replays per second (the same N requests again), written as JSON.
-//!
-//! `bench-idempotency --url URL --token T [--org acme] [--count 2000] [--concurrency 16]
-//! [--prefix RUN] --out FILE.json`
+//! Item 3: cluster creates with an `Idempotency-Key` per second (N distinct keys, so N
+//! clusters), then replays per second (the same N requests again, each answered from its key).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use bench::args::Args;
-use bench::stats::Summary;
 use futures::StreamExt;
-use serde::Serialize;
 use serde_json::json;
 
-#[derive(Debug, Serialize)]
-struct Phase {
-    requests: usize,
-    seconds: f64,
-    per_second: f64,
-    /// The answers the phase expects: 201 (creates), 201 with `Idempotency-Replay: true` (replays).
-    expected: usize,
-    statuses: BTreeMap<String, usize>,
-    latency: Summary,
-}
-
-#[derive(Debug, Serialize)]
-struct Report {
-    count: usize,
-    concurrency: usize,
-    creates: Phase,
-    replays: Phase,
-}
+use super::Bench;
+use crate::results::{Idempotency, IdempotencyPhase};
+use crate::stats::Summary;
 
 struct Setup {
     client: reqwest::Client,
     url: String,
-    token: String,
-    org: String,
+    token: &'static str,
     prefix: String,
 }
 
 /// One create: (status, replayed?, latency); a transport error is status "error".
 async fn create(s: &Setup, i: usize) -> (String, bool, Duration) {
     let body = json!({
-        "organization": s.org,
+        "organization": "acme",
         "name": format!("idem-{}-{i}", s.prefix),
         "description": "created by make bench",
         "node_pools": [{"name": "default", "size": "kube.c5.large", "count": 1}],
@@ -52,7 +30,7 @@ async fn create(s: &Setup, i: usize) -> (String, bool, Duration) {
     let res = s
         .client
         .post(format!("{}/v1/public/clusters", s.url))
-        .bearer_auth(&s.token)
+        .bearer_auth(s.token)
         .header("Idempotency-Key", format!("bench-{}-{i:06}", s.prefix))
         .json(&body)
         .send()
@@ -72,7 +50,7 @@ async fn create(s: &Setup, i: usize) -> (String, bool, Duration) {
     }
 }
 
-async fn phase(s: &Setup, count: usize, concurrency: usize, replay: bool) -> Phase {
+async fn phase(s: &Setup, count: usize, concurrency: usize, replay: bool) -> IdempotencyPhase {
     let start = Instant::now();
     let results: Vec<(String, bool, Duration)> = futures::stream::iter(0..count)
         .map(|i| create(s, i))
@@ -89,7 +67,7 @@ async fn phase(s: &Setup, count: usize, concurrency: usize, replay: bool) -> Pha
         *statuses.entry(status.clone()).or_insert(0) += 1;
     }
     let latencies: Vec<Duration> = results.iter().map(|r| r.2).collect();
-    Phase {
+    IdempotencyPhase {
         requests: count,
         seconds,
         per_second: count as f64 / seconds.max(1e-9),
@@ -99,38 +77,40 @@ async fn phase(s: &Setup, count: usize, concurrency: usize, replay: bool) -> Pha
     }
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let args = Args::from_env()?;
-    let count: usize = args.or("count", 2000)?;
-    let concurrency: usize = args.or("concurrency", 16)?;
-    let out = args.required("out")?;
+/// Against the server at `url`; the run's id keeps names and keys apart from any other run's.
+pub async fn run(b: &Bench<'_>, url: &str) -> anyhow::Result<Idempotency> {
+    let s = b.settings;
+    let (count, concurrency) = (s.creates, s.create_concurrency);
+    crate::say!(
+        "item 3: {count} creates with Idempotency-Key, {concurrency} at a time, then their replays"
+    );
     let setup = Setup {
         client: reqwest::Client::builder()
             .pool_max_idle_per_host(concurrency)
             .timeout(Duration::from_secs(30))
             .build()?,
-        url: args.required("url")?,
-        token: args.required("token")?,
-        org: args.or("org", "acme".to_owned())?,
-        prefix: args.or("prefix", std::process::id().to_string())?,
+        url: url.to_owned(),
+        token: b.token,
+        prefix: b.run_id.clone(),
     };
     let creates = phase(&setup, count, concurrency, false).await;
     let replays = phase(&setup, count, concurrency, true).await;
-    let report = Report {
+    let result = Idempotency {
         count,
         concurrency,
         creates,
         replays,
     };
-    let text = serde_json::to_string_pretty(&report)?;
-    std::fs::write(&out, format!("{text}\n"))?;
-    println!("{text}");
-    anyhow::ensure!(
-        report.creates.expected == count && report.replays.expected == count,
-        "not every create answered 201 (or not every replay was a replay): {:?} / {:?}",
-        report.creates.statuses,
-        report.replays.statuses
-    );
-    Ok(())
+    std::fs::write(
+        b.raw.join("idempotency.json"),
+        serde_json::to_string_pretty(&result)? + "\n",
+    )?;
+    if result.creates.expected != count || result.replays.expected != count {
+        crate::say!(
+            "warning: not every create answered 201 (or not every replay was a replay): {:?} / {:?}",
+            result.creates.statuses,
+            result.replays.statuses
+        );
+    }
+    Ok(result)
 }

@@ -1,0 +1,419 @@
+//! Item 6: the gateway next to the proxies users would otherwise pick, all in front of one
+//! upstream (nginx answering `return 200` with a 3-byte body): nginx as a plain reverse proxy,
+//! nginx with `auth_basic`, Caddy with `basicauth`, and the gateway's Basic, Token and
+//! OIDC-Bearer routes, whose auth servers are created through the API of a server G.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use base64::Engine;
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+use super::Bench;
+use super::process::{Proc, find_program, free_port, output};
+use super::server::random_hex;
+use crate::results::{Gateway, WrkRun};
+
+const BASIC_USER: &str = "bench";
+const OIDC_CLIENT: &str = "bench-gateway";
+
+/// An nginx configuration whose files all stay in `dir`, with `servers` in its http block.
+pub fn nginx_conf(dir: &Path, upstream_port: u16, servers: &str) -> String {
+    let d = dir.display();
+    format!(
+        "worker_processes auto;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {d}/client_body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    keepalive_requests 1000000;
+    upstream bench_upstream {{
+        server 127.0.0.1:{upstream_port};
+        keepalive 128;
+        keepalive_requests 1000000;
+    }}
+{servers}
+}}
+"
+    )
+}
+
+/// The upstream's server block: 200 with `ok\n`.
+fn upstream_server(port: u16) -> String {
+    format!(
+        "    server {{
+        listen 127.0.0.1:{port};
+        location / {{ return 200 \"ok\\n\"; }}
+    }}"
+    )
+}
+
+/// Connections to the upstream are kept alive, as any proxy in production would be set up.
+const PROXY_BLOCK: &str =
+    "proxy_pass http://bench_upstream; proxy_http_version 1.1; proxy_set_header Connection \"\";";
+
+/// The proxy's two servers: plain, and `auth_basic` with `htpasswd`.
+fn proxy_servers(plain: u16, basic: u16, htpasswd: &Path) -> String {
+    format!(
+        "    server {{
+        listen 127.0.0.1:{plain};
+        location / {{ {PROXY_BLOCK} }}
+    }}
+    server {{
+        listen 127.0.0.1:{basic};
+        location / {{
+            auth_basic \"bench\";
+            auth_basic_user_file {};
+            {PROXY_BLOCK}
+        }}
+    }}",
+        htpasswd.display()
+    )
+}
+
+pub fn caddyfile(dir: &Path, port: u16, upstream_port: u16, bcrypt_hash: &str) -> String {
+    format!(
+        "{{
+    admin off
+    auto_https off
+    storage file_system {}/data
+}}
+http://127.0.0.1:{port} {{
+    basicauth {{
+        {BASIC_USER} {bcrypt_hash}
+    }}
+    reverse_proxy 127.0.0.1:{upstream_port}
+}}
+",
+        dir.display()
+    )
+}
+
+/// The gateway's routes: one per auth server, all to the upstream.
+pub fn routes(upstream_port: u16) -> String {
+    ["basic", "token", "oidc"]
+        .map(|kind| {
+            format!(
+                "[[route]]
+path_prefix = \"/{kind}\"
+upstream = \"http://127.0.0.1:{upstream_port}\"
+organization = \"acme\"
+environment = \"production\"
+auth_server = \"bench-{kind}\"
+"
+            )
+        })
+        .join("\n")
+}
+
+/// The output of a helper tool, which must succeed.
+async fn tool_line(program: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let out = output(program, args).await?;
+    if !out.status.success() {
+        bail!(
+            "{} {} failed: {}",
+            program.display(),
+            args.first().unwrap_or(&""),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// Until `url` answers 200 with `headers` (the gateway reads auth servers again each second).
+async fn wait_200(http: &reqwest::Client, url: &str, header: Option<&str>) -> anyhow::Result<()> {
+    let start = Instant::now();
+    let mut last = String::from("nothing");
+    while start.elapsed() < Duration::from_secs(20) {
+        let mut req = http.get(url);
+        if let Some((name, value)) = header.and_then(|h| h.split_once(": ")) {
+            req = req.header(name, value);
+        }
+        match req.send().await {
+            Ok(r) if r.status().as_u16() == 200 => return Ok(()),
+            Ok(r) => last = r.status().to_string(),
+            Err(e) => last = e.to_string(),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    bail!("{url} answered {last} instead of 200 after 20 s")
+}
+
+async fn create_auth_server(b: &Bench<'_>, api: &str, body: Value) -> anyhow::Result<()> {
+    let res = b
+        .http
+        .post(format!("{api}/v1/public/gateway/auth-servers"))
+        .bearer_auth(b.token)
+        .json(&body)
+        .send()
+        .await?;
+    let status = res.status();
+    if status.as_u16() != 201 {
+        let text = res.text().await.unwrap_or_default();
+        bail!(
+            "creating the auth server {} answered {status}: {text}",
+            body["name"]
+        );
+    }
+    Ok(())
+}
+
+async fn nginx(nginx: &Path, name: &str, dir: &Path, logs: &Path) -> anyhow::Result<Proc> {
+    let mut cmd = Command::new(nginx);
+    cmd.arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .arg("-p")
+        .arg(dir)
+        .arg("-e")
+        .arg(dir.join("error.log"))
+        .args(["-g", "daemon off;"]);
+    Proc::spawn(name, cmd, logs)
+}
+
+pub async fn run(b: &Bench<'_>) -> anyhow::Result<Vec<Gateway>> {
+    let s = b.settings;
+    crate::say!("item 6: the gateway next to nginx and Caddy, all in front of one upstream");
+    let nginx_bin = find_program("nginx").context("nginx is not installed")?;
+    let caddy_bin = find_program("caddy").context("caddy is not installed")?;
+    let openssl = find_program("openssl").context("openssl is not installed")?;
+    let gw = b.work.join(format!("gateway-{}", b.run_id));
+    let _ = std::fs::remove_dir_all(&gw);
+    for d in ["nginx-upstream", "nginx-proxy", "caddy"] {
+        std::fs::create_dir_all(gw.join(d))?;
+    }
+    let mut ports = [0u16; 6];
+    for p in &mut ports {
+        *p = free_port()?;
+    }
+    let [
+        port_up,
+        port_nginx,
+        port_nginx_basic,
+        port_caddy,
+        port_gw,
+        port_issuer,
+    ] = ports;
+    let password = format!("bench-pw-{}", random_hex(9));
+    let static_token = format!("bench-static-token-{}", random_hex(12));
+    let basic_header = format!(
+        "Authorization: Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{BASIC_USER}:{password}"))
+    );
+
+    let up_dir = gw.join("nginx-upstream");
+    std::fs::write(
+        up_dir.join("nginx.conf"),
+        nginx_conf(&up_dir, port_up, &upstream_server(port_up)),
+    )?;
+    let proxy_dir = gw.join("nginx-proxy");
+    let apr1 = tool_line(&openssl, &["passwd", "-apr1", &password]).await?;
+    let htpasswd = proxy_dir.join("htpasswd");
+    std::fs::write(&htpasswd, format!("{BASIC_USER}:{apr1}\n"))?;
+    std::fs::write(
+        proxy_dir.join("nginx.conf"),
+        nginx_conf(
+            &proxy_dir,
+            port_up,
+            &proxy_servers(port_nginx, port_nginx_basic, &htpasswd),
+        ),
+    )?;
+    let caddy_dir = gw.join("caddy");
+    let bcrypt = tool_line(&caddy_bin, &["hash-password", "--plaintext", &password]).await?;
+    std::fs::write(
+        caddy_dir.join("Caddyfile"),
+        caddyfile(&caddy_dir, port_caddy, port_up, &bcrypt),
+    )?;
+    std::fs::write(gw.join("routes.toml"), routes(port_up))?;
+
+    let mut upstream = nginx(&nginx_bin, "nginx-upstream", &up_dir, &b.logs).await?;
+    upstream.wait_port(port_up, Duration::from_secs(10)).await?;
+    let mut proxy = nginx(&nginx_bin, "nginx-proxy", &proxy_dir, &b.logs).await?;
+    proxy
+        .wait_port(port_nginx_basic, Duration::from_secs(10))
+        .await?;
+    let mut cmd = Command::new(&caddy_bin);
+    cmd.args(["run", "--adapter", "caddyfile", "--config"])
+        .arg(caddy_dir.join("Caddyfile"))
+        .env("HOME", &caddy_dir)
+        .env("XDG_DATA_HOME", caddy_dir.join("data"))
+        .env("XDG_CONFIG_HOME", caddy_dir.join("config"));
+    let mut caddy = Proc::spawn("caddy", cmd, &b.logs)?;
+    caddy.wait_port(port_caddy, Duration::from_secs(10)).await?;
+
+    let token_file = gw.join("oidc-token");
+    let mut cmd = Command::new(b.bin.join("bench-oidc-issuer"));
+    cmd.args([
+        "--bind",
+        &format!("127.0.0.1:{port_issuer}"),
+        "--audience",
+        OIDC_CLIENT,
+        "--token-out",
+    ])
+    .arg(&token_file);
+    let mut issuer = Proc::spawn("oidc-issuer", cmd, &b.logs)?;
+    let start = Instant::now();
+    let oidc_token = loop {
+        // The issuer writes the file whole (through a rename) once it listens.
+        if let Some(t) = std::fs::read_to_string(&token_file)
+            .ok()
+            .filter(|t| !t.is_empty())
+        {
+            break t;
+        }
+        issuer.check_running()?;
+        if start.elapsed() > Duration::from_secs(20) {
+            bail!("bench-oidc-issuer wrote no token within 20 s");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+
+    crate::say!("creating the gateway's auth servers through a server G");
+    let g = b.env.start("g", 60).await?;
+    let created = async {
+        create_auth_server(
+            b,
+            &g.url,
+            json!({"organization": "acme", "name": "bench-basic", "environment": "production",
+                "type": "basic", "config": {"realm": "bench", "credentials": [
+                    {"username": BASIC_USER, "password": password}]}}),
+        )
+        .await?;
+        create_auth_server(
+            b,
+            &g.url,
+            json!({"organization": "acme", "name": "bench-token", "environment": "production",
+                "type": "token", "config": {"tokens": [static_token]}}),
+        )
+        .await?;
+        create_auth_server(
+            b,
+            &g.url,
+            json!({"organization": "acme", "name": "bench-oidc", "environment": "production",
+                "type": "oidc", "config": {"issuer_url": format!("http://127.0.0.1:{port_issuer}"),
+                "redirect_path": "/oauth/callback", "client_id": OIDC_CLIENT,
+                "client_secret": "bench-secret",
+                "authorized_domain": format!("127.0.0.1:{port_gw}"), "username_claim": "sub"}}),
+        )
+        .await
+    }
+    .await;
+    g.stop().await?;
+    created?;
+
+    let mut cmd = Command::new(b.bin.join("gateway"));
+    cmd.env("DATABASE_URL", &b.env.database_url)
+        .env("GATEWAY_BIND_ADDR", format!("127.0.0.1:{port_gw}"))
+        .env("SECRETS_KEY", &b.env.secrets_key)
+        .env("GATEWAY_ROUTES_FILE", gw.join("routes.toml"))
+        .env("RUST_LOG", "warn");
+    let mut gateway = Proc::spawn("gateway", cmd, &b.logs)?;
+    gateway.wait_port(port_gw, Duration::from_secs(20)).await?;
+
+    let u = "http://127.0.0.1";
+    let bearer = |t: &str| format!("Authorization: Bearer {t}");
+    let (token_header, oidc_header) = (bearer(&static_token), bearer(oidc_token.trim()));
+    // (file name, URL, header) of each measured path, in report order.
+    let targets: [(&str, String, Option<&str>); 6] = [
+        ("nginx", format!("{u}:{port_nginx}/bench"), None),
+        (
+            "nginx-basic",
+            format!("{u}:{port_nginx_basic}/bench"),
+            Some(&basic_header),
+        ),
+        (
+            "caddy-basic",
+            format!("{u}:{port_caddy}/bench"),
+            Some(&basic_header),
+        ),
+        (
+            "gateway-basic",
+            format!("{u}:{port_gw}/basic/bench"),
+            Some(&basic_header),
+        ),
+        (
+            "gateway-token",
+            format!("{u}:{port_gw}/token/bench"),
+            Some(&token_header),
+        ),
+        (
+            "gateway-oidc",
+            format!("{u}:{port_gw}/oidc/bench"),
+            Some(&oidc_header),
+        ),
+    ];
+    for (_, url, header) in &targets {
+        wait_200(&b.http, url, *header).await?;
+    }
+    let mut rows = Vec::new();
+    for &c in &s.gateway_connections {
+        let mut runs: Vec<WrkRun> = Vec::new();
+        for (name, url, header) in &targets {
+            let headers: Vec<&str> = header.iter().copied().collect();
+            runs.push(
+                b.wrk
+                    .run(&format!("gw-{name}-c{c}"), c, s.duration_s, url, &headers)
+                    .await?,
+            );
+        }
+        if let [
+            nginx,
+            nginx_basic,
+            caddy_basic,
+            gateway_basic,
+            gateway_token,
+            gateway_oidc,
+        ] = runs[..]
+        {
+            rows.push(Gateway {
+                connections: c,
+                nginx,
+                nginx_basic,
+                caddy_basic,
+                gateway_basic,
+                gateway_token,
+                gateway_oidc,
+            });
+        }
+    }
+    for p in [gateway, issuer, caddy, proxy, upstream] {
+        p.stop().await?;
+    }
+    let _ = std::fs::remove_dir_all(&gw);
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configurations_are_those_of_the_measured_setup() {
+        let dir = Path::new("/w/gw/nginx-proxy");
+        let conf = nginx_conf(dir, 7000, &proxy_servers(7001, 7002, &dir.join("htpasswd")));
+        for want in [
+            "pid /w/gw/nginx-proxy/nginx.pid;",
+            "events { worker_connections 4096; }",
+            "        server 127.0.0.1:7000;\n        keepalive 128;",
+            "listen 127.0.0.1:7001;\n        location / { proxy_pass http://bench_upstream; proxy_http_version 1.1; proxy_set_header Connection \"\"; }",
+            "auth_basic_user_file /w/gw/nginx-proxy/htpasswd;",
+        ] {
+            assert!(conf.contains(want), "{want:?} missing in\n{conf}");
+        }
+        assert!(upstream_server(7000).contains("return 200 \"ok\\n\";"));
+        let caddy = caddyfile(Path::new("/w/c"), 7003, 7000, "$2a$14$x");
+        assert!(caddy.contains("storage file_system /w/c/data"));
+        assert!(caddy.contains("    basicauth {\n        bench $2a$14$x\n    }"));
+        assert!(caddy.contains("reverse_proxy 127.0.0.1:7000"));
+        let r = routes(7000);
+        assert_eq!(r.matches("[[route]]").count(), 3);
+        assert!(r.contains("path_prefix = \"/oidc\"\nupstream = \"http://127.0.0.1:7000\"\norganization = \"acme\"\nenvironment = \"production\"\nauth_server = \"bench-oidc\""));
+    }
+}
