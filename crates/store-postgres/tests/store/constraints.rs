@@ -192,6 +192,14 @@ async fn check_constraints_refuse_what_the_domain_refuses() {
         format!("UPDATE clusters SET revision = 0 WHERE id = '{id}'"),
         format!("UPDATE clusters SET name = 'Not_A_Label' WHERE id = '{id}'"),
         format!("UPDATE clusters SET tags = ARRAY['ok', 'NOT OK'] WHERE id = '{id}'"),
+        format!("UPDATE clusters SET tags = ARRAY['ok', NULL] WHERE id = '{id}'"),
+        format!("UPDATE clusters SET tags = ARRAY['ok', ''] WHERE id = '{id}'"),
+        format!("UPDATE clusters SET tags = ARRAY['a,b'] WHERE id = '{id}'"),
+        format!("UPDATE clusters SET tags = ARRAY[repeat('a', 64)] WHERE id = '{id}'"),
+        format!("UPDATE clusters SET tags = ARRAY[['a', 'b'], ['c', 'd']] WHERE id = '{id}'"),
+        format!("UPDATE clusters SET name = repeat('a', 64) WHERE id = '{id}'"),
+        format!("UPDATE clusters SET name = 'trailing-' WHERE id = '{id}'"),
+        format!("UPDATE node_pools SET name = 'Pool' WHERE cluster_id = '{id}'"),
         format!("UPDATE node_pools SET status = 'Gone' WHERE cluster_id = '{id}'"),
         format!("UPDATE node_pools SET count = 201 WHERE cluster_id = '{id}'"),
         format!("UPDATE node_pools SET count = -1 WHERE cluster_id = '{id}'"),
@@ -225,6 +233,10 @@ async fn check_constraints_refuse_what_the_domain_refuses() {
              VALUES (gen_random_uuid(), '{id}', 'private', 'Ready', '10.0.0.256', now(), now())"
         ),
         format!(
+            "INSERT INTO elastic_ips (id, cluster_id, name, exposure, status, address, created_at, updated_at) \
+             VALUES (gen_random_uuid(), '{id}', 'Web', 'private', 'Ready', '10.0.0.9', now(), now())"
+        ),
+        format!(
             "INSERT INTO operations (cluster_id, id, state, generation, run_after, created_at, updated_at) \
              VALUES ('{id}', gen_random_uuid(), 'queued', 1, now(), now(), now())"
         ),
@@ -233,6 +245,12 @@ async fn check_constraints_refuse_what_the_domain_refuses() {
             .to_owned(),
         "INSERT INTO auth_servers (id, organization_id, organization_slug, name, environment, type, created_at, updated_at) \
          VALUES (gen_random_uuid(), gen_random_uuid(), 'acme', 'sso', 'prod', 'saml', now(), now())"
+            .to_owned(),
+        "INSERT INTO auth_servers (id, organization_id, organization_slug, name, environment, type, created_at, updated_at) \
+         VALUES (gen_random_uuid(), gen_random_uuid(), 'acme', 'sso', 'Prod', 'token', now(), now())"
+            .to_owned(),
+        "INSERT INTO auth_servers (id, organization_id, organization_slug, name, environment, type, created_at, updated_at) \
+         VALUES (gen_random_uuid(), gen_random_uuid(), 'acme', '-sso', 'prod', 'token', now(), now())"
             .to_owned(),
     ];
     for sql in refused {
