@@ -187,6 +187,15 @@ pub fn markdown(r: &Results, chart_link: Option<&str>) -> String {
     if let Some(idem) = &items.idempotency {
         let replay_ratio = idem.replays.per_second / idem.creates.per_second.max(1e-9);
         ratios.push(format!("replays / creates per second: {replay_ratio:.2}"));
+        // Against the database's own small write on the same machine: comparable across runs.
+        let beside_write = idem.pgbench_write.map(|w| {
+            let ratio = idem.creates.per_second / w.tps.max(1e-9);
+            ratios.push(format!(
+                "creates / pgbench -N at {}: {ratio:.3}",
+                idem.concurrency
+            ));
+            format!("; pgbench -N {} tps: **ratio {ratio:.3}**", num(w.tps))
+        });
         for (name, p) in [("creates", &idem.creates), ("replays", &idem.replays)] {
             let bad = if p.expected == p.requests {
                 String::new()
@@ -203,10 +212,15 @@ pub fn markdown(r: &Results, chart_link: Option<&str>) -> String {
                     idem.count, idem.concurrency
                 ),
                 format!(
-                    "{} {name}/s (p50 {}, p99 {}){bad}",
+                    "{} {name}/s (p50 {}, p99 {}){bad}{}",
                     num(p.per_second),
                     ms(p.latency.p50_ms),
-                    ms(p.latency.p99_ms)
+                    ms(p.latency.p99_ms),
+                    if name == "creates" {
+                        beside_write.as_deref().unwrap_or("")
+                    } else {
+                        ""
+                    }
                 ),
                 "— (reported)",
                 "—",
@@ -430,7 +444,9 @@ const METHOD: &str = "\
   (`ClusterRepository::commit`, as the API's creates are, 16 at a time), not through the API, \
   then `ANALYZE`; wrk asks for the first page of 100.
 - 3: `kubesvc-bench` (crates/bench): N creates with N distinct keys, then the same N requests \
-  again, which must answer 201 with `Idempotency-Replay: true`.
+  again, which must answer 201 with `Idempotency-Replay: true`; beside them `pgbench -N` (its \
+  simple-update write transaction, scale 1, the creates' client count, item 1's duration) on a \
+  scratch database, whose tps the creates are divided by (machines differ; the ratio travels).
 - 4: `bench-longpoll` (crates/bench) opens every waiter (raw HTTP/1.1, `since` = the cluster's \
   version, `timeout_seconds=60`) on one server process, reads its VmRSS from /proc while they \
   wait, then PATCHes each cluster's description through a second server process on the same \
@@ -553,6 +569,7 @@ mod tests {
                     concurrency: 16,
                     creates: phase(469.0, 26.3, 119.0),
                     replays: phase(3492.0, 3.78, 12.2),
+                    pgbench_write: None,
                 }),
                 longpoll: Some(LongPoll {
                     waiters: 10_000,
@@ -674,6 +691,26 @@ mod tests {
         assert!(md.contains("| 3 | Cluster creates"));
         assert!(!md.contains("| 1 |") && !md.contains("| 6 |") && !md.contains("!["));
         assert!(chart_points(&r).is_empty());
+    }
+
+    #[test]
+    fn creates_are_read_against_the_databases_own_write() {
+        let mut r = results();
+        if let Some(idem) = r.items.idempotency.as_mut() {
+            idem.pgbench_write = Some(PgbenchRun {
+                tps: 2000.0,
+                latency_avg_ms: 8.0,
+            });
+        }
+        let md = markdown(&r, None);
+        assert!(
+            md.contains(
+                "469 creates/s (p50 26.3 ms, p99 119 ms); pgbench -N 2000 tps: **ratio 0.234**"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("- creates / pgbench -N at 16: 0.234"));
+        assert!(!md.contains("replays/s (p50 3.78 ms, p99 12.2 ms); pgbench"));
     }
 
     #[test]

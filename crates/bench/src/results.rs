@@ -75,6 +75,10 @@ pub struct Idempotency {
     pub concurrency: usize,
     pub creates: IdempotencyPhase,
     pub replays: IdempotencyPhase,
+    /// `pgbench -N` (a small write transaction) at the same concurrency, on a scratch database:
+    /// what this machine's PostgreSQL does for a small write, to read creates against.
+    #[serde(default)]
+    pub pgbench_write: Option<PgbenchRun>,
 }
 
 /// Item 4, as `bench-longpoll` writes it.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::json;
 
-use super::Bench;
+use super::{Bench, pgbench};
 use crate::results::{Idempotency, IdempotencyPhase};
 use crate::stats::Summary;
 
@@ -95,11 +95,19 @@ pub async fn run(b: &Bench<'_>, url: &str) -> anyhow::Result<Idempotency> {
     };
     let creates = phase(&setup, count, concurrency, false).await;
     let replays = phase(&setup, count, concurrency, true).await;
+    // The database's own small write beside it: machines differ, the ratio travels.
+    let name = b.dbs.name("_pgbench");
+    let pg_url = b.dbs.create(&name).await?;
+    pgbench::init(&pg_url, &b.raw).await?;
+    let clients = u32::try_from(concurrency)?;
+    let pgbench_write = pgbench::write(&pg_url, clients, s.duration_s, &b.raw).await;
+    b.dbs.drop(&name).await?;
     let result = Idempotency {
         count,
         concurrency,
         creates,
         replays,
+        pgbench_write: Some(pgbench_write?),
     };
     std::fs::write(
         b.raw.join("idempotency.json"),

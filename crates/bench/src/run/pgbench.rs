@@ -44,6 +44,32 @@ pub async fn init(url: &str, raw: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `pgbench -N -n -c CLIENTS` (its simple-update script: an update of a random account, a
+/// select and an insert in one transaction; the TPC-B-like one would queue every client on the
+/// single branch row of scale 1) for `seconds`, threads as many as clients up to the cores.
+pub async fn write(
+    url: &str,
+    clients: u32,
+    seconds: u32,
+    raw: &Path,
+) -> anyhow::Result<PgbenchRun> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let threads = clients.min(cores).max(1);
+    let file = format!("pgbench-write-c{clients}.txt");
+    crate::say!("pgbench -N -c {clients} -j {threads} -T {seconds} -> raw/{file}");
+    let (c, j, t) = (
+        clients.to_string(),
+        threads.to_string(),
+        seconds.to_string(),
+    );
+    let text = pgbench(
+        &["-N", "-n", "-c", &c, "-j", &j, "-T", &t, url],
+        &raw.join(&file),
+    )
+    .await?;
+    parse(&text).with_context(|| format!("raw/{file}: no tps line"))
+}
+
 /// `pgbench -S -n -c CLIENTS` for `seconds`, threads as many as clients up to the cores.
 pub async fn select_only(
     url: &str,
