@@ -46,32 +46,47 @@ pub async fn init(url: &str, raw: &Path) -> anyhow::Result<()> {
 
 /// `pgbench -N -n -c CLIENTS` (its simple-update script: an update of a random account, a
 /// select and an insert in one transaction; the TPC-B-like one would queue every client on the
-/// single branch row of scale 1) for `seconds`, threads as many as clients up to the cores.
+/// single branch row of scale 1) for `seconds`.
 pub async fn write(
     url: &str,
     clients: u32,
     seconds: u32,
     raw: &Path,
 ) -> anyhow::Result<PgbenchRun> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-    let threads = clients.min(cores).max(1);
-    let file = format!("pgbench-write-c{clients}.txt");
-    crate::say!("pgbench -N -c {clients} -j {threads} -T {seconds} -> raw/{file}");
-    let (c, j, t) = (
-        clients.to_string(),
-        threads.to_string(),
-        seconds.to_string(),
-    );
-    let text = pgbench(
-        &["-N", "-n", "-c", &c, "-j", &j, "-T", &t, url],
-        &raw.join(&file),
+    timed(
+        "-N",
+        &format!("pgbench-write-c{clients}.txt"),
+        url,
+        clients,
+        seconds,
+        raw,
     )
-    .await?;
-    parse(&text).with_context(|| format!("raw/{file}: no tps line"))
+    .await
 }
 
-/// `pgbench -S -n -c CLIENTS` for `seconds`, threads as many as clients up to the cores.
+/// `pgbench -S -n -c CLIENTS` for `seconds`.
 pub async fn select_only(
+    url: &str,
+    clients: u32,
+    seconds: u32,
+    raw: &Path,
+) -> anyhow::Result<PgbenchRun> {
+    timed(
+        "-S",
+        &format!("pgbench-c{clients}.txt"),
+        url,
+        clients,
+        seconds,
+        raw,
+    )
+    .await
+}
+
+/// One built-in script (`script`: `-S`, `-N`) at `clients` for `seconds`, threads as many as
+/// clients up to the cores, its output kept in `raw/FILE`.
+async fn timed(
+    script: &str,
+    file: &str,
     url: &str,
     clients: u32,
     seconds: u32,
@@ -79,16 +94,15 @@ pub async fn select_only(
 ) -> anyhow::Result<PgbenchRun> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let threads = clients.min(cores).max(1);
-    let file = format!("pgbench-c{clients}.txt");
-    crate::say!("pgbench -S -c {clients} -j {threads} -T {seconds} -> raw/{file}");
+    crate::say!("pgbench {script} -c {clients} -j {threads} -T {seconds} -> raw/{file}");
     let (c, j, t) = (
         clients.to_string(),
         threads.to_string(),
         seconds.to_string(),
     );
     let text = pgbench(
-        &["-S", "-n", "-c", &c, "-j", &j, "-T", &t, url],
-        &raw.join(&file),
+        &[script, "-n", "-c", &c, "-j", &j, "-T", &t, url],
+        &raw.join(file),
     )
     .await?;
     parse(&text).with_context(|| format!("raw/{file}: no tps line"))
