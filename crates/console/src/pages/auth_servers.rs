@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 use crate::error::ConsoleError;
 use crate::pages::clusters::when;
-use crate::pages::forms::{Change, Redirect, Submitted, new_key, refusal, settled};
+use crate::pages::forms::{Change, Redirect, Submitted, new_key, or_redraw, refusal, settled};
 use crate::pages::layout::{self, Nav};
 use crate::pages::{Acting, check_form, html_page, see_other, urlencode};
 use crate::session::Signed;
@@ -532,14 +532,11 @@ async fn after(
     id: uuid::Uuid,
     done: Result<HttpResponse, DomainError>,
 ) -> Result<HttpResponse, ConsoleError> {
-    match done {
-        Ok(response) => Ok(response),
-        Err(e) => {
-            let server = state.services().get_auth_server(&signed.caller, id).await?;
-            let status = api::problem::status_of(&e);
-            Ok(draw_detail(signed, &server, status, Some(&refusal(&e))))
-        }
-    }
+    or_redraw(done, async |status, words| {
+        let server = state.services().get_auth_server(&signed.caller, id).await?;
+        Ok(draw_detail(signed, &server, status, Some(&words)))
+    })
+    .await
 }
 
 pub async fn edit(

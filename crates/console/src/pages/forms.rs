@@ -108,6 +108,18 @@ pub fn settled<T, F: Fn(&T) -> String>(
     }
 }
 
+/// What a change answers: where it sent the browser, or its page drawn again by `redraw` with
+/// the refusal's status and words.
+pub async fn or_redraw(
+    done: Result<HttpResponse, DomainError>,
+    redraw: impl AsyncFnOnce(actix_web::http::StatusCode, String) -> Result<HttpResponse, ConsoleError>,
+) -> Result<HttpResponse, ConsoleError> {
+    match done {
+        Ok(response) => Ok(response),
+        Err(e) => redraw(api::problem::status_of(&e), refusal(&e)).await,
+    }
+}
+
 /// A refusal in words, with the field where there is one.
 pub fn refusal(e: &DomainError) -> String {
     match e {

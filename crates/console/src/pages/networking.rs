@@ -15,7 +15,7 @@ use maud::html;
 
 use crate::error::ConsoleError;
 use crate::pages::cluster::{Tab, frame};
-use crate::pages::forms::{Change, new_key, refusal};
+use crate::pages::forms::{Change, new_key, or_redraw};
 use crate::session::Signed;
 use crate::{ConsoleState, PREFIX};
 
@@ -133,19 +133,10 @@ async fn after(
     id: uuid::Uuid,
     done: Result<HttpResponse, DomainError>,
 ) -> Result<HttpResponse, ConsoleError> {
-    match done {
-        Ok(response) => Ok(response),
-        Err(e) => {
-            draw(
-                state,
-                signed,
-                id,
-                api::problem::status_of(&e),
-                Some(&refusal(&e)),
-            )
-            .await
-        }
-    }
+    or_redraw(done, async |status, words| {
+        draw(state, signed, id, status, Some(&words)).await
+    })
+    .await
 }
 
 pub async fn allocate(

@@ -15,7 +15,7 @@ use maud::{Markup, html};
 
 use crate::error::ConsoleError;
 use crate::pages::cluster::{Tab, frame};
-use crate::pages::forms::{Change, Submitted, new_key, refusal};
+use crate::pages::forms::{Change, Submitted, new_key, or_redraw, refusal};
 use crate::session::Signed;
 use crate::{ConsoleState, PREFIX};
 
@@ -154,19 +154,10 @@ async fn after_pool_change(
     id: uuid::Uuid,
     done: Result<HttpResponse, DomainError>,
 ) -> Result<HttpResponse, ConsoleError> {
-    match done {
-        Ok(response) => Ok(response),
-        Err(e) => {
-            draw_pools(
-                state,
-                signed,
-                id,
-                api::problem::status_of(&e),
-                Some(&refusal(&e)),
-            )
-            .await
-        }
-    }
+    or_redraw(done, async |status, words| {
+        draw_pools(state, signed, id, status, Some(&words)).await
+    })
+    .await
 }
 
 pub async fn add_pool(
