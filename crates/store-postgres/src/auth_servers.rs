@@ -18,7 +18,6 @@ use domain::ports::storage::{
 };
 use uuid::Uuid;
 
-use crate::clusters::notify;
 use crate::error::{TxError, corrupt};
 use crate::idempotency::complete_in;
 use crate::schema::{audit_events, auth_server_credentials as cred, auth_servers as s};
@@ -400,4 +399,13 @@ impl AuthServerRepository for PgStore {
         })
         .await
     }
+}
+
+/// Tells the gateways of every process that an auth server changed, when the write commits.
+fn notify(conn: &mut PgConnection, channel: &str, payload: &str) -> Result<(), TxError> {
+    diesel::sql_query("SELECT pg_notify($1, $2)")
+        .bind::<diesel::sql_types::Text, _>(channel)
+        .bind::<diesel::sql_types::Text, _>(payload)
+        .execute(conn)?;
+    Ok(())
 }

@@ -1,6 +1,8 @@
 //! `ClusterRepository`: clusters and everything under them. A write is one transaction that
 //! raises the cluster's revision (compare-and-set on the revision read), applies every change,
-//! schedules the reconcile, completes the idempotency key and sends the NOTIFY, or does nothing.
+//! schedules the reconcile, completes the idempotency key and records the change in
+//! `cluster_change_log`, or does nothing. The change notification goes out after the commit
+//! (`notifier`), never from inside the transaction.
 
 use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
@@ -21,16 +23,17 @@ use domain::ports::storage::{
 };
 use uuid::Uuid;
 
+use crate::PgStore;
 use crate::error::{TxError, corrupt, map};
 use crate::idempotency::complete_in;
 use crate::rows::{
     ClusterRow, ClusterUpdate, ElasticIpRow, FirewallRuleRow, NodeRow, PoolRow, parse_address,
 };
 use crate::schema::{
-    cluster_credentials, clusters, elastic_ips, firewall_rules, node_pools, nodes, operations,
+    cluster_change_log, cluster_credentials, clusters, elastic_ips, firewall_rules, node_pools,
+    nodes, operations,
 };
 use crate::watch_cache::{Membership, OrgIndex};
-use crate::{CLUSTER_CHANNEL, PgStore};
 
 /// Reads that take more than one statement see one snapshot: a page's clusters and pools, or a
 /// cluster and its pools, are never torn by a concurrent write.
@@ -273,14 +276,6 @@ fn apply(conn: &mut PgConnection, w: &ClusterWrite, change: &Change) -> Result<(
     Ok(())
 }
 
-pub(crate) fn notify(conn: &mut PgConnection, channel: &str, payload: &str) -> Result<(), TxError> {
-    diesel::sql_query("SELECT pg_notify($1, $2)")
-        .bind::<Text, _>(channel)
-        .bind::<Text, _>(payload)
-        .execute(conn)?;
-    Ok(())
-}
-
 /// What a committed write did, for the change feed's notification and the watch cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Committed {
@@ -289,19 +284,42 @@ pub(crate) struct Committed {
     pub membership: Membership,
 }
 
+impl Committed {
+    /// How `cluster_change_log` and the notification's payload name the membership.
+    fn membership_word(&self) -> &'static str {
+        match self.membership {
+            Membership::Created => "created",
+            Membership::Removed => "removed",
+            Membership::Unchanged | Membership::Unknown => "changed",
+        }
+    }
+}
+
 /// The change notification's payload: `<cluster>:<revision>:<organization>:<membership>`,
 /// membership one of `created`, `removed`, `changed`. (A payload of only the first two parts,
 /// from an older server, is still understood.)
 pub(crate) fn payload(cluster_id: Uuid, c: &Committed) -> String {
-    let membership = match c.membership {
-        Membership::Created => "created",
-        Membership::Removed => "removed",
-        Membership::Unchanged | Membership::Unknown => "changed",
-    };
     format!(
-        "{cluster_id}:{}:{}:{membership}",
-        c.revision, c.organization_id
+        "{cluster_id}:{}:{}:{}",
+        c.revision,
+        c.organization_id,
+        c.membership_word()
     )
+}
+
+/// Records the change in `cluster_change_log`, in the write's transaction: the feed of every
+/// process reads it from there when no notification told it (see the migration that made it).
+fn log_change(conn: &mut PgConnection, cluster_id: Uuid, c: &Committed) -> Result<(), TxError> {
+    // The query builder rather than `sql_query`: diesel prepares it once per connection.
+    diesel::insert_into(cluster_change_log::table)
+        .values((
+            cluster_change_log::cluster_id.eq(cluster_id),
+            cluster_change_log::revision.eq(c.revision),
+            cluster_change_log::organization_id.eq(c.organization_id),
+            cluster_change_log::membership.eq(c.membership_word()),
+        ))
+        .execute(conn)?;
+    Ok(())
 }
 
 fn commit_in(conn: &mut PgConnection, w: &ClusterWrite) -> Result<Committed, TxError> {
@@ -334,7 +352,7 @@ fn commit_in(conn: &mut PgConnection, w: &ClusterWrite) -> Result<Committed, TxE
             Membership::Unchanged
         },
     };
-    notify(conn, CLUSTER_CHANNEL, &payload(w.cluster_id, &committed))?;
+    log_change(conn, w.cluster_id, &committed)?;
     Ok(committed)
 }
 
@@ -389,11 +407,15 @@ fn assemble(rows: Vec<ClusterRow>, pools: Vec<PoolRow>) -> Result<Vec<Cluster>, 
 impl PgStore {
     /// Applies a write like [`ClusterRepository::commit`], saying what it did.
     pub(crate) async fn commit_write(&self, write: ClusterWrite) -> Result<Committed, StoreError> {
-        self.run_blocking(move |conn| {
-            conn.transaction(|conn| commit_in(conn, &write))
-                .map_err(StoreError::from)
-        })
-        .await
+        let cluster_id = write.cluster_id;
+        let committed = self
+            .run_blocking(move |conn| {
+                conn.transaction(|conn| commit_in(conn, &write))
+                    .map_err(StoreError::from)
+            })
+            .await?;
+        self.notifier.ring(payload(cluster_id, &committed));
+        Ok(committed)
     }
 
     /// The clusters of these ids that exist (tombstones included), in no particular order.

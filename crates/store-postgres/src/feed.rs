@@ -1,11 +1,14 @@
-//! `PgChangeFeed`: one LISTEN connection per process, on a dedicated thread, applies each
-//! `cluster_changes` notification to the watch cache and then wakes the long-polls waiting on
-//! that cluster (in that order: a long-poll's answer is never newer than the cache it reads).
+//! `PgChangeFeed`: one connection per process, on a dedicated thread, applies each cluster
+//! change to the watch cache and then wakes the long-polls waiting on that cluster (in that
+//! order: a long-poll's answer is never newer than the cache it reads).
 //!
-//! The thread sleeps on the connection's socket (`listener.rs`, libpq) and wakes the moment a
-//! notification arrives; once a second it sends a `SELECT 1` round trip, which proves the
-//! connection alive and vouches for the cache (see `watch_cache`). Waiters are plain tokio
-//! futures on a `watch` channel per cluster: they hold no connection and no thread.
+//! Changes arrive two ways. Fast: the `cluster_changes` notification every writer sends after
+//! its commit (`notifier`); the thread sleeps on the connection's socket (`listener.rs`, libpq)
+//! and wakes the moment one arrives. Sure: once a second the thread reads `cluster_change_log`
+//! from where it left off (`change_log`), which catches up any notification that was never sent
+//! and proves the connection alive; that read is what vouches for the cache (see
+//! `watch_cache`). Waiters are plain tokio futures on a `watch` channel per cluster: they hold
+//! no connection and no thread.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,11 +20,13 @@ use domain::ports::storage::ChangeFeed;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use crate::change_log::{self, LogCursor, LoggedChange};
 use crate::listener::{Listener, Notification};
 use crate::watch_cache::{Membership, WatchState};
 use crate::{CLUSTER_CHANNEL, with_connect_timeout, with_param};
 
-/// How often the listener proves its connection alive (a dead peer sends no notification).
+/// How often the feed reads the log, proving its connection alive (a dead peer sends no
+/// notification) and catching up on changes nobody notified.
 const HEARTBEAT: Duration = Duration::from_secs(1);
 /// How long a statement on the LISTEN connection may take before the connection counts as lost.
 const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -183,17 +188,42 @@ impl PgChangeFeed {
         watch.changed(id, revision, org, membership);
         shared.notified(id, revision);
     }
+
+    /// Applies the changes read from the log, the same way.
+    fn catch_up(shared: &Shared, watch: &WatchState, changes: &[LoggedChange]) {
+        for c in changes {
+            watch.changed(
+                c.cluster_id,
+                c.revision,
+                Some(c.organization_id),
+                c.membership,
+            );
+            shared.notified(c.cluster_id, c.revision);
+        }
+    }
+
+    /// A commit of this process: its own long-polls wake at once rather than when the
+    /// notification comes back (the cache was told by the committer).
+    pub(crate) fn committed(&self, cluster_id: Uuid, revision: i64) {
+        self.shared.notified(cluster_id, revision);
+    }
 }
 
 fn listen(url: &str, shared: &Shared, watch: &WatchState, alive: &Weak<Alive>) {
     let mut backoff = Duration::from_millis(100);
     while alive.strong_count() > 0 {
+        // LISTEN before the log position is taken: whatever commits after the position was
+        // taken is either notified or read from the log at the next beat.
         let listening = Listener::connect(url).and_then(|mut conn| {
-            conn.execute(&format!("LISTEN {CLUSTER_CHANNEL}"), STATEMENT_TIMEOUT)?;
-            Ok(conn)
+            conn.execute(
+                &format!("LISTEN {CLUSTER_CHANNEL}; SET synchronous_commit = off"),
+                STATEMENT_TIMEOUT,
+            )?;
+            let (rows, _) = conn.query(change_log::START, STATEMENT_TIMEOUT)?;
+            Ok((conn, LogCursor::new(&rows, Instant::now())?))
         });
-        let mut conn = match listening {
-            Ok(conn) => conn,
+        let (mut conn, mut cursor) = match listening {
+            Ok(listening) => listening,
             Err(error) => {
                 tracing::warn!(%error, retry_in_ms = backoff.as_millis() as u64, "change feed cannot listen");
                 sleep_while_alive(backoff, alive);
@@ -208,7 +238,7 @@ fn listen(url: &str, shared: &Shared, watch: &WatchState, alive: &Weak<Alive>) {
         watch.connected(Instant::now());
         shared.listening.store(true, Ordering::SeqCst);
         shared.wake_all();
-        let lost = serve(&mut conn, shared, watch, alive);
+        let lost = serve(&mut conn, &mut cursor, shared, watch, alive);
         shared.listening.store(false, Ordering::SeqCst);
         watch.lost();
         if let Some(error) = lost {
@@ -217,15 +247,17 @@ fn listen(url: &str, shared: &Shared, watch: &WatchState, alive: &Weak<Alive>) {
     }
 }
 
-/// Delivers notifications as they arrive until the connection fails (its error) or the feed
-/// is dropped (`None`).
+/// Delivers notifications as they arrive and reads the log once a beat, until the connection
+/// fails (its error) or the feed is dropped (`None`).
 fn serve(
     conn: &mut Listener,
+    cursor: &mut LogCursor,
     shared: &Shared,
     watch: &WatchState,
     alive: &Weak<Alive>,
 ) -> Option<String> {
     let mut next_beat = Instant::now() + HEARTBEAT;
+    let mut last_read = Instant::now();
     while alive.strong_count() > 0 {
         match conn.wait(next_beat.saturating_duration_since(Instant::now())) {
             Ok(notifications) => {
@@ -236,16 +268,37 @@ fn serve(
             Err(error) => return Some(error),
         }
         if Instant::now() >= next_beat {
-            // Every notification committed before `sent` arrives before the answer.
+            if last_read.elapsed() > change_log::MAX_READ_GAP {
+                // The process was stopped, or the thread starved: rows it never read may be
+                // purged by now, so it starts over with an empty cache.
+                return Some("the change feed did not read the log for too long".into());
+            }
+            // Every change committed before `sent` is visible to the read, which takes its
+            // snapshot after.
             let sent = Instant::now();
-            match conn.execute("SELECT 1", STATEMENT_TIMEOUT) {
-                Ok(notifications) => {
-                    for n in &notifications {
-                        PgChangeFeed::deliver(shared, watch, n);
-                    }
+            let read =
+                conn.query(&cursor.read(), STATEMENT_TIMEOUT)
+                    .and_then(|(rows, notifications)| {
+                        for n in &notifications {
+                            PgChangeFeed::deliver(shared, watch, n);
+                        }
+                        cursor.advance(&rows, sent)
+                    });
+            match read {
+                Ok(changes) => {
+                    PgChangeFeed::catch_up(shared, watch, &changes);
                     watch.beat(sent);
+                    last_read = sent;
                 }
                 Err(error) => return Some(error),
+            }
+            if let Some(purge) = cursor.purge(sent) {
+                if let Err(error) = conn.execute(&purge, STATEMENT_TIMEOUT) {
+                    if !conn.is_open() {
+                        return Some(error);
+                    }
+                    tracing::warn!(%error, "cannot purge the cluster change log; trying again later");
+                }
             }
             shared.forget_idle();
             next_beat = Instant::now() + HEARTBEAT;

@@ -1,6 +1,7 @@
 //! The storage ports of the domain on PostgreSQL: diesel on an r2d2 pool, the migrations
 //! embedded and run at start, the durable operations queue, the idempotency keys, and the
-//! LISTEN/NOTIFY change feed that wakes state long-polls across server processes.
+//! change feed (a log table read by every process, and notifications sent after each commit)
+//! that keeps the watch cache exact and wakes state long-polls across server processes.
 //!
 //! Diesel is synchronous: every call goes through [`PgStore::run_blocking`], which waits
 //! (asynchronously) for one of `pool_size` permits and then runs the closure on tokio's blocking
@@ -8,12 +9,14 @@
 //! connections.
 
 mod auth_servers;
+mod change_log;
 mod clusters;
 mod error;
 mod feed;
 mod gateway;
 mod idempotency;
 mod listener;
+mod notifier;
 mod operations;
 mod pool;
 mod rows;
@@ -34,6 +37,7 @@ use tokio::sync::Semaphore;
 
 pub use error::StoreSetupError;
 pub use feed::{APPLICATION_NAME as CHANGE_FEED_APPLICATION_NAME, PgChangeFeed};
+pub use notifier::APPLICATION_NAME as NOTIFIER_APPLICATION_NAME;
 #[cfg(feature = "test-support")]
 pub use test_support::TestDatabase;
 pub use watch_cache::{CacheStats, CachedStore};
@@ -41,8 +45,9 @@ pub use watch_cache::{CacheStats, CachedStore};
 /// The migrations of `/migrations`, compiled into the binary.
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
 
-/// The NOTIFY channel of cluster changes; payload
-/// `<cluster uuid>:<revision>:<organization uuid>:<created|removed|changed>`.
+/// The NOTIFY channel of cluster changes, sent after each write commits; payload
+/// `<cluster uuid>:<revision>:<organization uuid>:<created|removed|changed>`. The same changes
+/// are in the table `cluster_change_log`, written by the writes themselves.
 pub const CLUSTER_CHANNEL: &str = "cluster_changes";
 /// The NOTIFY channel of auth-server changes; payload `<auth server uuid>`.
 pub const AUTH_SERVER_CHANNEL: &str = "auth_server_changes";
@@ -138,6 +143,7 @@ pub struct PgStore {
     pool: PgPool,
     permits: Arc<Semaphore>,
     wait: Duration,
+    notifier: notifier::Notifier,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -199,6 +205,7 @@ impl PgStore {
             pool,
             permits: Arc::new(Semaphore::new(pool_size as usize)),
             wait: connect_timeout,
+            notifier: notifier::Notifier::start(database_url),
         })
     }
 

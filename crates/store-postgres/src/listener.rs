@@ -24,7 +24,10 @@ pub(crate) struct Notification {
     pub payload: String,
 }
 
-/// An open libpq connection used only to LISTEN and to prove itself alive.
+/// Rows of a result, each value as text (`None` for NULL).
+pub(crate) type Rows = Vec<Vec<Option<String>>>;
+
+/// An open libpq connection used only by the change feed: to LISTEN and to read the log.
 pub(crate) struct Listener {
     conn: NonNull<PGconn>,
 }
@@ -58,9 +61,21 @@ impl Listener {
         Ok(listener)
     }
 
-    /// Runs one statement and waits at most `timeout` for it to finish; notifications that
+    /// Runs statements and waits at most `timeout` for them to finish; notifications that
     /// arrive meanwhile are returned.
     pub fn execute(&mut self, sql: &str, timeout: Duration) -> Result<Vec<Notification>, String> {
+        self.query(sql, timeout)
+            .map(|(_, notifications)| notifications)
+    }
+
+    /// Runs statements and waits at most `timeout` for them to finish: the rows of the last
+    /// one that returned rows (each value as text, `None` for NULL), and the notifications that
+    /// arrived meanwhile.
+    pub fn query(
+        &mut self,
+        sql: &str,
+        timeout: Duration,
+    ) -> Result<(Rows, Vec<Notification>), String> {
         let deadline = Instant::now() + timeout;
         let sql = CString::new(sql).map_err(|_| "a statement holds a NUL byte".to_owned())?;
         // SAFETY: a live connection owned by `self`; `sql` outlives the call.
@@ -68,6 +83,7 @@ impl Listener {
             return Err(self.error());
         }
         let mut failure = None;
+        let mut rows = Vec::new();
         loop {
             // SAFETY: a live connection owned by `self`.
             while unsafe { pq_sys::PQisBusy(self.conn.as_ptr()) } == 1 {
@@ -81,23 +97,52 @@ impl Listener {
             }
             // SAFETY: not busy, so PQgetResult returns without blocking: a result or null.
             let result = unsafe { pq_sys::PQgetResult(self.conn.as_ptr()) };
-            if result.is_null() {
+            let Some(result) = NonNull::new(result) else {
                 break;
+            };
+            // SAFETY: `result` is a result object of this connection, read here and cleared
+            // exactly once, after the last read.
+            let status = unsafe { pq_sys::PQresultStatus(result.as_ptr()) };
+            match status {
+                ExecStatusType::PGRES_TUPLES_OK => rows = unsafe { Self::rows(result) },
+                ExecStatusType::PGRES_COMMAND_OK => {}
+                _ => {
+                    failure.get_or_insert_with(|| self.error());
+                }
             }
-            // SAFETY: `result` is a result object of this connection, cleared exactly once.
-            let status = unsafe { pq_sys::PQresultStatus(result) };
-            unsafe { pq_sys::PQclear(result) };
-            if !matches!(
-                status,
-                ExecStatusType::PGRES_COMMAND_OK | ExecStatusType::PGRES_TUPLES_OK
-            ) {
-                failure.get_or_insert_with(|| self.error());
-            }
+            // SAFETY: as above; nothing reads `result` after this.
+            unsafe { pq_sys::PQclear(result.as_ptr()) };
         }
         match failure {
             Some(error) => Err(error),
-            None => Ok(self.drain()),
+            None => Ok((rows, self.drain())),
         }
+    }
+
+    /// The rows of a result, each value copied out as text.
+    ///
+    /// # Safety
+    /// `result` is a live result object with status `PGRES_TUPLES_OK`, not yet cleared.
+    unsafe fn rows(result: NonNull<pq_sys::PGresult>) -> Rows {
+        let r = result.as_ptr();
+        // SAFETY (for every call below): `r` is live (the caller's promise), and each row and
+        // column index is within the counts libpq reported for it. A value is a NUL-terminated
+        // string owned by the result, copied before the result is cleared.
+        let (n_rows, n_cols) = unsafe { (pq_sys::PQntuples(r), pq_sys::PQnfields(r)) };
+        (0..n_rows)
+            .map(|row| {
+                (0..n_cols)
+                    .map(|col| unsafe {
+                        if pq_sys::PQgetisnull(r, row, col) == 1 {
+                            None
+                        } else {
+                            let value = CStr::from_ptr(pq_sys::PQgetvalue(r, row, col));
+                            Some(value.to_string_lossy().into_owned())
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
     }
 
     /// Waits at most `timeout` for notifications: returns as soon as some arrive (an empty
@@ -111,6 +156,12 @@ impl Listener {
             self.consume_input()?;
         }
         Ok(self.drain())
+    }
+
+    /// Whether the connection is still up (a statement may fail on a healthy one).
+    pub fn is_open(&self) -> bool {
+        // SAFETY: a live connection owned by `self`.
+        unsafe { pq_sys::PQstatus(self.conn.as_ptr()) == ConnStatusType::CONNECTION_OK }
     }
 
     fn consume_input(&mut self) -> Result<(), String> {

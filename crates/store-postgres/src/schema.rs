@@ -182,6 +182,18 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// Written by the writes; read by the change feeds with their own SQL (`change_log`).
+    /// The `xid` column (xid8, filled by its default) is left out: diesel has no type for it.
+    /// Diesel needs a key; the table has none (nothing looks a row up).
+    cluster_change_log (cluster_id, revision) {
+        cluster_id -> Uuid,
+        revision -> Int8,
+        organization_id -> Uuid,
+        membership -> Text,
+    }
+}
+
 diesel::joinable!(node_pools -> clusters (cluster_id));
 diesel::joinable!(elastic_ips -> clusters (cluster_id));
 diesel::joinable!(firewall_rules -> clusters (cluster_id));

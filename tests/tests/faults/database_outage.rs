@@ -237,7 +237,8 @@ fn restart_the_database(pg: &PrivatePostgres) {
     tokio::task::block_in_place(|| pg.start());
 }
 
-/// A write by "another process" (SQL with the notification the store sends), made the moment
+/// A write by "another process" (SQL with the change-log row and the notification its store
+/// writes and sends), made the moment
 /// the database is back: most likely before this server's change feed is listening again
 /// (its reconnect backoff grew during the outage), so this server never hears of it. The
 /// server's cache held the cluster before the outage (the load reads it).
@@ -251,7 +252,10 @@ async fn another_process_writes_as_soon_as_the_database_is_back(pg: &PrivatePost
         conn.batch_execute(&format!(
             "WITH u AS (UPDATE clusters SET tags = array_append(tags, 'written-as-db-returned'), \
                  revision = revision + 1 WHERE id = '{id}' \
-                 RETURNING id, revision, organization_id) \
+                 RETURNING id, revision, organization_id), \
+             logged AS (INSERT INTO cluster_change_log \
+                 (cluster_id, revision, organization_id, membership) \
+                 SELECT id, revision, organization_id, 'changed' FROM u) \
              SELECT pg_notify('cluster_changes', \
                  u.id || ':' || u.revision || ':' || u.organization_id || ':changed') FROM u"
         ))

@@ -5,8 +5,9 @@
 //! The consistency model (docs/performance.md says it for users):
 //! - a read on the process that committed a write shows that write: a commit through this
 //!   store drops the cluster's copy before the commit returns;
-//! - a write of another process shows once the change feed delivered its notification (the
-//!   feed's delivery lag, measured by `make bench`);
+//! - a write of another process shows once the change feed delivered it: its notification,
+//!   sent after the commit, normally (the feed's delivery lag, measured by `make bench`), or
+//!   the feed's read of the change log within a second when no notification came;
 //! - while the feed cannot vouch for the cache (connection lost, heartbeat late), reads go to
 //!   the database; when it is back the cache starts empty;
 //! - `Freshness::Latest` always reads the database.
@@ -49,6 +50,7 @@ const LIST_ATTEMPTS: usize = 3;
 pub struct CachedStore {
     store: PgStore,
     state: Arc<WatchState>,
+    feed: PgChangeFeed,
 }
 
 impl std::fmt::Debug for CachedStore {
@@ -66,6 +68,7 @@ impl CachedStore {
         CachedStore {
             store,
             state: feed.watch(),
+            feed: feed.clone(),
         }
     }
 
@@ -234,7 +237,8 @@ impl ClusterRepository for CachedStore {
     }
 
     /// Read-your-writes: the cluster's copy is dropped (and its organization's list told)
-    /// before the commit returns, without waiting for the feed to echo the notification. A
+    /// before the commit returns, without waiting for the feed to echo the notification; then
+    /// this process's long-polls of the cluster wake. A
     /// commit that failed without a clear answer (the connection broke) may have landed: the
     /// copy goes too.
     async fn commit(&self, write: ClusterWrite) -> Result<i64, StoreError> {
@@ -243,6 +247,7 @@ impl ClusterRepository for CachedStore {
             Ok(c) => {
                 self.state
                     .changed(id, c.revision, Some(c.organization_id), c.membership);
+                self.feed.committed(id, c.revision);
                 Ok(c.revision)
             }
             Err(e) => {

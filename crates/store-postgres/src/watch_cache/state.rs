@@ -2,8 +2,8 @@
 //!
 //! The rules, each enforced below:
 //! - **Trust.** The cache answers only while the change feed listens and proved itself alive
-//!   within [`STALE_AFTER`] (its heartbeat is a round trip on the LISTEN connection, so every
-//!   notification committed before it was applied). Otherwise every read goes to the database.
+//!   within [`STALE_AFTER`] (its heartbeat reads the change log on the LISTEN connection, so
+//!   every change committed before it was applied). Otherwise every read goes to the database.
 //! - **Epoch.** Losing or regaining the LISTEN connection, and evicting entries, raise the
 //!   epoch and drop what was cached. A read from the database is kept only if the epoch did not
 //!   move while it ran: notifications missed meanwhile can never leave a stale copy behind.
@@ -164,7 +164,7 @@ impl WatchState {
         self.forget_all();
     }
 
-    /// The feed proved itself alive: every notification committed before `now` was applied.
+    /// The feed proved itself alive: every change committed before `now` was applied.
     pub fn beat(&self, now: Instant) {
         self.beat.store(self.millis(now), Ordering::SeqCst);
     }

@@ -247,3 +247,97 @@ async fn lists_from_memory_are_the_database_pages_and_follow_both_processes() {
     assert_eq!(theirs.total, 1);
     assert!(theirs.items.iter().all(|c| c.organization_id == other_org));
 }
+
+/// A write as another process's store makes it, minus the notification it sends after the
+/// commit (that process died first, or the notification was lost): the change and its row in
+/// the change log, in one statement.
+fn describe_without_notifying(conn: &mut PgConnection, id: Uuid, text: &str) {
+    diesel::connection::SimpleConnection::batch_execute(
+        conn,
+        &format!(
+            "WITH u AS (UPDATE clusters SET description = '{text}', revision = revision + 1 \
+                 WHERE id = '{id}' RETURNING id, revision, organization_id) \
+             INSERT INTO cluster_change_log (cluster_id, revision, organization_id, membership) \
+             SELECT id, revision, organization_id, 'changed' FROM u"
+        ),
+    )
+    .unwrap();
+}
+
+async fn described(p: &Process, id: Uuid) -> Option<String> {
+    recent(p, id).await.description
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_nobody_notified_is_read_from_the_change_log() {
+    let db = TestDatabase::create();
+    let p = process(&db).await;
+    let c = cluster(Uuid::new_v4(), "unannounced");
+    insert(&store(&db), &c).await.unwrap();
+    assert_eq!(recent(&p, c.id).await.revision, 1);
+    describe_without_notifying(&mut raw(&db), c.id, "never notified");
+    eventually("p's cache shows the write", || async {
+        described(&p, c.id).await.as_deref() == Some("never notified")
+    })
+    .await;
+}
+
+/// Writers become visible in the order they commit, not the order they began: the feed must
+/// not step past a transaction that was still open when it read a later one's change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_that_commits_after_a_later_one_is_still_read() {
+    use diesel::connection::SimpleConnection;
+    let db = TestDatabase::create();
+    let p = process(&db).await;
+    let (slow, fast) = (
+        cluster(Uuid::new_v4(), "slow"),
+        cluster(Uuid::new_v4(), "fast"),
+    );
+    for c in [&slow, &fast] {
+        insert(&store(&db), c).await.unwrap();
+        assert_eq!(recent(&p, c.id).await.revision, 1);
+    }
+    let mut first = raw(&db);
+    first.batch_execute("BEGIN").unwrap();
+    describe_without_notifying(&mut first, slow.id, "began first, committed last");
+    describe_without_notifying(&mut raw(&db), fast.id, "began last, committed first");
+    eventually("p's cache shows the later write", || async {
+        described(&p, fast.id).await.as_deref() == Some("began last, committed first")
+    })
+    .await;
+    // Nothing notified it: the feed read the later write from the log while the first was
+    // still open. A cursor that moved past it now would never read the first.
+    assert_eq!(
+        described(&p, slow.id).await,
+        slow.description,
+        "not committed yet"
+    );
+    first.batch_execute("COMMIT").unwrap();
+    eventually("p's cache shows the write that committed last", || async {
+        described(&p, slow.id).await.as_deref() == Some("began first, committed last")
+    })
+    .await;
+}
+
+/// The notification each write sends after its commit, as a listener of another program sees
+/// it: the cluster, its revision, its organization and what the write did to its list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_committed_write_is_notified_with_its_revision_and_organization() {
+    use diesel::connection::SimpleConnection;
+    let db = TestDatabase::create();
+    let mut listener = raw(&db);
+    listener.batch_execute("LISTEN cluster_changes").unwrap();
+    let c = cluster(Uuid::new_v4(), "announced");
+    insert(&store(&db), &c).await.unwrap();
+    let expected = format!("{}:1:{}:created", c.id, c.organization_id);
+    let mut heard = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !heard.contains(&expected) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never notified; heard {heard:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        heard.extend(listener.notifications_iter().map(|n| n.unwrap().payload));
+    }
+}

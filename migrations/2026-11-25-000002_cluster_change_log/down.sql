@@ -1,0 +1,1 @@
+DROP TABLE cluster_change_log;
