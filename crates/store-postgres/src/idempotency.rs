@@ -23,7 +23,11 @@ const IN_PROGRESS: &str = "in_progress";
 const COMPLETED: &str = "completed";
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
-#[diesel(table_name = k, check_for_backend(diesel::pg::Pg))]
+#[diesel(
+    table_name = k,
+    check_for_backend(diesel::pg::Pg),
+    treat_none_as_default_value = false
+)]
 struct KeyRow {
     organization_id: Uuid,
     key: String,

@@ -1,6 +1,11 @@
 //! Row types of the tables and their conversion to and from the domain's models. Values read
 //! back are checked against the domain's enums; a value the schema should have refused is
 //! `Internal`, never a panic.
+//!
+//! Every insertable row says `treat_none_as_default_value = false`: a `None` is bound as NULL
+//! (no column of these tables has another default) instead of written as `DEFAULT`, so the
+//! INSERT's text is the same for every row and diesel prepares it once per connection rather
+//! than having PostgreSQL parse and plan it on every call.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -58,7 +63,12 @@ fn registration(
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]
-#[diesel(table_name = clusters, check_for_backend(diesel::pg::Pg), treat_none_as_null = true)]
+#[diesel(
+    table_name = clusters,
+    check_for_backend(diesel::pg::Pg),
+    treat_none_as_default_value = false,
+    treat_none_as_null = true
+)]
 pub(crate) struct ClusterRow {
     pub id: Uuid,
     pub organization_id: Uuid,
@@ -217,7 +227,12 @@ impl From<ClusterRow> for ClusterUpdate {
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]
-#[diesel(table_name = node_pools, check_for_backend(diesel::pg::Pg), treat_none_as_null = true)]
+#[diesel(
+    table_name = node_pools,
+    check_for_backend(diesel::pg::Pg),
+    treat_none_as_default_value = false,
+    treat_none_as_null = true
+)]
 pub(crate) struct PoolRow {
     pub cluster_id: Uuid,
     pub name: String,
@@ -284,7 +299,11 @@ impl PoolRow {
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]
-#[diesel(table_name = nodes, check_for_backend(diesel::pg::Pg))]
+#[diesel(
+    table_name = nodes,
+    check_for_backend(diesel::pg::Pg),
+    treat_none_as_default_value = false
+)]
 pub(crate) struct NodeRow {
     pub cluster_id: Uuid,
     pub name: String,
@@ -315,7 +334,12 @@ impl NodeRow {
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]
-#[diesel(table_name = elastic_ips, check_for_backend(diesel::pg::Pg), treat_none_as_null = true)]
+#[diesel(
+    table_name = elastic_ips,
+    check_for_backend(diesel::pg::Pg),
+    treat_none_as_default_value = false,
+    treat_none_as_null = true
+)]
 pub(crate) struct ElasticIpRow {
     pub id: Uuid,
     pub cluster_id: Uuid,
@@ -367,7 +391,12 @@ pub(crate) fn parse_address(s: &str) -> Result<Ipv4Addr, StoreError> {
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]
-#[diesel(table_name = firewall_rules, check_for_backend(diesel::pg::Pg), treat_none_as_null = true)]
+#[diesel(
+    table_name = firewall_rules,
+    check_for_backend(diesel::pg::Pg),
+    treat_none_as_default_value = false,
+    treat_none_as_null = true
+)]
 pub(crate) struct FirewallRuleRow {
     pub id: Uuid,
     pub cluster_id: Uuid,
