@@ -196,7 +196,21 @@ pub fn markdown(r: &Results, chart_link: Option<&str>) -> String {
             ));
             format!("; pgbench -N {} tps: **ratio {ratio:.3}**", num(w.tps))
         });
+        if let Some(cpu) = idem.creates.cpu {
+            ratios.push(format!(
+                "CPU per create: server {:.2} ms + PostgreSQL {:.2} ms = {:.2} ms",
+                cpu.server_ms,
+                cpu.postgres_ms,
+                cpu.server_ms + cpu.postgres_ms
+            ));
+        }
         for (name, p) in [("creates", &idem.creates), ("replays", &idem.replays)] {
+            let cpu = p.cpu.map_or(String::new(), |c| {
+                format!(
+                    "; CPU per request: server {:.2} ms, PostgreSQL {:.2} ms",
+                    c.server_ms, c.postgres_ms
+                )
+            });
             let bad = if p.expected == p.requests {
                 String::new()
             } else {
@@ -212,7 +226,7 @@ pub fn markdown(r: &Results, chart_link: Option<&str>) -> String {
                     idem.count, idem.concurrency
                 ),
                 format!(
-                    "{} {name}/s (p50 {}, p99 {}){bad}{}",
+                    "{} {name}/s (p50 {}, p99 {}){bad}{cpu}{}",
                     num(p.per_second),
                     ms(p.latency.p50_ms),
                     ms(p.latency.p99_ms),
@@ -518,6 +532,7 @@ mod tests {
             expected: 2000,
             statuses: BTreeMap::from([("201".to_owned(), 2000)]),
             latency: latency(p50, p99, p99),
+            cpu: None,
         }
     }
 
@@ -711,6 +726,26 @@ mod tests {
         );
         assert!(md.contains("- creates / pgbench -N at 16: 0.234"));
         assert!(!md.contains("replays/s (p50 3.78 ms, p99 12.2 ms); pgbench"));
+    }
+
+    #[test]
+    fn the_cpu_of_a_create_is_reported_when_measured() {
+        let mut r = results();
+        assert!(!markdown(&r, None).contains("CPU per"));
+        if let Some(idem) = r.items.idempotency.as_mut() {
+            idem.creates.cpu = Some(PhaseCpu {
+                server_ms: 1.25,
+                postgres_ms: 2.5,
+            });
+        }
+        let md = markdown(&r, None);
+        assert!(
+            md.contains(
+                "(p50 26.3 ms, p99 119 ms); CPU per request: server 1.25 ms, PostgreSQL 2.50 ms"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("- CPU per create: server 1.25 ms + PostgreSQL 2.50 ms = 3.75 ms"));
     }
 
     #[test]

@@ -66,6 +66,16 @@ pub struct IdempotencyPhase {
     pub expected: usize,
     pub statuses: BTreeMap<String, usize>,
     pub latency: Summary,
+    /// CPU the server and PostgreSQL spent per request during the phase.
+    #[serde(default)]
+    pub cpu: Option<PhaseCpu>,
+}
+
+/// CPU milliseconds per request: the server process, and every PostgreSQL process.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PhaseCpu {
+    pub server_ms: f64,
+    pub postgres_ms: f64,
 }
 
 /// Item 3.

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::json;
 
+use super::cpu::CpuClock;
 use super::{Bench, pgbench};
 use crate::results::{Idempotency, IdempotencyPhase};
 use crate::stats::Summary;
@@ -50,7 +51,14 @@ async fn create(s: &Setup, i: usize) -> (String, bool, Duration) {
     }
 }
 
-async fn phase(s: &Setup, count: usize, concurrency: usize, replay: bool) -> IdempotencyPhase {
+async fn phase(
+    s: &Setup,
+    count: usize,
+    concurrency: usize,
+    replay: bool,
+    server_pid: u32,
+) -> IdempotencyPhase {
+    let cpu_before = CpuClock::read(server_pid);
     let start = Instant::now();
     let results: Vec<(String, bool, Duration)> = futures::stream::iter(0..count)
         .map(|i| create(s, i))
@@ -58,6 +66,7 @@ async fn phase(s: &Setup, count: usize, concurrency: usize, replay: bool) -> Ide
         .collect()
         .await;
     let seconds = start.elapsed().as_secs_f64();
+    let cpu_after = CpuClock::read(server_pid);
     let mut statuses = BTreeMap::new();
     let mut expected = 0;
     for (status, replayed, _) in &results {
@@ -74,11 +83,15 @@ async fn phase(s: &Setup, count: usize, concurrency: usize, replay: bool) -> Ide
         expected,
         statuses,
         latency: Summary::of(&latencies),
+        cpu: cpu_before
+            .zip(cpu_after)
+            .map(|(before, after)| before.per_request(&after, count)),
     }
 }
 
-/// Against the server at `url`; the run's id keeps names and keys apart from any other run's.
-pub async fn run(b: &Bench<'_>, url: &str) -> anyhow::Result<Idempotency> {
+/// Against the server at `url` (process `server_pid`); the run's id keeps names and keys apart
+/// from any other run's.
+pub async fn run(b: &Bench<'_>, url: &str, server_pid: u32) -> anyhow::Result<Idempotency> {
     let s = b.settings;
     let (count, concurrency) = (s.creates, s.create_concurrency);
     crate::say!(
@@ -93,8 +106,8 @@ pub async fn run(b: &Bench<'_>, url: &str) -> anyhow::Result<Idempotency> {
         token: b.token,
         prefix: b.run_id.clone(),
     };
-    let creates = phase(&setup, count, concurrency, false).await;
-    let replays = phase(&setup, count, concurrency, true).await;
+    let creates = phase(&setup, count, concurrency, false, server_pid).await;
+    let replays = phase(&setup, count, concurrency, true, server_pid).await;
     // The database's own small write beside it: machines differ, the ratio travels.
     let name = b.dbs.name("_pgbench");
     let pg_url = b.dbs.create(&name).await?;

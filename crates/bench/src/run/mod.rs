@@ -6,6 +6,7 @@
 //! item 5 (cache off), a fresh pair for item 7, and the proxies and gateway of item 6.
 
 pub mod cache_rss;
+pub mod cpu;
 pub mod database;
 pub mod feed_lag;
 pub mod gateway;
@@ -323,7 +324,7 @@ async fn run(
             b.save(&results)?;
         }
         if runs(3) {
-            results.items.idempotency = Some(idempotency::run(&b, &a.url).await?);
+            results.items.idempotency = Some(idempotency::run(&b, &a.url, a.pid()).await?);
             b.save(&results)?;
         }
         a.stop().await?;

@@ -1,0 +1,101 @@
+//! CPU time the server and PostgreSQL spend during a phase, per request: what one request
+//! costs the machine. On a shared machine requests per second move by ±15 % from run to run
+//! with the neighbours' load; the CPU a request takes moves far less, so a change of a few
+//! percent shows here first.
+
+use std::time::Duration;
+
+use crate::results::PhaseCpu;
+
+/// CPU time consumed so far, read from `/proc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuClock {
+    server: Duration,
+    postgres: Duration,
+}
+
+impl CpuClock {
+    /// The server process (all its threads) and every process named `postgres` on this
+    /// machine (the backends, the WAL writer, the checkpointer: all of them work for the
+    /// writes). `None` when the server's stat cannot be read.
+    pub fn read(server_pid: u32) -> Option<CpuClock> {
+        let ticks = rustix::param::clock_ticks_per_second().max(1);
+        let to_time = |t: u64| Duration::from_secs_f64(t as f64 / ticks as f64);
+        let server = std::fs::read_to_string(format!("/proc/{server_pid}/stat")).ok()?;
+        let (_, server) = cpu_ticks(&server)?;
+        let mut postgres = 0;
+        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            if let Some(("postgres", t)) = cpu_ticks(&stat) {
+                postgres += t;
+            }
+        }
+        Some(CpuClock {
+            server: to_time(server),
+            postgres: to_time(postgres),
+        })
+    }
+
+    /// CPU per request between `self` and `later`, in milliseconds.
+    pub fn per_request(&self, later: &CpuClock, requests: usize) -> PhaseCpu {
+        let n = requests.max(1) as f64;
+        let ms = |a: Duration, b: Duration| b.saturating_sub(a).as_secs_f64() * 1000.0 / n;
+        PhaseCpu {
+            server_ms: ms(self.server, later.server),
+            postgres_ms: ms(self.postgres, later.postgres),
+        }
+    }
+}
+
+/// The command name and user + system CPU ticks of a `/proc/<pid>/stat` line. The name is
+/// in parentheses and may itself hold spaces and parentheses, so fields are counted from the
+/// last `)`.
+fn cpu_ticks(stat: &str) -> Option<(&str, u64)> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat.get(open + 1..close)?;
+    let fields: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
+    // After the name: state (field 3), …, utime (field 14), stime (field 15).
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some((comm, utime + stime))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_give_the_name_and_the_cpu_ticks() {
+        let postgres =
+            "4242 (postgres) S 1 4242 4242 0 -1 4194560 900 0 0 0 150 25 0 0 20 0 1 0 100 0 0";
+        assert_eq!(cpu_ticks(postgres), Some(("postgres", 175)));
+        let odd = "7 (a (b) c) R 1 7 7 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 1 0 0";
+        assert_eq!(cpu_ticks(odd), Some(("a (b) c", 7)));
+        assert_eq!(cpu_ticks("7 (short) R 1 2"), None);
+        assert_eq!(cpu_ticks("no parentheses"), None);
+    }
+
+    #[test]
+    fn per_request_is_the_difference_over_the_requests() {
+        let before = CpuClock {
+            server: Duration::from_millis(1000),
+            postgres: Duration::from_millis(5000),
+        };
+        let after = CpuClock {
+            server: Duration::from_millis(3000),
+            postgres: Duration::from_millis(9000),
+        };
+        let cpu = before.per_request(&after, 1000);
+        assert!((cpu.server_ms - 2.0).abs() < 1e-9, "{cpu:?}");
+        assert!((cpu.postgres_ms - 4.0).abs() < 1e-9, "{cpu:?}");
+    }
+
+    #[test]
+    fn this_process_can_be_read() {
+        let clock = CpuClock::read(std::process::id());
+        assert!(clock.is_some());
+    }
+}
