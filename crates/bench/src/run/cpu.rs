@@ -15,10 +15,12 @@ pub struct CpuClock {
 }
 
 impl CpuClock {
-    /// The server process (all its threads) and every process named `postgres` on this
-    /// machine (the backends, the WAL writer, the checkpointer: all of them work for the
-    /// writes). `None` when the server's stat cannot be read.
-    pub fn read(server_pid: u32) -> Option<CpuClock> {
+    /// The server process (all its threads) and the PostgreSQL processes that work for this
+    /// run: its own backends (their title names a database of the run, `kubesvc_bench_<run>`)
+    /// and the server's shared processes (the WAL writer, the checkpointer, …). Backends of
+    /// other databases are left out: on a shared machine another program's tests would count.
+    /// `None` when the server's stat cannot be read.
+    pub fn read(server_pid: u32, run_databases: &str) -> Option<CpuClock> {
         let ticks = rustix::param::clock_ticks_per_second().max(1);
         let to_time = |t: u64| Duration::from_secs_f64(t as f64 / ticks as f64);
         let server = std::fs::read_to_string(format!("/proc/{server_pid}/stat")).ok()?;
@@ -28,7 +30,11 @@ impl CpuClock {
             let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
                 continue;
             };
-            if let Some(("postgres", t)) = cpu_ticks(&stat) {
+            let Some(("postgres", t)) = cpu_ticks(&stat) else {
+                continue;
+            };
+            let title = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            if works_for_run(&String::from_utf8_lossy(&title), run_databases) {
                 postgres += t;
             }
         }
@@ -47,6 +53,18 @@ impl CpuClock {
             postgres_ms: ms(self.postgres, later.postgres),
         }
     }
+}
+
+/// Whether a PostgreSQL process, by its title (`postgres: 15/main: postgres kubesvc_bench_x
+/// 127.0.0.1(40312) idle` for a backend, `postgres: 15/main: walwriter` for a shared one),
+/// works for the run whose databases start with `run_databases`. A backend's title names its
+/// client's address: `host(port)` over TCP, `[local]` over a socket.
+fn works_for_run(title: &str, run_databases: &str) -> bool {
+    let is_backend = title.contains("[local]") || title.contains('(');
+    !is_backend
+        || title
+            .split_whitespace()
+            .any(|w| w.starts_with(run_databases))
 }
 
 /// The command name and user + system CPU ticks of a `/proc/<pid>/stat` line. The name is
@@ -79,6 +97,30 @@ mod tests {
     }
 
     #[test]
+    fn backends_of_other_databases_do_not_count() {
+        let run = "kubesvc_bench_ab12";
+        for (title, counts) in [
+            (
+                "postgres: 15/main: postgres kubesvc_bench_ab12 127.0.0.1(40312) idle",
+                true,
+            ),
+            (
+                "postgres: 15/main: postgres kubesvc_bench_ab12_pgbench [local] SELECT",
+                true,
+            ),
+            ("postgres: 15/main: walwriter", true),
+            ("postgres: 15/main: checkpointer", true),
+            (
+                "postgres: 15/main: postgres kubesvc_test_77 127.0.0.1(40999) idle",
+                false,
+            ),
+            ("postgres: 15/main: postgres postgres [local] idle", false),
+        ] {
+            assert_eq!(works_for_run(title, run), counts, "{title}");
+        }
+    }
+
+    #[test]
     fn per_request_is_the_difference_over_the_requests() {
         let before = CpuClock {
             server: Duration::from_millis(1000),
@@ -95,7 +137,7 @@ mod tests {
 
     #[test]
     fn this_process_can_be_read() {
-        let clock = CpuClock::read(std::process::id());
+        let clock = CpuClock::read(std::process::id(), "kubesvc_bench_");
         assert!(clock.is_some());
     }
 }

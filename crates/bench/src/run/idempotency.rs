@@ -17,6 +17,8 @@ struct Setup {
     url: String,
     token: &'static str,
     prefix: String,
+    /// The prefix of the run's database names, whose backends' CPU counts.
+    databases: String,
 }
 
 /// One create: (status, replayed?, latency); a transport error is status "error".
@@ -58,7 +60,7 @@ async fn phase(
     replay: bool,
     server_pid: u32,
 ) -> IdempotencyPhase {
-    let cpu_before = CpuClock::read(server_pid);
+    let cpu_before = CpuClock::read(server_pid, &s.databases);
     let start = Instant::now();
     let results: Vec<(String, bool, Duration)> = futures::stream::iter(0..count)
         .map(|i| create(s, i))
@@ -66,7 +68,7 @@ async fn phase(
         .collect()
         .await;
     let seconds = start.elapsed().as_secs_f64();
-    let cpu_after = CpuClock::read(server_pid);
+    let cpu_after = CpuClock::read(server_pid, &s.databases);
     let mut statuses = BTreeMap::new();
     let mut expected = 0;
     for (status, replayed, _) in &results {
@@ -105,6 +107,7 @@ pub async fn run(b: &Bench<'_>, url: &str, server_pid: u32) -> anyhow::Result<Id
         url: url.to_owned(),
         token: b.token,
         prefix: b.run_id.clone(),
+        databases: b.dbs.name(""),
     };
     let creates = phase(&setup, count, concurrency, false, server_pid).await;
     let replays = phase(&setup, count, concurrency, true, server_pid).await;
