@@ -70,6 +70,7 @@ async fn seed(store: &PgStore, url: &str, org: Uuid) {
             expected_revision: None,
             changes: vec![Change::InsertCluster(c)],
             reconcile: false,
+            zone_capacity: None,
             idempotency: None,
             cause: None,
             at: Utc::now(),

@@ -43,7 +43,7 @@ struct KeyRow {
     created_at: DateTime<Utc>,
 }
 
-fn headers_json(headers: &[(String, String)]) -> Value {
+pub(crate) fn headers_json(headers: &[(String, String)]) -> Value {
     Value::Array(
         headers
             .iter()

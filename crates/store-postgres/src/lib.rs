@@ -11,6 +11,7 @@
 mod auth_servers;
 mod change_log;
 mod clusters;
+mod create;
 mod error;
 mod feed;
 mod gateway;

@@ -116,13 +116,16 @@ impl Instrumentation for Watch {
 
 /// Whether a statement, by its first word, takes no effect on its own: `BEGIN` opens a
 /// transaction, a `SELECT` in autocommit reads (the store's writes are `INSERT`, `UPDATE`,
-/// `DELETE` or `WITH … UPDATE`, and its `pg_notify` calls run inside transactions).
+/// `DELETE` or `WITH … UPDATE`, and its `pg_notify` calls run inside transactions). The one
+/// exception is a `SELECT` of one of the schema's own functions (`kubesvc_…`): those may write
+/// (`kubesvc_create_cluster`), so they count as writes.
 fn changes_nothing(prefix: &Prefix) -> bool {
-    let word = prefix.as_str().trim_start();
-    ["BEGIN", "SELECT"].iter().any(|w| {
-        word.get(..w.len())
+    let text = prefix.as_str().trim_start();
+    let starts = |w: &str| {
+        text.get(..w.len())
             .is_some_and(|head| head.eq_ignore_ascii_case(w))
-    })
+    };
+    (starts("BEGIN") || starts("SELECT")) && !starts("SELECT kubesvc_")
 }
 
 /// The first bytes of a statement's text, written without allocating and without reading
@@ -186,6 +189,8 @@ mod tests {
             ("DELETE FROM \"idempotency_keys\"", false),
             ("WITH next AS (SELECT 1) UPDATE operations", false),
             ("COMMIT", false),
+            ("SELECT kubesvc_create_cluster($1, $2)", false),
+            ("SELECT kubesvc_is_dns_label($1)", false),
             ("SELEC", false),
             ("", false),
         ] {

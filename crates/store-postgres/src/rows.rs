@@ -62,7 +62,8 @@ fn registration(
     })
 }
 
-#[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]
+/// Also serialized as JSON of the table's columns, for `kubesvc_create_cluster` (`create`).
+#[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset, serde::Serialize)]
 #[diesel(
     table_name = clusters,
     check_for_backend(diesel::pg::Pg),
@@ -226,7 +227,7 @@ impl From<ClusterRow> for ClusterUpdate {
     }
 }
 
-#[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]
+#[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset, serde::Serialize)]
 #[diesel(
     table_name = node_pools,
     check_for_backend(diesel::pg::Pg),

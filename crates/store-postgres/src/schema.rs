@@ -194,6 +194,15 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// Nodes counted per zone, spread over 64 rows a zone; kept by a trigger on `node_pools`.
+    zone_usage (zone, shard) {
+        zone -> Text,
+        nodes -> Int8,
+        shard -> Int2,
+    }
+}
+
 diesel::joinable!(node_pools -> clusters (cluster_id));
 diesel::joinable!(elastic_ips -> clusters (cluster_id));
 diesel::joinable!(firewall_rules -> clusters (cluster_id));

@@ -99,6 +99,7 @@ pub async fn clusters(url: &str, clusters: u32, pools: u32) -> anyhow::Result<Ve
                     cluster_id: c.id,
                     expected_revision: None,
                     reconcile: false,
+                    zone_capacity: None,
                     idempotency: None,
                     cause: None,
                     at: c.created_at,

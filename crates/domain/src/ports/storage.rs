@@ -45,6 +45,9 @@ pub enum StoreError {
     /// The idempotency key is no longer held by this request; nothing was written.
     #[error("the idempotency lease was lost")]
     LeaseLost,
+    /// The write's [`ZoneCapacity`] would be passed; nothing was written.
+    #[error("the zone has no room for the nodes the write adds")]
+    CapacityExhausted,
     /// The database cannot be reached or the pool is exhausted: `DomainError::ServiceUnavailable`,
     /// retry later.
     #[error("storage unavailable: {0}")]
@@ -116,6 +119,24 @@ pub enum Change {
     SetCredentials(SealedCredentials),
 }
 
+/// A limit a write keeps: the nodes the live clusters of `zone` ask for (as
+/// [`ClusterRepository::zone_node_demand`] counts them), read in the write's own transaction,
+/// plus `adds` stay within `capacity`; otherwise nothing is written. Checked with the write
+/// rather than by a read before it, so the check and the write see the same database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneCapacity {
+    pub zone: String,
+    pub adds: u64,
+    pub capacity: u64,
+}
+
+impl ZoneCapacity {
+    /// Whether `adds` more nodes fit beside `demand`.
+    pub fn admits(&self, demand: u64) -> bool {
+        demand.saturating_add(self.adds) <= self.capacity
+    }
+}
+
 /// Everything one request or one provisioning step changes under one cluster, applied in one
 /// transaction that also raises the cluster's revision (and notifies long-polls).
 #[derive(Debug, Clone, PartialEq)]
@@ -126,6 +147,8 @@ pub struct ClusterWrite {
     pub changes: Vec<Change>,
     /// Schedule a reconcile of the cluster (the provisioning work).
     pub reconcile: bool,
+    /// The zone capacity the write must keep, when it adds nodes.
+    pub zone_capacity: Option<ZoneCapacity>,
     /// The answer to store on the request's idempotency key, committed with the change.
     pub idempotency: Option<IdempotencyCompletion>,
     /// The request that decided the change (its id), kept on the work it schedules so the
@@ -166,7 +189,8 @@ pub trait ClusterRepository: Send + Sync {
     async fn credentials(&self, cluster_id: Uuid) -> Result<Option<SealedCredentials>, StoreError>;
     /// Applies a write atomically. MUST return `RevisionMismatch` when the cluster's revision
     /// is not `expected_revision`, `Duplicate` when a unique rule would break, `LeaseLost` when
-    /// the idempotency completion's lease is no longer held; in each case nothing is written.
+    /// the idempotency completion's lease is no longer held, `CapacityExhausted` when the
+    /// write's [`ZoneCapacity`] does not admit it; in each case nothing is written.
     /// Returns the new revision.
     async fn commit(&self, write: ClusterWrite) -> Result<i64, StoreError>;
 }

@@ -245,6 +245,16 @@ impl ClusterRepository for MemoryClusters {
             db.lose_races = db.lose_races.saturating_sub(1);
             return Err(StoreError::RevisionMismatch);
         }
+        if let Some(limit) = &write.zone_capacity {
+            let demand = db
+                .cluster
+                .as_ref()
+                .filter(|c| c.zone == limit.zone && !c.is_gone())
+                .map_or(0, Cluster::node_demand);
+            if !limit.admits(demand) {
+                return Err(StoreError::CapacityExhausted);
+            }
+        }
         // All or nothing, like the database's transaction.
         let snapshot = (
             db.cluster.clone(),

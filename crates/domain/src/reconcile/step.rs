@@ -132,6 +132,7 @@ impl Run<'_> {
             expected_revision: Some(self.revision),
             changes,
             reconcile: false,
+            zone_capacity: None,
             idempotency: None,
             cause: None,
             at: self.now,

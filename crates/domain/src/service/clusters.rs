@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::idempotency::Held;
 use crate::access::{self, Access};
-use crate::error::{Capacity, Conflict, DomainError, Resource};
+use crate::error::{Conflict, DomainError, Resource};
 use crate::input::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch, ListClusters};
 use crate::model::cluster::{
     Cluster, ClusterPhase, Exposure, ExposureDecision, ExposureRefusal, PhaseEvent, Registration,
@@ -15,7 +15,9 @@ use crate::model::cluster::{
 use crate::model::identity::Caller;
 use crate::model::kubeconfig::{self, ClusterCredentials};
 use crate::model::node_pool::{NodePool, PoolStatus};
-use crate::ports::storage::{Change, ClusterWrite, Freshness, Page, StoreError, UniqueRule};
+use crate::ports::storage::{
+    Change, ClusterWrite, Freshness, Page, StoreError, UniqueRule, ZoneCapacity,
+};
 use crate::rules::KUBECONFIG_RETRY_AFTER_SECONDS;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{
@@ -184,13 +186,12 @@ impl Services {
                 revision: 1,
                 deleted_at: None,
             };
-            self.require_zone_capacity(&cluster.zone, cluster.node_demand())
-                .await?;
             let write = ClusterWrite {
                 cluster_id: cluster.id,
                 expected_revision: None,
                 changes: vec![Change::InsertCluster(cluster.clone())],
                 reconcile: true,
+                zone_capacity: self.zone_capacity(&cluster.zone, cluster.node_demand()),
                 idempotency: held.map(|h| h.completion(&cluster)),
                 cause: self.request_id.as_deref().map(str::to_owned),
                 at: now,
@@ -206,25 +207,15 @@ impl Services {
         .await
     }
 
-    /// `DomainError::CapacityExhausted` when `extra` more nodes would pass the zone's capacity.
-    pub(crate) async fn require_zone_capacity(
-        &self,
-        zone: &str,
-        extra: u64,
-    ) -> Result<(), DomainError> {
-        if extra == 0 {
-            return Ok(());
-        }
-        let demand = self
-            .ports
-            .clusters
-            .zone_node_demand(zone.to_owned())
-            .await
-            .map_err(store_error)?;
-        if demand.saturating_add(extra) > self.ports.cloud.zone_capacity(zone) {
-            return Err(DomainError::CapacityExhausted(Capacity::ZoneNodes));
-        }
-        Ok(())
+    /// The limit a write that adds `adds` nodes to `zone` must keep; none when it adds none.
+    /// The store checks it with the write (`StoreError::CapacityExhausted`, answered as
+    /// `DomainError::CapacityExhausted`).
+    pub(crate) fn zone_capacity(&self, zone: &str, adds: u64) -> Option<ZoneCapacity> {
+        (adds > 0).then(|| ZoneCapacity {
+            zone: zone.to_owned(),
+            adds,
+            capacity: self.ports.cloud.zone_capacity(zone),
+        })
     }
 
     /// Gets one cluster, as current as asked (`Freshness`).
@@ -292,6 +283,7 @@ impl Services {
             let Decision {
                 changes,
                 reconcile,
+                zone_capacity,
                 answer: value,
             } = decide(&cluster).await?;
             if changes.is_empty() {
@@ -302,6 +294,7 @@ impl Services {
                 expected_revision: Some(cluster.revision),
                 changes,
                 reconcile,
+                zone_capacity,
                 idempotency: held.map(|h| h.completion(&value)),
                 cause: self.request_id.as_deref().map(str::to_owned),
                 at: self.ports.clock.now(),

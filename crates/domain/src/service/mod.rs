@@ -24,7 +24,7 @@ pub use self::idempotency::{Answer, IdempotencyRequest, Render};
 
 use uuid::Uuid;
 
-use crate::error::{Conflict, DomainError, Resource};
+use crate::error::{Capacity, Conflict, DomainError, Resource};
 use crate::model::catalog::Catalog;
 use crate::model::cluster::Cluster;
 use crate::ports::clock::{Clock, IdSource};
@@ -33,7 +33,7 @@ use crate::ports::provisioning::CloudProvider;
 use crate::ports::secrets::SecretVault;
 use crate::ports::storage::{
     AuthServerRepository, Change, ChangeFeed, ClusterRepository, Freshness, IdempotencyStore,
-    StoreError, UniqueRule,
+    StoreError, UniqueRule, ZoneCapacity,
 };
 
 /// Settings the rules depend on.
@@ -87,6 +87,8 @@ pub struct Services {
 pub(crate) struct Decision<T> {
     pub changes: Vec<Change>,
     pub reconcile: bool,
+    /// The zone capacity the changes must keep, when they add nodes.
+    pub zone_capacity: Option<ZoneCapacity>,
     pub answer: T,
 }
 
@@ -96,7 +98,16 @@ impl<T> Decision<T> {
         Decision {
             changes,
             reconcile: true,
+            zone_capacity: None,
             answer,
+        }
+    }
+
+    /// The same changes, committed only while the zone keeps `capacity` (none: no limit).
+    pub fn within(self, capacity: Option<ZoneCapacity>) -> Self {
+        Decision {
+            zone_capacity: capacity,
+            ..self
         }
     }
 
@@ -105,6 +116,7 @@ impl<T> Decision<T> {
         Decision {
             changes,
             reconcile: false,
+            zone_capacity: None,
             answer,
         }
     }
@@ -114,6 +126,7 @@ impl<T> Decision<T> {
         Decision {
             changes: Vec::new(),
             reconcile: false,
+            zone_capacity: None,
             answer,
         }
     }
@@ -208,6 +221,7 @@ pub(crate) fn store_error(e: StoreError) -> DomainError {
         }),
         StoreError::RevisionMismatch => DomainError::Conflict(Conflict::ConcurrentModification),
         StoreError::LeaseLost => DomainError::Conflict(Conflict::IdempotencyKeyInProgress),
+        StoreError::CapacityExhausted => DomainError::CapacityExhausted(Capacity::ZoneNodes),
         StoreError::Unavailable(_) => DomainError::ServiceUnavailable,
         StoreError::Internal(m) => DomainError::Internal(m),
     }

@@ -83,8 +83,7 @@ impl Services {
                             value: spec.size.clone(),
                         })?;
                     access::require_credit(self.ports.identity.as_ref(), &org_id).await?;
-                    self.require_zone_capacity(&c.zone, u64::from(spec.sizing.count))
-                        .await?;
+                    let capacity = self.zone_capacity(&c.zone, u64::from(spec.sizing.count));
                     let now = self.ports.clock.now();
                     let pool = NodePool {
                         name: spec.name.clone(),
@@ -100,10 +99,10 @@ impl Services {
                         created_at: now,
                         updated_at: now,
                     };
-                    Ok(Decision::schedule(
-                        vec![Change::InsertPool(pool.clone())],
-                        pool,
-                    ))
+                    Ok(
+                        Decision::schedule(vec![Change::InsertPool(pool.clone())], pool)
+                            .within(capacity),
+                    )
                 },
                 held,
                 Some((Resource::NodePool, name)),
@@ -140,10 +139,10 @@ impl Services {
                     if adds_nodes {
                         access::require_credit(self.ports.identity.as_ref(), &org_id).await?;
                     }
-                    if next.count > current.count {
-                        self.require_zone_capacity(&c.zone, u64::from(next.count - current.count))
-                            .await?;
-                    }
+                    let capacity = self.zone_capacity(
+                        &c.zone,
+                        u64::from(next.count.saturating_sub(current.count)),
+                    );
                     let mut next = next;
                     let resized = (next.count, next.auto_scale, next.min_nodes, next.max_nodes)
                         != (
@@ -159,10 +158,10 @@ impl Services {
                             .map_err(|_| pool_invalid_state(current, "changed"))?;
                     }
                     next.updated_at = self.ports.clock.now();
-                    Ok(Decision::schedule(
-                        vec![Change::UpdatePool(next.clone())],
-                        next,
-                    ))
+                    Ok(
+                        Decision::schedule(vec![Change::UpdatePool(next.clone())], next)
+                            .within(capacity),
+                    )
                 },
                 held,
                 None,

@@ -54,6 +54,11 @@ async fn the_store_recovers_when_its_connections_are_killed() {
         let read = store.cluster(c.id, Freshness::Latest).await;
         assert!(matches!(read, Ok(Some(_))), "round {round}: {read:?}");
         terminate_other_sessions(&db);
+        // A create is one autocommit call (kubesvc_create_cluster): only the checkout check
+        // saves it.
+        let created = insert(&store, &cluster(c.organization_id, &format!("r{round}"))).await;
+        assert_eq!(created, Ok(1), "round {round}");
+        terminate_other_sessions(&db);
         // An autocommit write as the first statement: only the checkout check saves it.
         let key = format!("key-of-round-{round}");
         let claimed = store
@@ -67,8 +72,9 @@ async fn the_store_recovers_when_its_connections_are_killed() {
 }
 
 /// With the checkout check off, a killed connection reaches the work itself: a read and a
-/// transaction run again on another connection, an autocommit write is not re-run (the server
-/// might have committed it) and fails as unavailable, and nothing is written twice.
+/// transaction run again on another connection, an autocommit write (a create, a claim) is not
+/// re-run (the server might have committed it) and fails as unavailable, and nothing is written
+/// twice.
 #[tokio::test]
 async fn work_that_met_a_dead_connection_first_runs_again_only_if_it_changed_nothing() {
     let db = TestDatabase::create();
@@ -83,8 +89,22 @@ async fn work_that_met_a_dead_connection_first_runs_again_only_if_it_changed_not
     assert!(matches!(read, Ok(Some(_))), "a read: {read:?}");
 
     terminate_other_sessions(&db);
-    let second = cluster(org, "c2");
-    assert_eq!(insert(&store, &second).await, Ok(1), "a transaction");
+    let mut renamed = c.clone();
+    renamed.name = label("c1-renamed");
+    let changed = store
+        .commit(write(c.id, Some(1), vec![Change::UpdateCluster(renamed)]))
+        .await;
+    assert_eq!(changed, Ok(2), "a transaction");
+
+    terminate_other_sessions(&db);
+    let created = insert(&store, &cluster(org, "c2")).await;
+    assert!(
+        matches!(created, Err(StoreError::Unavailable(_))),
+        "a create: {created:?}"
+    );
+    // The pool opens the dead connection's replacement in the background: wait for it, so
+    // that the kill below reaches it rather than racing its start.
+    store.ping().await.unwrap();
 
     terminate_other_sessions(&db);
     let claimed = store
@@ -97,7 +117,8 @@ async fn work_that_met_a_dead_connection_first_runs_again_only_if_it_changed_not
     // The dead connection was dropped, not handed out again.
     store.ping().await.unwrap();
     let mut conn = raw(&db);
-    assert_eq!(count(&mut conn, "clusters"), 2);
+    assert_eq!(count(&mut conn, "clusters"), 1);
+    assert_eq!(count(&mut conn, "clusters WHERE name = 'c1-renamed'"), 1);
     assert_eq!(count(&mut conn, "idempotency_keys"), 0);
 }
 

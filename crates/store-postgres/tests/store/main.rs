@@ -95,6 +95,7 @@ fn write(cluster_id: Uuid, expected: Option<i64>, changes: Vec<Change>) -> Clust
         expected_revision: expected,
         changes,
         reconcile: false,
+        zone_capacity: None,
         idempotency: None,
         cause: None,
         at: now(),

@@ -5,7 +5,7 @@ use domain::model::kubeconfig::SealedCredentials;
 use domain::model::node::{Node, NodeStatus};
 use domain::model::secret::SealedSecret;
 use domain::names::NodeName;
-use domain::ports::storage::PageRequest;
+use domain::ports::storage::{PageRequest, ZoneCapacity};
 
 fn node(name: &str, pool: &str) -> Node {
     Node {
@@ -520,4 +520,81 @@ async fn zone_demand_is_the_sum_of_the_zones_pools_after_concurrent_writes() {
             "{zone} after the migration ran again"
         );
     }
+}
+
+/// A write that adds nodes carries its zone's limit and is refused whole when the zone's other
+/// clusters leave no room: a create (one call of `kubesvc_create_cluster`) and a pool added to
+/// a cluster (the transaction of every other write) alike. Up to the limit exactly is allowed.
+#[tokio::test]
+async fn a_write_past_its_zones_capacity_writes_nothing() {
+    let db = TestDatabase::create();
+    let store = store(&db);
+    let org = Uuid::new_v4();
+    let limit = |adds: u64| ZoneCapacity {
+        zone: "zone-1".into(),
+        adds,
+        capacity: 5,
+    };
+    let create = |name: &str, count: u32| {
+        let mut c = cluster(org, name);
+        c.node_pools[0].count = count;
+        let mut w = write(c.id, None, vec![Change::InsertCluster(c.clone())]);
+        w.reconcile = true;
+        w.zone_capacity = Some(limit(u64::from(count)));
+        let lease = Uuid::new_v4();
+        let key = format!("key-of-{name}");
+        w.idempotency = Some(completion(org, &key, lease, b"{}"));
+        (c, w, claim_record(org, &key, lease, now()))
+    };
+    let (first, w, claim) = create("first", 3);
+    store.claim(claim).await.unwrap();
+    assert_eq!(store.commit(w).await, Ok(1));
+
+    let (refused, w, claim) = create("refused", 3);
+    store.claim(claim).await.unwrap();
+    assert_eq!(store.commit(w).await, Err(StoreError::CapacityExhausted));
+    assert_eq!(store.cluster(refused.id, Freshness::Latest).await, Ok(None));
+    let mut conn = raw(&db);
+    let of_refused = |table: &str| format!("{table} WHERE cluster_id = '{}'", refused.id);
+    for table in ["node_pools", "operations", "cluster_change_log"] {
+        assert_eq!(count(&mut conn, &of_refused(table)), 0, "{table}");
+    }
+    assert_eq!(
+        count(
+            &mut conn,
+            "idempotency_keys WHERE key = 'key-of-refused' AND state = 'in_progress'"
+        ),
+        1,
+        "the key keeps waiting for the request's answer"
+    );
+
+    let mut grown = first.clone();
+    grown.node_pools.push(pool("more", now()));
+    let mut w = write(
+        first.id,
+        Some(1),
+        vec![Change::InsertPool(grown.node_pools[1].clone())],
+    );
+    w.zone_capacity = Some(limit(3));
+    assert_eq!(store.commit(w).await, Err(StoreError::CapacityExhausted));
+    assert_eq!(
+        store.revision(first.id).await.unwrap().map(|r| r.0),
+        Some(1)
+    );
+
+    let (exact, w, claim) = create("exact", 2);
+    store.claim(claim).await.unwrap();
+    assert_eq!(
+        store.commit(w).await,
+        Ok(1),
+        "3 + 2 nodes fill the zone exactly"
+    );
+    assert_eq!(store.zone_node_demand("zone-1".into()).await, Ok(5));
+    assert!(
+        store
+            .cluster(exact.id, Freshness::Latest)
+            .await
+            .unwrap()
+            .is_some()
+    );
 }

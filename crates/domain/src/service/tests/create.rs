@@ -6,7 +6,6 @@ use super::*;
 fn create_takes_the_organization_from_the_body_and_starts_pending() {
     let mut m = create_ready();
     m.clusters.checkpoint();
-    m.clusters.expect_zone_node_demand().returning(|_| Ok(0));
     m.clusters
         .expect_commit()
         .withf(|w: &ClusterWrite| {
@@ -149,28 +148,22 @@ fn create_prepaid_without_credit_is_402() {
 }
 
 #[test]
-fn create_past_zone_capacity_is_503() {
+fn create_is_written_only_within_the_zone_capacity() {
+    // The body asks for 3 nodes; the store checks the limit with the write.
     let mut m = Mocks::new().with_organizations(vec![organization(ORG_A, Plan::Postpaid, 0)]);
-    m.clusters
-        .expect_zone_node_demand()
-        .returning(|_| Ok(9_998));
     m.cloud.expect_zone_capacity().returning(|_| 10_000);
-    m.clusters.expect_commit().never();
-    let r = block_on(
-        m.services()
-            .create_cluster(&super_admin_a(), cluster_body(), None),
-    );
-    assert_eq!(code(r), "capacity_exhausted");
-}
-
-#[test]
-fn create_at_zone_capacity_exactly_is_accepted() {
-    let mut m = Mocks::new().with_organizations(vec![organization(ORG_A, Plan::Postpaid, 0)]);
     m.clusters
-        .expect_zone_node_demand()
-        .returning(|_| Ok(9_997));
-    m.cloud.expect_zone_capacity().returning(|_| 10_000);
-    m.clusters.expect_commit().returning(|_| Ok(1));
+        .expect_commit()
+        .withf(|w: &ClusterWrite| {
+            w.zone_capacity
+                == Some(ZoneCapacity {
+                    zone: "zone-1".into(),
+                    adds: 3,
+                    capacity: 10_000,
+                })
+        })
+        .times(1)
+        .returning(|_| Ok(1));
     assert_eq!(
         code(block_on(m.services().create_cluster(
             &super_admin_a(),
@@ -182,10 +175,35 @@ fn create_at_zone_capacity_exactly_is_accepted() {
 }
 
 #[test]
+fn create_past_zone_capacity_is_503() {
+    let mut m = Mocks::new().with_organizations(vec![organization(ORG_A, Plan::Postpaid, 0)]);
+    m.cloud.expect_zone_capacity().returning(|_| 10_000);
+    m.clusters
+        .expect_commit()
+        .returning(|_| Err(StoreError::CapacityExhausted));
+    let r = block_on(
+        m.services()
+            .create_cluster(&super_admin_a(), cluster_body(), None),
+    );
+    assert_eq!(code(r), "capacity_exhausted");
+}
+
+#[test]
+fn the_zone_capacity_admits_up_to_its_limit_exactly() {
+    let limit = ZoneCapacity {
+        zone: "zone-1".into(),
+        adds: 3,
+        capacity: 10_000,
+    };
+    assert!(limit.admits(9_997));
+    assert!(!limit.admits(9_998));
+    assert!(!limit.admits(u64::MAX), "no overflow");
+}
+
+#[test]
 fn create_duplicate_name_is_409_name_conflict() {
     let mut m = create_ready();
     m.clusters.checkpoint();
-    m.clusters.expect_zone_node_demand().returning(|_| Ok(0));
     m.clusters.expect_commit().returning(|_| {
         Err(StoreError::Duplicate(
             crate::ports::storage::UniqueRule::ClusterName,
@@ -205,7 +223,7 @@ fn database_unavailable_is_503_service_unavailable() {
     let mut m = create_ready();
     m.clusters.checkpoint();
     m.clusters
-        .expect_zone_node_demand()
+        .expect_commit()
         .returning(|_| Err(StoreError::Unavailable("pool timeout".into())));
     let r = block_on(
         m.services()

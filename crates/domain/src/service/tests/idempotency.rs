@@ -32,7 +32,6 @@ fn idempotent_create_commits_the_answer_with_the_cluster() {
         .times(1)
         .returning(|_| Ok(ClaimOutcome::Claimed));
     m.clusters.checkpoint();
-    m.clusters.expect_zone_node_demand().returning(|_| Ok(0));
     m.clusters
         .expect_commit()
         .withf(|w: &ClusterWrite| {
@@ -233,8 +232,8 @@ fn idempotent_refusal_is_stored_but_a_5xx_releases_the_key() {
         .returning(|_| Ok(ClaimOutcome::Claimed));
     m.clusters.checkpoint();
     m.clusters
-        .expect_zone_node_demand()
-        .returning(|_| Ok(10_000));
+        .expect_commit()
+        .returning(|_| Err(StoreError::CapacityExhausted));
     m.idempotency
         .expect_release()
         .times(1)
@@ -260,7 +259,6 @@ fn without_a_key_every_call_is_a_new_request() {
     let mut m = create_ready();
     m.idempotency.expect_claim().never();
     m.clusters.checkpoint();
-    m.clusters.expect_zone_node_demand().returning(|_| Ok(0));
     m.clusters.expect_commit().times(2).returning(|_| Ok(1));
     let s = m.services();
     let a = block_on(s.create_cluster(&super_admin_a(), cluster_body(), None))

@@ -27,7 +27,7 @@ use crate::model::secret::{SealedSecret, Secret};
 use crate::names::IdempotencyKey;
 use crate::ports::identity::IdentityError;
 use crate::ports::storage::{
-    Change, ClaimOutcome, ClusterWrite, Freshness, Page, PageRequest, StoreError,
+    Change, ClaimOutcome, ClusterWrite, Freshness, Page, PageRequest, StoreError, ZoneCapacity,
 };
 use crate::service::{Answer, IdempotencyRequest, KubeconfigAnswer};
 use crate::testing::*;
@@ -116,7 +116,6 @@ fn create_ready() -> Mocks {
         organization(ORG_A, Plan::Postpaid, 0),
         organization(ORG_B, Plan::Prepaid, 0),
     ]);
-    m.clusters.expect_zone_node_demand().returning(|_| Ok(0));
     m.cloud.expect_zone_capacity().returning(|_| 10_000);
     m.clusters.expect_commit().returning(|_| Ok(1));
     m

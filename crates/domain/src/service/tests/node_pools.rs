@@ -67,7 +67,6 @@ fn pool_ready(org_plan: Plan, credit: i64) -> Mocks {
     let mut m = Mocks::new()
         .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
         .with_organizations(vec![organization(ORG_A, org_plan, credit)]);
-    m.clusters.expect_zone_node_demand().returning(|_| Ok(3));
     m.cloud.expect_zone_capacity().returning(|_| 10_000);
     m.clusters.expect_commit().returning(|_| Ok(6));
     m
@@ -160,10 +159,12 @@ fn scale_past_zone_capacity_is_503() {
     let mut m = Mocks::new()
         .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
         .with_organizations(vec![organization(ORG_A, Plan::Postpaid, 0)]);
-    m.clusters
-        .expect_zone_node_demand()
-        .returning(|_| Ok(9_999));
     m.cloud.expect_zone_capacity().returning(|_| 10_000);
+    // The pool grows from 3 to 5: the write carries the 2 nodes it adds.
+    m.clusters
+        .expect_commit()
+        .withf(|w: &ClusterWrite| w.zone_capacity.as_ref().is_some_and(|z| z.adds == 2))
+        .returning(|_| Err(StoreError::CapacityExhausted));
     let patch = NodePoolPatch {
         count: Some(Some(5)),
         ..Default::default()
@@ -187,7 +188,6 @@ fn pool_patch_while_scaling_replaces_the_target() {
     let mut m = Mocks::new()
         .with_cluster(c)
         .with_organizations(vec![organization(ORG_A, Plan::Postpaid, 0)]);
-    m.clusters.expect_zone_node_demand().returning(|_| Ok(3));
     m.cloud.expect_zone_capacity().returning(|_| 10_000);
     m.clusters.expect_commit().returning(|_| Ok(6));
     let patch = NodePoolPatch {
