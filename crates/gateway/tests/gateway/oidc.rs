@@ -93,9 +93,26 @@ impl Provider {
     }
 }
 
-pub(crate) async fn start_provider(port: u16, kid: &str, redirect_uris: &str) -> Provider {
+/// Starts the OpenID provider (oidc-provider on node) at `port`, or at a free port when `None`.
+pub(crate) async fn start_provider(port: Option<u16>, kid: &str, redirect_uris: &str) -> Provider {
+    let mut failures = Vec::new();
+    // A port found free may be taken before node binds it (another test's outgoing
+    // connection gets it as its local port): a fresh one is tried then, unless the caller
+    // needs this very port.
+    for _ in 0..3 {
+        match try_start_provider(port.unwrap_or_else(free_port), kid, redirect_uris).await {
+            Ok(provider) => return provider,
+            Err(why) => failures.push(why),
+        }
+    }
+    panic!("the OpenID provider did not start: {failures:?}");
+}
+
+async fn try_start_provider(port: u16, kid: &str, redirect_uris: &str) -> Result<Provider, String> {
     let key_file = TempFile(std::env::temp_dir().join(format!("oidc-key-{}.pem", Uuid::new_v4())));
-    let child = tokio::process::Command::new("node")
+    let log = TempFile(std::env::temp_dir().join(format!("oidc-log-{}.txt", Uuid::new_v4())));
+    let stderr = std::fs::File::create(&log.0).map_err(|e| e.to_string())?;
+    let mut child = tokio::process::Command::new("node")
         .arg(provider_dir().join("provider.mjs"))
         .current_dir(provider_dir())
         .env("PORT", port.to_string())
@@ -103,26 +120,35 @@ pub(crate) async fn start_provider(port: u16, kid: &str, redirect_uris: &str) ->
         .env("KEY_FILE", &key_file.0)
         .env("REDIRECT_URIS", redirect_uris)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(stderr)
         .kill_on_drop(true)
         .spawn()
-        .expect("node runs");
+        .map_err(|e| format!("node does not run: {e}"))?;
     let discovery = format!("http://127.0.0.1:{port}/.well-known/openid-configuration");
-    let up = eventually(Duration::from_secs(20), || async {
-        reqwest::get(&discovery)
+    let started = std::time::Instant::now();
+    // Generous: node's first start on a busy, freshly set-up machine reads every module cold.
+    while started.elapsed() < Duration::from_secs(60) {
+        if let Ok(Some(status)) = child.try_wait() {
+            let said = std::fs::read_to_string(&log.0).unwrap_or_default();
+            let tail: String = said.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
+            return Err(format!("port {port}: node exited ({status}): {tail}"));
+        }
+        if reqwest::get(&discovery)
             .await
             .is_ok_and(|r| r.status().is_success())
-    })
-    .await;
-    assert!(up, "the OpenID provider did not start");
-    let key_pem = std::fs::read(&key_file.0).expect("provider key file");
-    Provider {
-        child,
-        port,
-        kid: kid.into(),
-        key_pem,
-        _key_file: key_file,
+        {
+            let key_pem = std::fs::read(&key_file.0).map_err(|e| format!("key file: {e}"))?;
+            return Ok(Provider {
+                child,
+                port,
+                kid: kid.into(),
+                key_pem,
+                _key_file: key_file,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    Err(format!("port {port}: no answer within 60 s"))
 }
 
 /// A gateway with these routes and settings, and a provider whose client may redirect to the
@@ -137,7 +163,7 @@ pub(crate) async fn provider_with(
     }
     let h = harness_with(routes, settings).await;
     let redirect = format!("http://{}/callback", h.gateway);
-    let provider = start_provider(free_port(), "key-one", &redirect).await;
+    let provider = start_provider(None, "key-one", &redirect).await;
     Some((h, provider))
 }
 
@@ -285,7 +311,7 @@ async fn a_rotated_signing_key_is_picked_up() {
     let port = provider.port;
     provider.stop().await;
     let redirect = format!("http://{}/callback", h.gateway);
-    let rotated = start_provider(port, "key-two", &redirect).await;
+    let rotated = start_provider(Some(port), "key-two", &redirect).await;
     let new = rotated.access_token().await;
     assert!(new != old);
     // The new kid is unknown: the gateway fetches the JWKS again (at most once a second
