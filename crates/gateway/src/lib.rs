@@ -32,7 +32,7 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use domain::model::auth_server::{AuthServer, AuthServerConfig};
-use store_postgres::PgStore;
+use store_postgres::{AuthServerChanges, PgStore};
 use tracing::Instrument;
 
 pub use routes::{Route, Routes};
@@ -152,6 +152,7 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
     warn_about_callbacks(&routes, &registry.get());
     let reloader = tokio::spawn(registry.clone().keep_fresh(
         store,
+        AuthServerChanges::start(&settings.database_url),
         settings.reload_interval,
         metrics.clone(),
     ));

@@ -1,11 +1,12 @@
-//! The auth servers in memory: a snapshot read from PostgreSQL at start and again every
-//! `reload_interval`, so a change made through the API takes effect within seconds.
+//! The auth servers in memory: a snapshot read from PostgreSQL at start, again whenever the
+//! database notifies a change (`AuthServerChanges`: its LISTEN on `auth_server_changes`), and
+//! every `reload_interval` as a safety net for a notification that never came.
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use domain::model::auth_server::AuthServer;
-use store_postgres::PgStore;
+use store_postgres::{AuthServerChanges, PgStore};
 
 use crate::metrics::Metrics;
 use crate::routes::Route;
@@ -69,17 +70,19 @@ impl Registry {
         Ok(count)
     }
 
-    /// Reloads forever, every `interval`.
+    /// Reloads forever: when `changes` wakes it, and at the latest every `interval`.
     pub async fn keep_fresh(
         self,
         store: PgStore,
+        changes: AuthServerChanges,
         interval: Duration,
         metrics: std::sync::Arc<Metrics>,
     ) {
-        let mut tick = tokio::time::interval(interval);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tick.tick().await;
+            tokio::select! {
+                () = changes.changed() => {}
+                () = tokio::time::sleep(interval) => {}
+            }
             match self.reload(&store).await {
                 Ok(count) => metrics.auth_servers(count),
                 Err(error) => {

@@ -28,7 +28,8 @@ pub struct Settings {
     pub routes_file: PathBuf,
     /// The least time between two JWKS fetches caused by an unknown `kid`.
     pub jwks_min_refresh: Duration,
-    /// How often the auth servers are read again from the database.
+    /// How often the auth servers are read again from the database when no change was
+    /// notified: the safety net for a notification that never arrived.
     pub reload_interval: Duration,
     /// Peers whose `X-Forwarded-*` headers are believed.
     pub trusted_proxies: TrustedProxies,
@@ -60,6 +61,9 @@ impl fmt::Debug for Settings {
 
 pub const DEFAULT_BIND_ADDR: &str = "127.0.0.1:8081";
 const DEFAULT_SESSION_TTL_S: u64 = 8 * 3600;
+/// Changes arrive by notification within milliseconds; the periodic read only catches one that
+/// was lost, so it can be rare.
+const DEFAULT_RELOAD_INTERVAL_S: u64 = 30;
 
 fn seconds(name: &'static str, value: &str) -> Result<Duration, SettingsError> {
     value
@@ -70,6 +74,24 @@ fn seconds(name: &'static str, value: &str) -> Result<Duration, SettingsError> {
             name,
             reason: "must be a whole number of seconds".into(),
         })
+}
+
+/// A setting of whole seconds that must be at least 1; `default` when unset.
+fn positive_seconds(
+    name: &'static str,
+    value: Option<String>,
+    default: u64,
+) -> Result<Duration, SettingsError> {
+    match value {
+        None => Ok(Duration::from_secs(default)),
+        Some(v) => match seconds(name, &v)? {
+            d if d.is_zero() => Err(SettingsError::Invalid {
+                name,
+                reason: "must be at least 1".into(),
+            }),
+            d => Ok(d),
+        },
+    }
 }
 
 impl Settings {
@@ -95,18 +117,16 @@ impl Settings {
             None => Duration::from_secs(60),
             Some(v) => seconds("GATEWAY_JWKS_MIN_REFRESH_S", &v)?,
         };
-        let session_ttl = match get("GATEWAY_SESSION_TTL_S") {
-            None => Duration::from_secs(DEFAULT_SESSION_TTL_S),
-            Some(v) => match seconds("GATEWAY_SESSION_TTL_S", &v)? {
-                d if d.is_zero() => {
-                    return Err(SettingsError::Invalid {
-                        name: "GATEWAY_SESSION_TTL_S",
-                        reason: "must be at least 1".into(),
-                    });
-                }
-                d => d,
-            },
-        };
+        let session_ttl = positive_seconds(
+            "GATEWAY_SESSION_TTL_S",
+            get("GATEWAY_SESSION_TTL_S"),
+            DEFAULT_SESSION_TTL_S,
+        )?;
+        let reload_interval = positive_seconds(
+            "GATEWAY_RELOAD_INTERVAL_S",
+            get("GATEWAY_RELOAD_INTERVAL_S"),
+            DEFAULT_RELOAD_INTERVAL_S,
+        )?;
         let trusted_proxies = match get("GATEWAY_TRUSTED_PROXIES") {
             None => TrustedProxies::default(),
             Some(v) => TrustedProxies::parse(&v).map_err(invalid("GATEWAY_TRUSTED_PROXIES"))?,
@@ -132,7 +152,7 @@ impl Settings {
             secrets_key,
             routes_file,
             jwks_min_refresh,
-            reload_interval: Duration::from_secs(1),
+            reload_interval,
             trusted_proxies,
             issuer_networks,
             oidc_endpoint_hosts,
@@ -190,6 +210,7 @@ mod tests {
         assert_eq!(s.map(|s| s.trusted_proxies.is_empty()), Some(true));
         assert_eq!(s.map(|s| s.issuer_networks), Some(NetworkPolicy::default()));
         assert_eq!(s.map(|s| s.admin_bind_addr.is_none()), Some(true));
+        assert_eq!(s.map(|s| s.reload_interval), Some(Duration::from_secs(30)));
         assert!(!format!("{s:?}").contains(KEY));
     }
 
@@ -199,6 +220,8 @@ mod tests {
             ("GATEWAY_TRUSTED_PROXIES", "10.0.0.0/99"),
             ("GATEWAY_ALLOWED_ISSUER_NETWORKS", "anything"),
             ("GATEWAY_SESSION_TTL_S", "0"),
+            ("GATEWAY_RELOAD_INTERVAL_S", "0"),
+            ("GATEWAY_RELOAD_INTERVAL_S", "1.5"),
             ("GATEWAY_JWKS_MIN_REFRESH_S", "soon"),
         ] {
             let mut pairs = BASE.to_vec();

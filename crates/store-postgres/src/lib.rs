@@ -8,6 +8,7 @@
 //! pool, so no async worker ever blocks on the database and no more threads wait than there are
 //! connections.
 
+mod auth_server_changes;
 mod auth_servers;
 mod change_log;
 mod clusters;
@@ -36,6 +37,9 @@ use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use domain::ports::storage::StoreError;
 use tokio::sync::Semaphore;
 
+pub use auth_server_changes::{
+    APPLICATION_NAME as GATEWAY_LISTENER_APPLICATION_NAME, AuthServerChanges,
+};
 pub use error::StoreSetupError;
 pub use feed::{APPLICATION_NAME as CHANGE_FEED_APPLICATION_NAME, PgChangeFeed};
 pub use notifier::APPLICATION_NAME as NOTIFIER_APPLICATION_NAME;

@@ -156,6 +156,61 @@ impl TestDatabase {
         }
     }
 
+    /// Ends the sessions on this database whose `application_name` is `name` (as an operator's
+    /// `pg_terminate_backend` or a lost network would) and waits until they are gone; returns
+    /// how many there were.
+    pub fn terminate_sessions_of(&self, name: &str) -> usize {
+        #[derive(diesel::QueryableByName)]
+        struct Pid {
+            #[diesel(sql_type = diesel::sql_types::Integer)]
+            pid: i32,
+        }
+        let mut conn = admin(&self.server_url);
+        let pids: Vec<Pid> = diesel::sql_query(
+            "SELECT pid, pg_terminate_backend(pid) AS terminated FROM pg_stat_activity \
+             WHERE datname = $1 AND application_name = $2",
+        )
+        .bind::<diesel::sql_types::Text, _>(&self.name)
+        .bind::<diesel::sql_types::Text, _>(name)
+        .load(&mut conn)
+        .unwrap_or_else(|e| panic!("terminate {name}: {e}"));
+        let pids: Vec<i32> = pids.into_iter().map(|p| p.pid).collect();
+        for _ in 0..500 {
+            #[derive(diesel::QueryableByName)]
+            struct Left {
+                #[diesel(sql_type = diesel::sql_types::BigInt)]
+                n: i64,
+            }
+            let left: Left =
+                diesel::sql_query("SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ANY($1)")
+                    .bind::<diesel::sql_types::Array<diesel::sql_types::Integer>, _>(&pids)
+                    .get_result(&mut conn)
+                    .unwrap_or_else(|e| panic!("{e}"));
+            if left.n == 0 {
+                return pids.len();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("the sessions of {name} did not end");
+    }
+
+    /// How many sessions on this database have `application_name` `name`.
+    pub fn sessions_of(&self, name: &str) -> usize {
+        #[derive(diesel::QueryableByName)]
+        struct Count {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            n: i64,
+        }
+        let counted: Count = diesel::sql_query(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = $2",
+        )
+        .bind::<diesel::sql_types::Text, _>(&self.name)
+        .bind::<diesel::sql_types::Text, _>(name)
+        .get_result(&mut admin(&self.server_url))
+        .unwrap_or_else(|e| panic!("count {name}: {e}"));
+        usize::try_from(counted.n).unwrap_or(0)
+    }
+
     /// A new database with nothing in it, not even the migrations (for migration tests).
     pub fn create_empty() -> TestDatabase {
         let server_url = server_url();

@@ -323,6 +323,76 @@ async fn a_credential_added_in_the_database_works_within_seconds() {
     assert!(closed, "the deleted server still let requests through");
 }
 
+/// The gateway's LISTEN connection is killed (a database restart, a network cut, an operator):
+/// a change made at once, before it is back, and one made after both take effect, though the
+/// periodic reload is an hour away in these tests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_take_effect_after_the_listen_connection_is_lost() {
+    let h = harness(&[("/api", "machines")]).await;
+    let first = h.token_server(ORG_SLUG, "machines", "first-token-0123456789abcdef");
+    h.insert_all(&[&first], "/api").await;
+    let accepts = |token: &'static str| {
+        let url = h.url("/api/x");
+        async move {
+            http()
+                .get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == 200)
+        }
+    };
+    assert!(accepts("first-token-0123456789abcdef").await);
+
+    let listener = store_postgres::GATEWAY_LISTENER_APPLICATION_NAME;
+    assert_eq!(
+        h.db.terminate_sessions_of(listener),
+        1,
+        "the gateway holds one LISTEN connection"
+    );
+    let second = h.token_server(ORG_SLUG, "machines", "second-token-0123456789abcdef");
+    let mut changed = second.clone();
+    changed.id = first.id;
+    h.write(
+        AuthServerChange::Update {
+            server: changed.clone(),
+            expected_updated_at: first.updated_at,
+        },
+        &changed,
+    )
+    .await;
+    assert!(
+        eventually(Duration::from_secs(10), || accepts(
+            "second-token-0123456789abcdef"
+        ))
+        .await,
+        "a change made while the LISTEN connection was down never took effect"
+    );
+    assert!(!accepts("first-token-0123456789abcdef").await);
+
+    // Back and listening: the next change arrives by notification again.
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            h.db.sessions_of(listener) == 1
+        })
+        .await,
+        "the gateway did not listen again"
+    );
+    h.write(AuthServerChange::Delete(first.id), &changed).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            http()
+                .get(h.url("/api/x"))
+                .bearer_auth("second-token-0123456789abcdef")
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == 503)
+        })
+        .await,
+        "the deleted server still let requests through"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_megabytes_stream_both_ways() {
     let h = harness(&[("/files", "machines")]).await;

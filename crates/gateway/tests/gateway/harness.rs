@@ -256,6 +256,8 @@ impl Harness {
                 "SECRETS_KEY" => self.key.clone(),
                 "GATEWAY_ROUTES_FILE" => self.routes_file.0.display().to_string(),
                 "GATEWAY_JWKS_MIN_REFRESH_S" => "1".into(),
+                // Far beyond any test: every change a test waits for arrives by notification.
+                "GATEWAY_RELOAD_INTERVAL_S" => "3600".into(),
                 _ => return None,
             })
         })
