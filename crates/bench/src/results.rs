@@ -137,6 +137,18 @@ pub struct Gateway {
     pub gateway_oidc: WrkRun,
 }
 
+/// Item 6, last part: credential changes made through the API, awaited on the gateway.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GatewayReload {
+    pub rounds: usize,
+    /// Changes that did not show within the round's limit.
+    pub missed: usize,
+    /// From the API's 201 to the gateway's first 200 with the new token.
+    pub added: Summary,
+    /// From the API's 204 to the gateway's first 401 with the removed token.
+    pub removed: Summary,
+}
+
 /// Item 7: changes made through one server process, awaited on another's watch cache.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FeedLag {
@@ -198,6 +210,8 @@ pub struct Items {
     pub platform: Vec<Platform>,
     #[serde(default)]
     pub gateway: Vec<Gateway>,
+    #[serde(default)]
+    pub gateway_reload: Option<GatewayReload>,
     #[serde(default)]
     pub feed_lag: Option<FeedLag>,
     #[serde(default)]

@@ -14,7 +14,7 @@ use tokio::process::Command;
 use super::Bench;
 use super::process::{Proc, find_program, free_port, output};
 use super::server::random_hex;
-use crate::results::{Gateway, WrkRun};
+use crate::results::{Gateway, GatewayReload, WrkRun};
 
 const BASIC_USER: &str = "bench";
 const OIDC_CLIENT: &str = "bench-gateway";
@@ -147,7 +147,8 @@ async fn wait_200(http: &reqwest::Client, url: &str, header: Option<&str>) -> an
     bail!("{url} answered {last} instead of 200 after 20 s")
 }
 
-async fn create_auth_server(b: &Bench<'_>, api: &str, body: Value) -> anyhow::Result<()> {
+/// Creates an auth server through the API; returns its id.
+async fn create_auth_server(b: &Bench<'_>, api: &str, body: Value) -> anyhow::Result<String> {
     let res = b
         .http
         .post(format!("{api}/v1/public/gateway/auth-servers"))
@@ -163,7 +164,11 @@ async fn create_auth_server(b: &Bench<'_>, api: &str, body: Value) -> anyhow::Re
             body["name"]
         );
     }
-    Ok(())
+    let created: Value = res.json().await?;
+    created["id"]
+        .as_str()
+        .map(str::to_owned)
+        .context("the created auth server has no id")
 }
 
 async fn nginx(nginx: &Path, name: &str, dir: &Path, logs: &Path) -> anyhow::Result<Proc> {
@@ -178,7 +183,10 @@ async fn nginx(nginx: &Path, name: &str, dir: &Path, logs: &Path) -> anyhow::Res
     Proc::spawn(name, cmd, logs)
 }
 
-pub async fn run(b: &Bench<'_>) -> anyhow::Result<Vec<Gateway>> {
+/// Rounds of the reload measurement (a credential added, then removed, through the API).
+const RELOAD_ROUNDS: usize = 20;
+
+pub async fn run(b: &Bench<'_>) -> anyhow::Result<(Vec<Gateway>, GatewayReload)> {
     let s = b.settings;
     crate::say!("item 6: the gateway next to nginx and Caddy, all in front of one upstream");
     let nginx_bin = find_program("nginx").context("nginx is not installed")?;
@@ -286,7 +294,7 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<Vec<Gateway>> {
                     {"username": BASIC_USER, "password": password}]}}),
         )
         .await?;
-        create_auth_server(
+        let token_server = create_auth_server(
             b,
             &g.url,
             json!({"organization": "acme", "name": "bench-token", "environment": "production",
@@ -302,11 +310,12 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<Vec<Gateway>> {
                 "client_secret": "bench-secret",
                 "authorized_domain": format!("127.0.0.1:{port_gw}"), "username_claim": "sub"}}),
         )
-        .await
+        .await?;
+        anyhow::Ok(token_server)
     }
     .await;
     g.stop().await?;
-    created?;
+    let token_server = created?;
 
     let mut cmd = Command::new(b.bin.join("gateway"));
     cmd.env("DATABASE_URL", &b.env.database_url)
@@ -383,11 +392,25 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<Vec<Gateway>> {
             });
         }
     }
+    crate::say!(
+        "the gateway's reload: a credential added and removed through a server G, {RELOAD_ROUNDS} times"
+    );
+    let g = b.env.start("g", 60).await?;
+    let reload = super::gateway_reload::measure(
+        &g.url,
+        b.token,
+        &token_server,
+        &format!("{u}:{port_gw}/token/bench"),
+        RELOAD_ROUNDS,
+    )
+    .await;
+    g.stop().await?;
+    let reload = reload?;
     for p in [gateway, issuer, caddy, proxy, upstream] {
         p.stop().await?;
     }
     let _ = std::fs::remove_dir_all(&gw);
-    Ok(rows)
+    Ok((rows, reload))
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod cpu;
 pub mod database;
 pub mod feed_lag;
 pub mod gateway;
+pub mod gateway_reload;
 pub mod get_by_id;
 pub mod idempotency;
 pub mod list;
@@ -344,7 +345,9 @@ async fn run(
         b.save(&results)?;
     }
     if runs(6) {
-        results.items.gateway = gateway::run(&b).await?;
+        let (rows, reload) = gateway::run(&b).await?;
+        results.items.gateway = rows;
+        results.items.gateway_reload = Some(reload);
         b.save(&results)?;
     }
     stub.stop().await?;

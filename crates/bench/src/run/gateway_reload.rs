@@ -1,0 +1,106 @@
+//! Item 6, last part: how soon the gateway acts on a credential change made through the API.
+//! Each round adds a token to the Token route's auth server through a server process, then
+//! asks the gateway with that token until it is accepted; then removes it and asks until it is
+//! refused. Both run from the API's answer (the change committed) to the gateway's first
+//! answer showing it: the notification's way through PostgreSQL, the gateway's read of every
+//! auth server, and one request.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use super::server::random_hex;
+use crate::results::GatewayReload;
+use crate::stats::Summary;
+
+/// How long one change may take to show before the round counts as missed.
+const ROUND_LIMIT: Duration = Duration::from_secs(5);
+
+/// What the round waits for on the gateway.
+#[derive(Clone, Copy)]
+enum Until {
+    Accepted,
+    Refused,
+}
+
+/// From now until the gateway answers `token` as `until` wants; `None` past the limit.
+async fn until_shown(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    until: Until,
+) -> anyhow::Result<Option<Duration>> {
+    let start = Instant::now();
+    while start.elapsed() < ROUND_LIMIT {
+        let status = http.get(url).bearer_auth(token).send().await?.status();
+        let shown = match until {
+            Until::Accepted => status.is_success(),
+            Until::Refused => status.as_u16() == 401,
+        };
+        if shown {
+            return Ok(Some(start.elapsed()));
+        }
+    }
+    Ok(None)
+}
+
+/// `rounds` tokens added to and removed from auth server `server_id` through `api` (as
+/// `admin_token`), each awaited on the gateway's `route_url`.
+pub async fn measure(
+    api: &str,
+    admin_token: &str,
+    server_id: &str,
+    route_url: &str,
+    rounds: usize,
+) -> anyhow::Result<GatewayReload> {
+    // One keep-alive connection each: no connect in the measured path.
+    let client = || {
+        reqwest::Client::builder()
+            .pool_max_idle_per_host(1)
+            .timeout(Duration::from_secs(10))
+            .build()
+    };
+    let (admin, probe) = (client()?, client()?);
+    let credentials = format!("{api}/v1/public/gateway/auth-servers/{server_id}/credentials");
+    let (mut added, mut removed, mut missed) = (Vec::new(), Vec::new(), 0);
+    for n in 0..rounds {
+        let token = format!("bench-reload-token-{n:04}-{}", random_hex(8));
+        let answer = admin
+            .post(&credentials)
+            .bearer_auth(admin_token)
+            .json(&json!({ "token": token }))
+            .send()
+            .await?;
+        if answer.status().as_u16() != 201 {
+            bail!("adding a token answered {}", answer.status());
+        }
+        let body: Value = answer.json().await?;
+        let id = body["id"]
+            .as_str()
+            .context("the added credential has no id")?
+            .to_owned();
+        match until_shown(&probe, route_url, &token, Until::Accepted).await? {
+            Some(lag) => added.push(lag),
+            None => missed += 1,
+        }
+        let answer = admin
+            .delete(format!("{credentials}/{id}"))
+            .bearer_auth(admin_token)
+            .send()
+            .await?;
+        if answer.status().as_u16() != 204 {
+            bail!("removing a token answered {}", answer.status());
+        }
+        match until_shown(&probe, route_url, &token, Until::Refused).await? {
+            Some(lag) => removed.push(lag),
+            None => missed += 1,
+        }
+    }
+    Ok(GatewayReload {
+        rounds,
+        missed,
+        added: Summary::of(&added),
+        removed: Summary::of(&removed),
+    })
+}
