@@ -9,6 +9,7 @@
 
 mod basic;
 mod cookies;
+mod current;
 pub mod forwarding;
 mod metrics;
 mod oidc;
@@ -21,6 +22,7 @@ mod ratelimit;
 mod registry;
 mod request;
 pub mod routes;
+mod routes_file;
 pub mod settings;
 mod token;
 
@@ -39,6 +41,7 @@ pub use routes::{Route, Routes};
 pub use settings::{Settings, SettingsError};
 
 use crate::basic::BasicVerifier;
+use crate::current::Current;
 use crate::forwarding::{Claimed, TrustedProxies};
 use crate::metrics::Metrics;
 use crate::oidc::{Oidc, OidcSettings};
@@ -48,6 +51,7 @@ use crate::path::CanonicalPath;
 use crate::problem::{problem, with_header};
 use crate::ratelimit::{Limiter, Scope};
 use crate::registry::{Registry, Snapshot};
+use crate::routes_file::RoutesFile;
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -63,7 +67,7 @@ pub enum StartError {
 }
 
 struct State {
-    routes: Routes,
+    routes: Current<Routes>,
     registry: Registry,
     vault: secrets::Vault,
     basic: BasicVerifier,
@@ -83,6 +87,7 @@ pub struct Running {
     server: Option<actix_web::dev::Server>,
     admin: Option<actix_web::dev::Server>,
     reloader: tokio::task::JoinHandle<()>,
+    routes_watch: tokio::task::JoinHandle<()>,
 }
 
 impl Running {
@@ -101,6 +106,7 @@ impl Running {
             let _ = task.await;
         }
         self.reloader.abort();
+        self.routes_watch.abort();
         result
     }
 
@@ -128,7 +134,8 @@ fn bind(addr: &str) -> Result<(TcpListener, SocketAddr), StartError> {
 
 /// Loads the routes and the auth servers, binds, and returns the server ready to run.
 pub async fn start(settings: Settings) -> Result<Running, StartError> {
-    let routes = Routes::load(&settings.routes_file)?;
+    let (routes, routes_file) =
+        RoutesFile::load(settings.routes_file.clone(), settings.routes_check)?;
     let vault = secrets::Vault::from_base64_key(&settings.secrets_key).map_err(|e| {
         SettingsError::Invalid {
             name: "SECRETS_KEY",
@@ -149,7 +156,8 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         .await
         .map_err(|e| StartError::Database(e.to_string()))?;
     metrics.auth_servers(count);
-    warn_about_callbacks(&routes, &registry.get());
+    warn_about_callbacks(&routes.get(), &registry.get());
+    let routes_watch = tokio::spawn(routes_file.watch(registry.clone(), metrics.clone()));
     let reloader = tokio::spawn(registry.clone().keep_fresh(
         store,
         AuthServerChanges::start(&settings.database_url),
@@ -232,6 +240,7 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         server: Some(server),
         admin,
         reloader,
+        routes_watch,
     })
 }
 
@@ -247,9 +256,9 @@ async fn render_metrics(metrics: web::Data<Metrics>) -> HttpResponse {
         .body(metrics.render())
 }
 
-/// Says at start when an OIDC server's redirect path lies on a route of another auth server:
+/// Says at start (and at each routes reload) when an OIDC server's redirect path lies on a route of another auth server:
 /// that route keeps its path, so the server's sign-ins cannot complete there.
-fn warn_about_callbacks(routes: &Routes, snapshot: &Snapshot) {
+pub(crate) fn warn_about_callbacks(routes: &Routes, snapshot: &Snapshot) {
     for route in routes.iter() {
         let Some(server) = snapshot.for_route(route) else {
             continue;
@@ -386,7 +395,9 @@ async fn decide(
         &state.trusted,
     );
     let host_key = host.as_deref().and_then(routes::host_key);
-    let route = state.routes.find(host_key.as_deref(), &path);
+    // This request's routes, whatever a reload puts in force meanwhile.
+    let routes = state.routes.get();
+    let route = routes.find(host_key.as_deref(), &path);
     let label = route.map(Route::label);
     let snapshot = state.registry.get();
     let path_text = path.to_string();
@@ -405,7 +416,7 @@ async fn decide(
         query: req.query_string(),
     };
 
-    let callback = callback_servers(&snapshot, &state.routes, route, &path);
+    let callback = callback_servers(&snapshot, &routes, route, &path);
     if !callback.is_empty() {
         let attempts = Attempts {
             limiter: &state.limiter,

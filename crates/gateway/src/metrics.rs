@@ -23,6 +23,8 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     auth_servers: Gauge,
     reload_failures: Counter,
+    routes_reloads: Counter,
+    routes_reload_failures: Counter,
 }
 
 impl Default for Metrics {
@@ -46,11 +48,25 @@ impl Default for Metrics {
             "Reads of the auth servers that failed (the last snapshot stayed in force)",
             reload_failures.clone(),
         );
+        let routes_reloads = Counter::default();
+        registry.register(
+            "gateway_routes_reloads",
+            "Times the routes file was read again and put in force",
+            routes_reloads.clone(),
+        );
+        let routes_reload_failures = Counter::default();
+        registry.register(
+            "gateway_routes_reload_failures",
+            "Routes files refused or unreadable (the routes in force stayed)",
+            routes_reload_failures.clone(),
+        );
         Metrics {
             registry,
             requests,
             auth_servers,
             reload_failures,
+            routes_reloads,
+            routes_reload_failures,
         }
     }
 }
@@ -68,6 +84,14 @@ impl Metrics {
     pub fn auth_servers(&self, count: usize) {
         self.auth_servers
             .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
+    pub fn routes_reloaded(&self) {
+        self.routes_reloads.inc();
+    }
+
+    pub fn routes_reload_failed(&self) {
+        self.routes_reload_failures.inc();
     }
 
     pub fn reload_failed(&self) {

@@ -2,12 +2,13 @@
 //! database notifies a change (`AuthServerChanges`: its LISTEN on `auth_server_changes`), and
 //! every `reload_interval` as a safety net for a notification that never came.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use domain::model::auth_server::AuthServer;
 use store_postgres::{AuthServerChanges, PgStore};
 
+use crate::current::Current;
 use crate::metrics::Metrics;
 use crate::routes::Route;
 
@@ -41,22 +42,16 @@ impl Snapshot {
 /// The shared, swappable snapshot.
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
-    current: Arc<RwLock<Arc<Snapshot>>>,
+    current: Current<Snapshot>,
 }
 
 impl Registry {
     pub fn get(&self) -> Arc<Snapshot> {
-        self.current
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.current.get()
     }
 
     pub fn set(&self, snapshot: Snapshot) {
-        *self
-            .current
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(snapshot);
+        self.current.set(snapshot);
     }
 
     /// Reads every auth server again; on failure the previous snapshot stays in force.

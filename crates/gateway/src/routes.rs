@@ -108,14 +108,6 @@ pub struct Routes {
 }
 
 impl Routes {
-    pub fn load(path: &std::path::Path) -> Result<Routes, RoutesError> {
-        let text = std::fs::read_to_string(path).map_err(|e| RoutesError::Read {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
-        Routes::parse(&text)
-    }
-
     pub fn parse(text: &str) -> Result<Routes, RoutesError> {
         let file: RoutesFile =
             toml::from_str(text).map_err(|e| RoutesError::Parse(e.message().to_owned()))?;

@@ -26,6 +26,8 @@ pub struct Settings {
     /// Base64 of 32 bytes; opens the OIDC client secrets and keys the cookies.
     pub secrets_key: String,
     pub routes_file: PathBuf,
+    /// How often the routes file is looked at for a change; `None`: only on `SIGHUP`.
+    pub routes_check: Option<Duration>,
     /// The least time between two JWKS fetches caused by an unknown `kid`.
     pub jwks_min_refresh: Duration,
     /// How often the auth servers are read again from the database when no change was
@@ -49,6 +51,7 @@ impl fmt::Debug for Settings {
             .field("bind_addr", &self.bind_addr)
             .field("admin_bind_addr", &self.admin_bind_addr)
             .field("routes_file", &self.routes_file)
+            .field("routes_check", &self.routes_check)
             .field("jwks_min_refresh", &self.jwks_min_refresh)
             .field("reload_interval", &self.reload_interval)
             .field("trusted_proxies", &self.trusted_proxies)
@@ -122,6 +125,10 @@ impl Settings {
             get("GATEWAY_SESSION_TTL_S"),
             DEFAULT_SESSION_TTL_S,
         )?;
+        let routes_check = match get("GATEWAY_ROUTES_CHECK_S") {
+            None => Some(Duration::from_secs(1)),
+            Some(v) => Some(seconds("GATEWAY_ROUTES_CHECK_S", &v)?).filter(|d| !d.is_zero()),
+        };
         let reload_interval = positive_seconds(
             "GATEWAY_RELOAD_INTERVAL_S",
             get("GATEWAY_RELOAD_INTERVAL_S"),
@@ -151,6 +158,7 @@ impl Settings {
             admin_bind_addr: get("GATEWAY_ADMIN_BIND_ADDR"),
             secrets_key,
             routes_file,
+            routes_check,
             jwks_min_refresh,
             reload_interval,
             trusted_proxies,
@@ -211,6 +219,10 @@ mod tests {
         assert_eq!(s.map(|s| s.issuer_networks), Some(NetworkPolicy::default()));
         assert_eq!(s.map(|s| s.admin_bind_addr.is_none()), Some(true));
         assert_eq!(s.map(|s| s.reload_interval), Some(Duration::from_secs(30)));
+        assert_eq!(
+            s.map(|s| s.routes_check),
+            Some(Some(Duration::from_secs(1)))
+        );
         assert!(!format!("{s:?}").contains(KEY));
     }
 
@@ -222,6 +234,7 @@ mod tests {
             ("GATEWAY_SESSION_TTL_S", "0"),
             ("GATEWAY_RELOAD_INTERVAL_S", "0"),
             ("GATEWAY_RELOAD_INTERVAL_S", "1.5"),
+            ("GATEWAY_ROUTES_CHECK_S", "-1"),
             ("GATEWAY_JWKS_MIN_REFRESH_S", "soon"),
         ] {
             let mut pairs = BASE.to_vec();

@@ -202,6 +202,7 @@ pub struct Harness {
     pub admin: Option<SocketAddr>,
     pub key: String,
     hits: Arc<AtomicUsize>,
+    upstream: SocketAddr,
     routes_file: TempFile,
 }
 
@@ -233,6 +234,7 @@ pub async fn harness_with(routes: &[RouteSpec], settings: &[(&str, &str)]) -> Ha
         admin: None,
         key: secrets::Vault::generate_key(),
         hits,
+        upstream,
         routes_file: TempFile(path),
     };
     let (gateway, admin) = h.start_gateway(settings).await;
@@ -265,6 +267,19 @@ impl Harness {
         let running = gateway::start(settings).await.expect("gateway starts");
         let admin = running.admin_addr;
         (running.spawn(), admin)
+    }
+
+    /// Replaces the routes file the way an operator's tool would: the new text written beside
+    /// it, then renamed over it.
+    pub fn replace_routes_file(&self, text: &str) {
+        let next = self.routes_file.0.with_extension("next");
+        std::fs::write(&next, text).expect("write the new routes file");
+        std::fs::rename(&next, &self.routes_file.0).expect("rename over the routes file");
+    }
+
+    /// The routes file's text for these routes (to this harness's upstream).
+    pub fn routes_text(&self, routes: &[RouteSpec]) -> String {
+        routes_toml(self.upstream, routes)
     }
 
     pub fn url(&self, path: &str) -> String {

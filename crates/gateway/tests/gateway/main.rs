@@ -8,3 +8,4 @@ mod attacks;
 mod basic_and_token;
 mod harness;
 mod oidc;
+mod routes_reload;

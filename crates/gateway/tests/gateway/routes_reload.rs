@@ -1,0 +1,120 @@
+//! The routes file read again while the gateway runs: a change takes effect, a bad file is
+//! refused whole and the routes in force stay, `SIGHUP` asks for a read.
+
+use crate::harness::*;
+use std::time::Duration;
+
+const TOKEN: &str = "machines-token-0123456789abcdef";
+
+/// The status of `GET path` with the machines token.
+async fn status(h: &Harness, path: &str) -> u16 {
+    http()
+        .get(h.url(path))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .map_or(0, |r| r.status().as_u16())
+}
+
+async fn shows(h: &Harness, path: &str, want: u16) -> bool {
+    eventually(Duration::from_secs(10), || async {
+        status(h, path).await == want
+    })
+    .await
+}
+
+/// `gateway_routes_reload_failures_total` on the admin listener.
+async fn refusals(h: &Harness) -> Option<u64> {
+    let admin = h.admin?;
+    let text = http()
+        .get(format!("http://{admin}/metrics"))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("gateway_routes_reload_failures_total "))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+async fn machines_harness(settings: &[(&str, &str)]) -> Harness {
+    let h = harness_with(&[route("/api", "machines")], settings).await;
+    let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
+    h.insert_all(&[&machines], "/api").await;
+    assert_eq!(status(&h, "/api/x").await, 200);
+    assert_eq!(status(&h, "/more/x").await, 404);
+    h
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_routes_file_takes_effect_and_a_bad_one_is_refused_whole() {
+    let h = machines_harness(&[("GATEWAY_ADMIN_BIND_ADDR", "127.0.0.1:0")]).await;
+    let both = h.routes_text(&[route("/api", "machines"), route("/more", "machines")]);
+    h.replace_routes_file(&both);
+    assert!(
+        shows(&h, "/more/x", 200).await,
+        "the new route never took effect"
+    );
+    assert_eq!(refusals(&h).await, Some(0));
+
+    // One more good route, and one the gateway must refuse (a prefix it would rewrite): the
+    // file is refused whole, the good route with it.
+    let bad = format!(
+        "{}{}",
+        h.routes_text(&[route("/api", "machines"), route("/new", "machines")]),
+        h.routes_text(&[route("/a/../b", "machines")])
+    );
+    h.replace_routes_file(&bad);
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            refusals(&h).await == Some(1)
+        })
+        .await,
+        "the bad file was never refused"
+    );
+    assert_eq!(
+        status(&h, "/new/x").await,
+        404,
+        "half of a refused file applied"
+    );
+    assert_eq!(
+        status(&h, "/more/x").await,
+        200,
+        "the routes in force changed"
+    );
+    assert_eq!(status(&h, "/api/x").await, 200);
+
+    // Not TOML at all: the same.
+    h.replace_routes_file("[[route]\npath_prefix = ");
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            refusals(&h).await == Some(2)
+        })
+        .await,
+        "the broken file was never refused"
+    );
+    assert_eq!(status(&h, "/more/x").await, 200);
+
+    // A good file again: in force, and /more goes with it.
+    h.replace_routes_file(&h.routes_text(&[route("/api", "machines")]));
+    assert!(shows(&h, "/more/x", 404).await, "the removed route stayed");
+    assert_eq!(status(&h, "/api/x").await, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reads_the_routes_file_again() {
+    // The file is looked at only when asked.
+    let h = machines_harness(&[("GATEWAY_ROUTES_CHECK_S", "0")]).await;
+    h.replace_routes_file(&h.routes_text(&[route("/api", "machines"), route("/more", "machines")]));
+    let sent = std::process::Command::new("kill")
+        .args(["-HUP", &std::process::id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    assert!(
+        shows(&h, "/more/x", 200).await,
+        "SIGHUP did not read the routes file"
+    );
+}
