@@ -322,6 +322,9 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<(Vec<Gateway>, GatewayReload)>
         .env("GATEWAY_BIND_ADDR", format!("127.0.0.1:{port_gw}"))
         .env("SECRETS_KEY", &b.env.secrets_key)
         .env("GATEWAY_ROUTES_FILE", gw.join("routes.toml"))
+        // Only for the reload's probes, each from its own client address (gateway_reload.rs);
+        // wrk sends no X-Forwarded-For.
+        .env("GATEWAY_TRUSTED_PROXIES", "127.0.0.1/32")
         .env("RUST_LOG", "warn");
     let mut gateway = Proc::spawn("gateway", cmd, &b.logs)?;
     gateway.wait_port(port_gw, Duration::from_secs(20)).await?;

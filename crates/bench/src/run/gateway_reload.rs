@@ -24,16 +24,36 @@ enum Until {
     Refused,
 }
 
+/// A client address for each probe, in the benchmarking range 198.18.0.0/15: the gateway
+/// counts refused credentials per client and route (ten, then 429), and every probe before a
+/// change shows is one. The gateway of this item believes `X-Forwarded-For` from loopback.
+struct Clients(u32);
+
+impl Clients {
+    fn next(&mut self) -> String {
+        self.0 = self.0.wrapping_add(1);
+        let [_, a, b, c] = self.0.to_be_bytes();
+        format!("198.{}.{b}.{c}", 18 + (a & 1))
+    }
+}
+
 /// From now until the gateway answers `token` as `until` wants; `None` past the limit.
 async fn until_shown(
     http: &reqwest::Client,
+    clients: &mut Clients,
     url: &str,
     token: &str,
     until: Until,
 ) -> anyhow::Result<Option<Duration>> {
     let start = Instant::now();
     while start.elapsed() < ROUND_LIMIT {
-        let status = http.get(url).bearer_auth(token).send().await?.status();
+        let status = http
+            .get(url)
+            .bearer_auth(token)
+            .header("x-forwarded-for", clients.next())
+            .send()
+            .await?
+            .status();
         let shown = match until {
             Until::Accepted => status.is_success(),
             Until::Refused => status.as_u16() == 401,
@@ -64,6 +84,7 @@ pub async fn measure(
     let (admin, probe) = (client()?, client()?);
     let credentials = format!("{api}/v1/public/gateway/auth-servers/{server_id}/credentials");
     let (mut added, mut removed, mut missed) = (Vec::new(), Vec::new(), 0);
+    let mut clients = Clients(0);
     for n in 0..rounds {
         let token = format!("bench-reload-token-{n:04}-{}", random_hex(8));
         let answer = admin
@@ -80,7 +101,7 @@ pub async fn measure(
             .as_str()
             .context("the added credential has no id")?
             .to_owned();
-        match until_shown(&probe, route_url, &token, Until::Accepted).await? {
+        match until_shown(&probe, &mut clients, route_url, &token, Until::Accepted).await? {
             Some(lag) => added.push(lag),
             None => missed += 1,
         }
@@ -92,7 +113,7 @@ pub async fn measure(
         if answer.status().as_u16() != 204 {
             bail!("removing a token answered {}", answer.status());
         }
-        match until_shown(&probe, route_url, &token, Until::Refused).await? {
+        match until_shown(&probe, &mut clients, route_url, &token, Until::Refused).await? {
             Some(lag) => removed.push(lag),
             None => missed += 1,
         }
@@ -103,4 +124,19 @@ pub async fn measure(
         added: Summary::of(&added),
         removed: Summary::of(&removed),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_probe_comes_from_another_benchmarking_address() {
+        let mut c = Clients(0);
+        assert_eq!(c.next(), "198.18.0.1");
+        let mut c = Clients(0x0001_ffff);
+        assert_eq!(c.next(), "198.18.0.0", "wraps within 198.18.0.0/15");
+        let mut c = Clients(0x0000_ffff);
+        assert_eq!(c.next(), "198.19.0.0");
+    }
 }
