@@ -74,7 +74,6 @@ struct State {
     oidc: Oidc,
     limiter: Limiter,
     trusted: TrustedProxies,
-    upstream: reqwest::Client,
     metrics: Arc<Metrics>,
 }
 
@@ -164,12 +163,6 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         settings.reload_interval,
         metrics.clone(),
     ));
-    let upstream = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(std::time::Duration::from_secs(10))
-        .no_proxy()
-        .build()
-        .map_err(|e| StartError::Database(format!("HTTP client: {e}")))?;
     let oidc = Oidc::new(
         vault.clone(),
         Outbound::new(settings.issuer_networks),
@@ -188,7 +181,6 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         oidc,
         limiter: Limiter::default(),
         trusted: settings.trusted_proxies.clone(),
-        upstream,
         metrics: metrics.clone(),
     });
     let (listener, addr) = bind(&settings.bind_addr)?;
@@ -487,7 +479,7 @@ async fn decide(
                 client: &client,
                 request_id,
             };
-            proxy::forward(&state.upstream, req, payload, checked).await
+            proxy::forward(req, payload, checked).await
         }
         Outcome::Deny(response) => response,
     };

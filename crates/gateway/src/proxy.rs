@@ -7,6 +7,10 @@
 //! Token credentials; the gateway's own cookies, either way (an upstream sharing the gateway's
 //! origin could otherwise plant another tenant's session).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
 use actix_web::http::StatusCode;
 use actix_web::http::header::{HeaderMap, HeaderName};
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -17,7 +21,7 @@ use crate::forwarding::{ClientView, is_gateway_owned};
 use crate::outcome::Identity;
 use crate::path::CanonicalPath;
 use crate::problem::problem;
-use crate::routes::Route;
+use crate::routes::{Limits, Route};
 
 /// RFC 9110 §7.6.1 plus the de-facto ones.
 const HOP_BY_HOP: &[&str] = &[
@@ -91,9 +95,11 @@ pub struct Checked<'a> {
     pub request_id: &'a str,
 }
 
-/// Sends the request upstream and streams the answer back.
+/// Sends the request upstream and streams the answer back, within the route's limits: a
+/// declared body over the limit is 413 before the upstream is asked, one that grows over it
+/// while streaming ends the upstream request and is 413 too; no answer head within the
+/// first-byte timeout is 504; a body that stalls for the idle timeout, either way, is cut.
 pub async fn forward(
-    upstream: &reqwest::Client,
     req: &HttpRequest,
     payload: web::Payload,
     checked: Checked<'_>,
@@ -105,6 +111,17 @@ pub async fn forward(
         client,
         request_id,
     } = checked;
+    let limits = route.limits;
+    let declared = req
+        .headers()
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let (Some(max), Some(len)) = (limits.max_request_body, declared) {
+        if len > max {
+            return too_large(max);
+        }
+    }
     let url = route.upstream_url(path, req.query_string());
     let Ok(method) = reqwest::Method::from_bytes(req.method().as_str().as_bytes()) else {
         return problem(StatusCode::BAD_REQUEST, "bad_request", "unknown method");
@@ -128,26 +145,82 @@ pub async fn forward(
 
     let has_body = req.headers().contains_key("content-length")
         || req.headers().contains_key("transfer-encoding");
-    let mut outgoing = upstream.request(method, &url).headers(headers);
+    let mut outgoing = route.client.request(method, &url).headers(headers);
+    let over_limit = Arc::new(AtomicBool::new(false));
     if has_body {
-        outgoing = outgoing.body(reqwest::Body::wrap_stream(sendable(payload)));
+        let body = sendable(payload, limits, over_limit.clone());
+        outgoing = outgoing.body(reqwest::Body::wrap_stream(body));
     }
-    let response = match outgoing.send().await {
-        Ok(r) => r,
-        Err(error) => {
+    let response = match tokio::time::timeout(limits.first_byte, outgoing.send()).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(_)) if over_limit.load(Ordering::SeqCst) => {
+            return too_large(limits.max_request_body.unwrap_or(0));
+        }
+        Ok(Err(error)) => {
+            let timed_out = error.is_timeout();
             tracing::warn!(route = %route.label(), error = %error.without_url(), "upstream request failed");
-            return problem(
-                StatusCode::BAD_GATEWAY,
-                "bad_gateway",
-                "the upstream service did not answer",
-            );
+            return if timed_out {
+                upstream_timeout()
+            } else {
+                problem(
+                    StatusCode::BAD_GATEWAY,
+                    "bad_gateway",
+                    "the upstream service did not answer",
+                )
+            };
+        }
+        Err(_) => {
+            tracing::warn!(route = %route.label(), timeout_ms = limits.first_byte.as_millis() as u64, "upstream gave no answer in time");
+            return upstream_timeout();
         }
     };
-    answer(req, response)
+    answer(req, response, limits.idle)
+}
+
+fn upstream_timeout() -> HttpResponse {
+    problem(
+        StatusCode::GATEWAY_TIMEOUT,
+        "gateway_timeout",
+        "the upstream service did not answer in time",
+    )
+}
+
+fn too_large(max: u64) -> HttpResponse {
+    problem(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+        &format!("the request body is larger than this route takes ({max} bytes)"),
+    )
+}
+
+/// `stream`, ended with an error when no piece comes for `idle`.
+fn with_idle_timeout<S, T, E>(
+    stream: S,
+    idle: Duration,
+) -> impl futures::Stream<Item = Result<T, std::io::Error>>
+where
+    S: futures::Stream<Item = Result<T, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    futures::stream::unfold(Some(stream), move |state| async move {
+        let mut stream = state?;
+        match tokio::time::timeout(idle, stream.next()).await {
+            Ok(Some(Ok(piece))) => Some((Ok(piece), Some(stream))),
+            Ok(Some(Err(e))) => Some((Err(std::io::Error::other(e.to_string())), None)),
+            Ok(None) => None,
+            Err(_) => Some((
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the body stalled",
+                )),
+                None,
+            )),
+        }
+    })
 }
 
 /// The upstream's answer as the client gets it.
-fn answer(req: &HttpRequest, response: reqwest::Response) -> HttpResponse {
+fn answer(req: &HttpRequest, response: reqwest::Response, idle: Duration) -> HttpResponse {
     let status =
         StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
     let mut out = HttpResponse::build(status);
@@ -184,22 +257,38 @@ fn answer(req: &HttpRequest, response: reqwest::Response) -> HttpResponse {
     let bodiless = req.method() == actix_web::http::Method::HEAD
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED;
-    if let (Some(len), false) = (response.content_length(), bodiless) {
+    let length = response.content_length();
+    let body = with_idle_timeout(Box::pin(response.bytes_stream()), idle);
+    if let (Some(len), false) = (length, bodiless) {
         // Passed on explicitly: a known length lets actix send it without chunking.
-        return out.no_chunking(len).streaming(response.bytes_stream());
+        return out.no_chunking(len).streaming(body);
     }
-    out.streaming(response.bytes_stream())
+    out.streaming(body)
 }
 
 /// actix's payload is tied to its worker thread; reqwest wants a `Send` stream. A small
-/// bounded channel bridges them, so at most a few chunks are in memory at a time.
+/// bounded channel bridges them, so at most a few chunks are in memory at a time. The body
+/// ends with an error once it passes the route's limit (`over_limit` then says so) or stalls
+/// for its idle timeout.
 fn sendable(
-    mut payload: web::Payload,
+    payload: web::Payload,
+    limits: Limits,
+    over_limit: Arc<AtomicBool>,
 ) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send + 'static {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(4);
     actix_web::rt::spawn(async move {
-        while let Some(chunk) = payload.next().await {
-            let item = chunk.map_err(|e| std::io::Error::other(e.to_string()));
+        let mut payload = std::pin::pin!(with_idle_timeout(payload, limits.idle));
+        let mut sent: u64 = 0;
+        while let Some(mut item) = payload.next().await {
+            if let Ok(chunk) = &item {
+                sent = sent.saturating_add(chunk.len() as u64);
+                if limits.max_request_body.is_some_and(|max| sent > max) {
+                    over_limit.store(true, Ordering::SeqCst);
+                    item = Err(std::io::Error::other(
+                        "the request body passed the route's limit",
+                    ));
+                }
+            }
             let stop = item.is_err();
             if tx.send(item).await.is_err() || stop {
                 break;

@@ -1,6 +1,8 @@
 //! The routes file (`GATEWAY_ROUTES_FILE`): which hosts and path prefixes go where, behind which
 //! auth server. Prefixes are matched on the canonical path ([`crate::path`]) at whole segments.
 
+use std::time::Duration;
+
 use serde::Deserialize;
 
 use crate::path::{self, CanonicalPath};
@@ -32,7 +34,51 @@ struct RouteConfig {
     organization: String,
     environment: String,
     auth_server: String,
+    #[serde(default)]
+    timeouts: TimeoutsConfig,
+    /// Optional: the largest request body passed upstream.
+    max_request_body_bytes: Option<u64>,
 }
+
+/// A route's upstream timeouts, in milliseconds; each defaults as [`Limits::default`] says.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TimeoutsConfig {
+    connect_ms: Option<u64>,
+    first_byte_ms: Option<u64>,
+    idle_ms: Option<u64>,
+}
+
+/// What one request on a route may cost the gateway and its upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// To open a connection to the upstream.
+    pub connect: Duration,
+    /// From sending the request to the upstream's answer head (its status and headers).
+    pub first_byte: Duration,
+    /// Between two pieces of a body, either way, once it flows.
+    pub idle: Duration,
+    /// The largest request body passed upstream; `None`: no limit (bodies are streamed, so
+    /// the gateway's memory does not grow with them).
+    pub max_request_body: Option<u64>,
+}
+
+impl Default for Limits {
+    /// nginx's defaults for a proxy (`proxy_read_timeout`, `proxy_send_timeout`), with a
+    /// shorter connect: an upstream that takes seconds to accept is down.
+    fn default() -> Self {
+        Limits {
+            connect: Duration::from_secs(5),
+            first_byte: Duration::from_secs(60),
+            idle: Duration::from_secs(60),
+            max_request_body: None,
+        }
+    }
+}
+
+/// The longest timeout a route may set: beyond it, a stuck upstream holds a connection for
+/// good.
+const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 /// One protected host and prefix.
 #[derive(Debug, Clone)]
@@ -51,6 +97,9 @@ pub struct Route {
     pub organization: String,
     pub environment: String,
     pub auth_server: String,
+    pub limits: Limits,
+    /// The upstream's connections (its own pool, with the route's connect timeout).
+    pub client: reqwest::Client,
 }
 
 impl Route {
@@ -185,15 +234,48 @@ fn route(index: usize, r: RouteConfig) -> Result<Route, RoutesError> {
             Some(key)
         }
     };
+    let limits = limits(&r.timeouts, r.max_request_body_bytes).map_err(|e| invalid(&e))?;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(limits.connect)
+        .tcp_nodelay(true)
+        .no_proxy()
+        .build()
+        .map_err(|e| invalid(&format!("cannot make the upstream client: {e}")))?;
     Ok(Route {
         index,
         host,
         prefix,
+        limits,
+        client,
         upstream_origin: origin,
         upstream_base,
         organization: r.organization,
         environment: r.environment,
         auth_server: r.auth_server,
+    })
+}
+
+/// A route's limits: what it set, the defaults for the rest.
+fn limits(t: &TimeoutsConfig, max_request_body: Option<u64>) -> Result<Limits, String> {
+    let default = Limits::default();
+    let timeout = |name: &str, ms: Option<u64>, default: Duration| match ms {
+        None => Ok(default),
+        Some(0) => Err(format!("timeouts.{name} must be at least 1")),
+        Some(ms) if Duration::from_millis(ms) > MAX_TIMEOUT => Err(format!(
+            "timeouts.{name} must be at most {} (a day)",
+            MAX_TIMEOUT.as_millis()
+        )),
+        Some(ms) => Ok(Duration::from_millis(ms)),
+    };
+    if max_request_body == Some(0) {
+        return Err("max_request_body_bytes must be at least 1".into());
+    }
+    Ok(Limits {
+        connect: timeout("connect_ms", t.connect_ms, default.connect)?,
+        first_byte: timeout("first_byte_ms", t.first_byte_ms, default.first_byte)?,
+        idle: timeout("idle_ms", t.idle_ms, default.idle)?,
+        max_request_body,
     })
 }
 
@@ -296,6 +378,30 @@ auth_server = "c"
     }
 
     #[test]
+    fn limits_default_and_are_set_per_route() {
+        let r = Routes::parse(&format!(
+            "{FILE}\ntimeouts = {{ connect_ms = 250, idle_ms = 1500 }}\nmax_request_body_bytes = 1024"
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let of = |name: &str| {
+            r.iter()
+                .find(|route| route.auth_server == name)
+                .map(|route| route.limits)
+        };
+        // The settings follow the last [[route]] of the file: route c.
+        assert_eq!(
+            of("c"),
+            Some(Limits {
+                connect: Duration::from_millis(250),
+                first_byte: Duration::from_secs(60),
+                idle: Duration::from_millis(1500),
+                max_request_body: Some(1024),
+            })
+        );
+        assert_eq!(of("a"), Some(Limits::default()));
+    }
+
+    #[test]
     fn bad_routes_are_refused() {
         for bad in [
             FILE.replace("\"/app\"", "\"app\""),
@@ -306,6 +412,11 @@ auth_server = "c"
             FILE.replace("\"/app\"", "\"/%61pp\""),
             FILE.replace("Tenant.Example.com", "tenant.example.com:8443"),
             format!("{FILE}\nextra = 1"),
+            format!("{FILE}\ntimeouts = {{ first_byte_ms = 0 }}"),
+            format!("{FILE}\ntimeouts = {{ idle_ms = 86400001 }}"),
+            format!("{FILE}\ntimeouts = {{ read_ms = 10 }}"),
+            format!("{FILE}\nmax_request_body_bytes = 0"),
+            format!("{FILE}\nmax_request_body_bytes = -1"),
         ] {
             assert!(Routes::parse(&bad).is_err(), "{bad}");
         }

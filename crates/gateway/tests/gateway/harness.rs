@@ -59,11 +59,23 @@ async fn echo(
     let mut len = 0usize;
     let mut hasher = Sha256::new();
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.expect("request body");
+        let Ok(chunk) = chunk else {
+            // The gateway cut the body short (a limit): nothing to answer.
+            return HttpResponse::BadRequest().finish();
+        };
         len += chunk.len();
         hasher.update(&chunk);
     }
     let path = req.path();
+    if path.ends_with("/stall-head") {
+        // An upstream that took the request and never answers.
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    }
+    if path.ends_with("/stall-body") {
+        // One piece of the body, then nothing, the connection kept open.
+        let first = futures::stream::once(async { Ok::<_, std::io::Error>(web::Bytes::from("x")) });
+        return HttpResponse::Ok().streaming(first.chain(futures::stream::pending()));
+    }
     if path.ends_with("/download") {
         // 10 MB in 64 KiB chunks, streamed.
         let chunks = futures::stream::iter(
@@ -136,6 +148,8 @@ pub struct RouteSpec {
     pub host: Option<String>,
     /// The upstream's own base path (`""` for none).
     pub base: String,
+    /// More lines of the route's table (its timeouts, its body limit).
+    pub extra: String,
 }
 
 /// A route of `acme` to `server`, under no host and no base path.
@@ -146,6 +160,7 @@ pub fn route(prefix: &str, server: &str) -> RouteSpec {
         organization: ORG_SLUG,
         host: None,
         base: String::new(),
+        extra: String::new(),
     }
 }
 
@@ -164,6 +179,13 @@ impl RouteSpec {
         self.base = base.into();
         self
     }
+
+    /// The route with these TOML lines added to its table.
+    pub fn with(mut self, lines: &str) -> Self {
+        self.extra.push_str(lines);
+        self.extra.push('\n');
+        self
+    }
 }
 
 fn routes_toml(upstream: SocketAddr, routes: &[RouteSpec]) -> String {
@@ -177,8 +199,8 @@ fn routes_toml(upstream: SocketAddr, routes: &[RouteSpec]) -> String {
                 .unwrap_or_default();
             format!(
                 "[[route]]\n{host}path_prefix = \"{}\"\nupstream = \"http://{upstream}{}\"\n\
-                 organization = \"{}\"\nenvironment = \"{ENV}\"\nauth_server = \"{}\"\n\n",
-                r.prefix, r.base, r.organization, r.server
+                 organization = \"{}\"\nenvironment = \"{ENV}\"\nauth_server = \"{}\"\n{}\n",
+                r.prefix, r.base, r.organization, r.server, r.extra
             )
         })
         .collect()

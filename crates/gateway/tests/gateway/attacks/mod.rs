@@ -9,3 +9,4 @@ mod sessions;
 mod signin;
 mod ssrf;
 mod traversal;
+mod upstream_limits;
