@@ -24,6 +24,7 @@ mod request;
 pub mod routes;
 mod routes_file;
 pub mod settings;
+mod tls;
 mod token;
 
 use std::net::{IpAddr, SocketAddr, TcpListener};
@@ -64,6 +65,8 @@ pub enum StartError {
     Database(String),
     #[error("cannot listen on {addr}: {reason}")]
     Bind { addr: String, reason: String },
+    #[error("TLS: {0}")]
+    Tls(String),
 }
 
 struct State {
@@ -80,6 +83,8 @@ struct State {
 /// A started gateway: its addresses, and the handle that stops it.
 pub struct Running {
     pub addr: SocketAddr,
+    /// The TLS listener's address, when one was set.
+    pub tls_addr: Option<SocketAddr>,
     /// Where `/metrics` is served, when an admin address was set.
     pub admin_addr: Option<SocketAddr>,
     pub handle: ServerHandle,
@@ -133,8 +138,31 @@ fn bind(addr: &str) -> Result<(TcpListener, SocketAddr), StartError> {
 
 /// Loads the routes and the auth servers, binds, and returns the server ready to run.
 pub async fn start(settings: Settings) -> Result<Running, StartError> {
-    let (routes, routes_file) =
+    let (in_force, routes_file) =
         RoutesFile::load(settings.routes_file.clone(), settings.routes_check)?;
+    let routes = in_force.routes.clone();
+    let tls = match &settings.tls_bind_addr {
+        None => {
+            if !in_force.certificates.get().is_empty() {
+                tracing::warn!(
+                    "the routes file names certificates but GATEWAY_TLS_BIND_ADDR is not set: there is no TLS listener"
+                );
+            }
+            None
+        }
+        Some(tls_addr) => {
+            if in_force.certificates.get().is_empty() {
+                return Err(StartError::Tls(
+                    "GATEWAY_TLS_BIND_ADDR is set but the routes file names no [[certificate]]"
+                        .into(),
+                ));
+            }
+            let config =
+                tls::server_config(in_force.certificates.clone()).map_err(StartError::Tls)?;
+            let (listener, addr) = bind(tls_addr)?;
+            Some((listener, addr, config))
+        }
+    };
     let vault = secrets::Vault::from_base64_key(&settings.secrets_key).map_err(|e| {
         SettingsError::Invalid {
             name: "SECRETS_KEY",
@@ -202,8 +230,19 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
     .map_err(|e| StartError::Bind {
         addr: addr.to_string(),
         reason: e.to_string(),
-    })?
-    .run();
+    })?;
+    let tls_addr = tls.as_ref().map(|(_, addr, _)| *addr);
+    let server =
+        match tls {
+            None => server,
+            Some((listener, tls_addr, config)) => server
+                .listen_rustls_0_23(listener, config)
+                .map_err(|e| StartError::Bind {
+                    addr: tls_addr.to_string(),
+                    reason: e.to_string(),
+                })?,
+        }
+        .run();
     let (admin, admin_addr) = match &settings.admin_bind_addr {
         None => (None, None),
         Some(admin_bind) => {
@@ -227,6 +266,7 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
     };
     Ok(Running {
         addr,
+        tls_addr,
         admin_addr,
         handle: server.handle(),
         server: Some(server),
@@ -378,7 +418,8 @@ async fn decide(
     let client = forwarding::client_view(
         peer,
         host.as_deref(),
-        false,
+        // Set by actix for the TLS listener only; no header can claim it.
+        req.app_config().secure(),
         Claimed {
             forwarded_for: &forwarded_for,
             forwarded_proto: values("x-forwarded-proto").first().copied(),

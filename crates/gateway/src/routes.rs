@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::path::{self, CanonicalPath};
+use crate::tls::{CertificateSpec, TlsError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RoutesError {
@@ -15,6 +16,10 @@ pub enum RoutesError {
     Parse(String),
     #[error("route {index}: {reason}")]
     Invalid { index: usize, reason: String },
+    #[error("certificate {index}: {reason}")]
+    Certificate { index: usize, reason: String },
+    #[error(transparent)]
+    Tls(#[from] TlsError),
 }
 
 #[derive(Debug, Deserialize)]
@@ -22,6 +27,21 @@ pub enum RoutesError {
 struct RoutesFile {
     #[serde(default)]
     route: Vec<RouteConfig>,
+    #[serde(default)]
+    certificate: Vec<CertificateConfig>,
+}
+
+/// A `[[certificate]]`: for the TLS listener, the pair a client naming one of `hosts` gets.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CertificateConfig {
+    #[serde(default)]
+    hosts: Vec<String>,
+    #[serde(default)]
+    default: bool,
+    /// PEM files; a relative path is read from the routes file's directory.
+    cert: String,
+    key: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -154,14 +174,16 @@ pub fn host_key(host: &str) -> Option<String> {
 #[derive(Debug, Clone, Default)]
 pub struct Routes {
     routes: Vec<Route>,
+    /// The TLS listener's certificates, as the file names them (paths not yet resolved).
+    pub certificates: Vec<CertificateSpec>,
 }
 
 impl Routes {
     pub fn parse(text: &str) -> Result<Routes, RoutesError> {
-        let file: RoutesFile =
+        let mut file: RoutesFile =
             toml::from_str(text).map_err(|e| RoutesError::Parse(e.message().to_owned()))?;
         let mut routes = Vec::with_capacity(file.route.len());
-        for (index, r) in file.route.into_iter().enumerate() {
+        for (index, r) in std::mem::take(&mut file.route).into_iter().enumerate() {
             routes.push(route(index, r)?);
         }
         // Stable: among equally specific routes the first in the file wins.
@@ -171,7 +193,16 @@ impl Routes {
                 std::cmp::Reverse(r.prefix.segments().len()),
             )
         });
-        Ok(Routes { routes })
+        let certificates = file
+            .certificate
+            .into_iter()
+            .enumerate()
+            .map(|(index, c)| certificate(index, c))
+            .collect::<Result<_, _>>()?;
+        Ok(Routes {
+            routes,
+            certificates,
+        })
     }
 
     /// The most specific route for `host` and `path`.
@@ -253,6 +284,32 @@ fn route(index: usize, r: RouteConfig) -> Result<Route, RoutesError> {
         organization: r.organization,
         environment: r.environment,
         auth_server: r.auth_server,
+    })
+}
+
+fn certificate(index: usize, c: CertificateConfig) -> Result<CertificateSpec, RoutesError> {
+    let invalid = |reason: &str| RoutesError::Certificate {
+        index,
+        reason: reason.to_owned(),
+    };
+    if c.hosts.is_empty() && !c.default {
+        return Err(invalid("names no hosts and is not the default"));
+    }
+    let mut hosts = Vec::with_capacity(c.hosts.len());
+    for h in &c.hosts {
+        if h.contains(':') || h.contains('/') {
+            return Err(invalid("hosts are host names without a port or path"));
+        }
+        hosts.push(host_key(h).ok_or_else(|| invalid("a host is empty"))?);
+    }
+    if c.cert.trim().is_empty() || c.key.trim().is_empty() {
+        return Err(invalid("cert and key are the paths of PEM files"));
+    }
+    Ok(CertificateSpec {
+        hosts,
+        default: c.default,
+        cert: c.cert.into(),
+        key: c.key.into(),
     })
 }
 
@@ -399,6 +456,40 @@ auth_server = "c"
             })
         );
         assert_eq!(of("a"), Some(Limits::default()));
+    }
+
+    #[test]
+    fn certificates_name_their_hosts_or_are_the_default() {
+        let r = Routes::parse(&format!(
+            "{FILE}\n[[certificate]]\nhosts = [\"Tenant.Example.com\"]\ncert = \"t.crt\"\nkey = \"t.key\"\n\n\
+             [[certificate]]\ndefault = true\ncert = \"/etc/gw/d.crt\"\nkey = \"/etc/gw/d.key\"\n"
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            r.certificates,
+            vec![
+                CertificateSpec {
+                    hosts: vec!["tenant.example.com".into()],
+                    default: false,
+                    cert: "t.crt".into(),
+                    key: "t.key".into(),
+                },
+                CertificateSpec {
+                    hosts: vec![],
+                    default: true,
+                    cert: "/etc/gw/d.crt".into(),
+                    key: "/etc/gw/d.key".into(),
+                },
+            ]
+        );
+        for bad in [
+            "[[certificate]]\ncert = \"a\"\nkey = \"b\"\n",
+            "[[certificate]]\nhosts = [\"a.example:443\"]\ncert = \"a\"\nkey = \"b\"\n",
+            "[[certificate]]\ndefault = true\ncert = \"\"\nkey = \"b\"\n",
+            "[[certificate]]\ndefault = true\ncert = \"a\"\n",
+        ] {
+            assert!(Routes::parse(&format!("{FILE}\n{bad}")).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! The routes file kept in force while the gateway runs: read again on `SIGHUP`, and whenever
-//! its content changes (looked at every `GATEWAY_ROUTES_CHECK_S`, so an editor's save, an
-//! atomic rename and a Kubernetes ConfigMap's symlink swap are all seen). A file that does not
-//! read as routes is refused whole, with its error in the log, and the routes in force stay:
-//! nothing is half-applied, and requests under way finish on the routes they started with.
+//! its content or the content of a certificate file it names changes (looked at every
+//! `GATEWAY_ROUTES_CHECK_S`, so an editor's save, an atomic rename, a Kubernetes ConfigMap's
+//! symlink swap and a renewed certificate are all seen). A file that does not read as routes,
+//! or names certificates that do not load, is refused whole, with its error in the log, and
+//! what is in force stays: nothing is half-applied, requests under way finish on the routes
+//! they started with, and open TLS connections keep their certificate.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,15 +16,25 @@ use crate::current::Current;
 use crate::metrics::Metrics;
 use crate::registry::Registry;
 use crate::routes::{Routes, RoutesError};
+use crate::tls::{CertificateSpec, Certificates};
 
-/// What keeps the routes current; [`RoutesFile::watch`] runs it.
+/// What is in force: the routes, and the TLS listener's certificates.
+#[derive(Clone)]
+pub struct InForce {
+    pub routes: Current<Routes>,
+    pub certificates: Current<Certificates>,
+}
+
+/// What keeps them current; [`RoutesFile::watch`] runs it.
 pub struct RoutesFile {
     path: PathBuf,
-    routes: Current<Routes>,
+    in_force: InForce,
     /// The bytes last read, parsed or refused: the same bytes are not parsed (or refused, or
     /// logged) again unless a `SIGHUP` asks.
     last: Vec<u8>,
-    /// Why the file could not be read last time, so a lasting failure is said once.
+    /// The certificate and key files' bytes last read, the same way.
+    last_certificates: Vec<u8>,
+    /// Why a file could not be read last time, so a lasting failure is said once.
     unreadable: Option<String>,
     hangups: Option<Signal>,
     /// `None`: only on `SIGHUP`.
@@ -30,17 +42,21 @@ pub struct RoutesFile {
 }
 
 impl RoutesFile {
-    /// Reads the file for the start: its routes, and the watcher to run. The `SIGHUP` handler
-    /// is in place when this returns (a signal sent after the start reloads, never kills).
+    /// Reads the file (and its certificates) for the start, and makes the watcher to run. The
+    /// `SIGHUP` handler is in place when this returns (a signal sent after the start reloads,
+    /// never kills).
     pub fn load(
         path: PathBuf,
         every: Option<Duration>,
-    ) -> Result<(Current<Routes>, RoutesFile), RoutesError> {
+    ) -> Result<(InForce, RoutesFile), RoutesError> {
         let bytes = std::fs::read(&path).map_err(|e| RoutesError::Read {
             path: path.display().to_string(),
             reason: e.to_string(),
         })?;
-        let routes = Current::new(parse(&bytes)?);
+        let routes = parse(&bytes)?;
+        let specs = resolved(&path, &routes.certificates);
+        let certificates = Certificates::load(&specs)?;
+        let last_certificates = certificate_bytes(&specs).unwrap_or_default();
         let hangups = match signal(SignalKind::hangup()) {
             Ok(s) => Some(s),
             Err(error) => {
@@ -48,53 +64,80 @@ impl RoutesFile {
                 None
             }
         };
+        let in_force = InForce {
+            routes: Current::new(routes),
+            certificates: Current::new(certificates),
+        };
         let file = RoutesFile {
             path,
-            routes: routes.clone(),
+            in_force: in_force.clone(),
             last: bytes,
+            last_certificates,
             unreadable: None,
             hangups,
             every,
         };
-        Ok((routes, file))
+        Ok((in_force, file))
     }
 
     /// Runs forever.
     pub async fn watch(mut self, registry: Registry, metrics: Arc<Metrics>) {
         loop {
             let asked = self.next().await;
-            let bytes = match tokio::fs::read(&self.path).await {
-                Ok(bytes) => {
+            let read = tokio::fs::read(&self.path)
+                .await
+                .map_err(|e| format!("{}: {e}", self.path.display()))
+                .and_then(|bytes| {
+                    let routes = parse(&bytes).ok();
+                    let specs = routes.as_ref().map_or_else(
+                        || resolved(&self.path, &self.in_force.routes.get().certificates),
+                        |r| resolved(&self.path, &r.certificates),
+                    );
+                    Ok((bytes, certificate_bytes(&specs)?))
+                });
+            let (bytes, certificate_files) = match read {
+                Ok(read) => {
                     self.unreadable = None;
-                    bytes
+                    read
                 }
                 Err(error) => {
-                    let error = error.to_string();
                     if asked || self.unreadable.as_ref() != Some(&error) {
-                        tracing::warn!(path = %self.path.display(), %error, "cannot read the routes file; the routes in force stay");
+                        tracing::warn!(%error, "cannot read the routes file or a certificate it names; what is in force stays");
                         metrics.routes_reload_failed();
                     }
                     self.unreadable = Some(error);
                     continue;
                 }
             };
-            if bytes == self.last && !asked {
+            if bytes == self.last && certificate_files == self.last_certificates && !asked {
                 continue;
             }
-            match parse(&bytes) {
-                Ok(routes) => {
+            match self.read_in_force(&bytes) {
+                Ok((routes, certificates)) => {
                     crate::warn_about_callbacks(&routes, &registry.get());
-                    tracing::info!(routes = routes.iter().count(), "routes file read again");
+                    tracing::info!(
+                        routes = routes.iter().count(),
+                        certificates = routes.certificates.len(),
+                        "routes file read again"
+                    );
                     metrics.routes_reloaded();
-                    self.routes.set(routes);
+                    self.in_force.certificates.set(certificates);
+                    self.in_force.routes.set(routes);
                 }
                 Err(error) => {
-                    tracing::warn!(%error, "routes file refused; the routes in force stay");
+                    tracing::warn!(%error, "routes file refused; what is in force stays");
                     metrics.routes_reload_failed();
                 }
             }
             self.last = bytes;
+            self.last_certificates = certificate_files;
         }
+    }
+
+    fn read_in_force(&self, bytes: &[u8]) -> Result<(Routes, Certificates), RoutesError> {
+        let routes = parse(bytes)?;
+        let certificates = Certificates::load(&resolved(&self.path, &routes.certificates))?;
+        Ok((routes, certificates))
     }
 
     /// Waits for the next look at the file: `true` when a `SIGHUP` asked for it.
@@ -123,4 +166,28 @@ fn parse(bytes: &[u8]) -> Result<Routes, RoutesError> {
     let text = std::str::from_utf8(bytes)
         .map_err(|_| RoutesError::Parse("the file is not UTF-8".into()))?;
     Routes::parse(text)
+}
+
+/// The certificates with relative paths read from the routes file's directory.
+fn resolved(routes_file: &Path, specs: &[CertificateSpec]) -> Vec<CertificateSpec> {
+    let dir = routes_file.parent().unwrap_or(Path::new("."));
+    specs
+        .iter()
+        .map(|s| CertificateSpec {
+            cert: dir.join(&s.cert),
+            key: dir.join(&s.key),
+            ..s.clone()
+        })
+        .collect()
+}
+
+/// Every certificate and key file's bytes, one after the other: what a change is looked for in.
+fn certificate_bytes(specs: &[CertificateSpec]) -> Result<Vec<u8>, String> {
+    let mut all = Vec::new();
+    for path in specs.iter().flat_map(|s| [&s.cert, &s.key]) {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        all.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        all.extend_from_slice(&bytes);
+    }
+    Ok(all)
 }

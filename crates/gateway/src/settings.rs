@@ -21,6 +21,8 @@ pub enum SettingsError {
 pub struct Settings {
     pub database_url: String,
     pub bind_addr: String,
+    /// The TLS listener (certificates from the routes file); `None`: none.
+    pub tls_bind_addr: Option<String>,
     /// Where `/metrics` is served, apart from the proxied traffic; `None`: nowhere.
     pub admin_bind_addr: Option<String>,
     /// Base64 of 32 bytes; opens the OIDC client secrets and keys the cookies.
@@ -49,6 +51,7 @@ impl fmt::Debug for Settings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Settings")
             .field("bind_addr", &self.bind_addr)
+            .field("tls_bind_addr", &self.tls_bind_addr)
             .field("admin_bind_addr", &self.admin_bind_addr)
             .field("routes_file", &self.routes_file)
             .field("routes_check", &self.routes_check)
@@ -155,6 +158,7 @@ impl Settings {
         Ok(Settings {
             database_url,
             bind_addr,
+            tls_bind_addr: get("GATEWAY_TLS_BIND_ADDR"),
             admin_bind_addr: get("GATEWAY_ADMIN_BIND_ADDR"),
             secrets_key,
             routes_file,

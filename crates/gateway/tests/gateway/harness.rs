@@ -220,6 +220,8 @@ pub struct Harness {
     pub org: Uuid,
     pub other_org: Uuid,
     pub gateway: SocketAddr,
+    /// The TLS listener, when the test asked for one.
+    pub tls: Option<SocketAddr>,
     /// The admin listener (`/metrics`), when the test asked for one.
     pub admin: Option<SocketAddr>,
     pub key: String,
@@ -236,6 +238,15 @@ pub async fn harness(routes: &[(&str, &str)]) -> Harness {
 
 /// A gateway with these routes and these settings on top of the test defaults.
 pub async fn harness_with(routes: &[RouteSpec], settings: &[(&str, &str)]) -> Harness {
+    harness_with_text(routes, "", settings).await
+}
+
+/// The same, with `more` (tables other than routes: certificates) at the end of the routes file.
+pub async fn harness_with_text(
+    routes: &[RouteSpec],
+    more: &str,
+    settings: &[(&str, &str)],
+) -> Harness {
     let db = TestDatabase::create();
     let url = db.url.clone();
     let store = tokio::task::spawn_blocking(move || {
@@ -246,22 +257,24 @@ pub async fn harness_with(routes: &[RouteSpec], settings: &[(&str, &str)]) -> Ha
     let hits = Arc::new(AtomicUsize::new(0));
     let upstream = start_echo(hits.clone()).await;
     let path = std::env::temp_dir().join(format!("gateway-routes-{}.toml", Uuid::new_v4()));
-    std::fs::write(&path, routes_toml(upstream, routes)).expect("routes file");
+    std::fs::write(&path, routes_toml(upstream, routes) + more).expect("routes file");
     let mut h = Harness {
         db,
         store,
         org: Uuid::new_v4(),
         other_org: Uuid::new_v4(),
         gateway: "127.0.0.1:1".parse().expect("placeholder"),
+        tls: None,
         admin: None,
         key: secrets::Vault::generate_key(),
         hits,
         upstream,
         routes_file: TempFile(path),
     };
-    let (gateway, admin) = h.start_gateway(settings).await;
-    h.gateway = gateway;
-    h.admin = admin;
+    let running = h.launch(settings).await;
+    h.tls = running.tls_addr;
+    h.admin = running.admin_addr;
+    h.gateway = running.spawn();
     h
 }
 
@@ -270,6 +283,13 @@ impl Harness {
     /// address and its admin listener's. Tests start a second one to show what two gateway
     /// processes share (and what they do not).
     pub async fn start_gateway(&self, extra: &[(&str, &str)]) -> (SocketAddr, Option<SocketAddr>) {
+        let running = self.launch(extra).await;
+        let admin = running.admin_addr;
+        (running.spawn(), admin)
+    }
+
+    /// A gateway on this harness's database, key and routes, not yet serving.
+    async fn launch(&self, extra: &[(&str, &str)]) -> gateway::Running {
         let settings = gateway::Settings::from_lookup(|name| {
             if let Some((_, value)) = extra.iter().find(|(n, _)| *n == name) {
                 return Some((*value).to_owned());
@@ -286,9 +306,7 @@ impl Harness {
             })
         })
         .expect("settings");
-        let running = gateway::start(settings).await.expect("gateway starts");
-        let admin = running.admin_addr;
-        (running.spawn(), admin)
+        gateway::start(settings).await.expect("gateway starts")
     }
 
     /// Replaces the routes file the way an operator's tool would: the new text written beside
@@ -493,6 +511,22 @@ where
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     false
+}
+
+/// `gateway_routes_reload_failures_total` on the admin listener (`None` without one).
+pub async fn routes_refusals(h: &Harness) -> Option<u64> {
+    let admin = h.admin?;
+    let text = http()
+        .get(format!("http://{admin}/metrics"))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("gateway_routes_reload_failures_total "))
+        .and_then(|n| n.trim().parse().ok())
 }
 
 pub async fn problem_code(response: reqwest::Response) -> (u16, Option<String>, Value) {

@@ -9,3 +9,4 @@ mod basic_and_token;
 mod harness;
 mod oidc;
 mod routes_reload;
+mod tls;

@@ -23,22 +23,6 @@ async fn shows(h: &Harness, path: &str, want: u16) -> bool {
     .await
 }
 
-/// `gateway_routes_reload_failures_total` on the admin listener.
-async fn refusals(h: &Harness) -> Option<u64> {
-    let admin = h.admin?;
-    let text = http()
-        .get(format!("http://{admin}/metrics"))
-        .send()
-        .await
-        .ok()?
-        .text()
-        .await
-        .ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("gateway_routes_reload_failures_total "))
-        .and_then(|n| n.trim().parse().ok())
-}
-
 async fn machines_harness(settings: &[(&str, &str)]) -> Harness {
     let h = harness_with(&[route("/api", "machines")], settings).await;
     let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
@@ -57,7 +41,7 @@ async fn a_changed_routes_file_takes_effect_and_a_bad_one_is_refused_whole() {
         shows(&h, "/more/x", 200).await,
         "the new route never took effect"
     );
-    assert_eq!(refusals(&h).await, Some(0));
+    assert_eq!(routes_refusals(&h).await, Some(0));
 
     // One more good route, and one the gateway must refuse (a prefix it would rewrite): the
     // file is refused whole, the good route with it.
@@ -69,7 +53,7 @@ async fn a_changed_routes_file_takes_effect_and_a_bad_one_is_refused_whole() {
     h.replace_routes_file(&bad);
     assert!(
         eventually(Duration::from_secs(10), || async {
-            refusals(&h).await == Some(1)
+            routes_refusals(&h).await == Some(1)
         })
         .await,
         "the bad file was never refused"
@@ -90,7 +74,7 @@ async fn a_changed_routes_file_takes_effect_and_a_bad_one_is_refused_whole() {
     h.replace_routes_file("[[route]\npath_prefix = ");
     assert!(
         eventually(Duration::from_secs(10), || async {
-            refusals(&h).await == Some(2)
+            routes_refusals(&h).await == Some(2)
         })
         .await,
         "the broken file was never refused"
