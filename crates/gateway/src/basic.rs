@@ -225,6 +225,7 @@ fn allow(username: String) -> Outcome {
     Outcome::Allow(Identity {
         headers: vec![("x-auth-user", username)],
         forward_authorization: false,
+        by_session_cookie: false,
     })
 }
 

@@ -31,6 +31,9 @@ pub struct Identity {
     pub headers: Vec<(&'static str, String)>,
     /// OIDC bearer tokens go on to the upstream; Basic and Token credentials do not.
     pub forward_authorization: bool,
+    /// Authenticated by the browser session's cookie, which a browser sends whichever page
+    /// opened the request: a WebSocket opened this way must come from the request's own origin.
+    pub by_session_cookie: bool,
 }
 
 pub enum Outcome {

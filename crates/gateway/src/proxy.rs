@@ -15,6 +15,7 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{HeaderMap, HeaderName};
 use actix_web::{HttpRequest, HttpResponse, web};
 use futures::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::cookies;
 use crate::forwarding::{ClientView, is_gateway_owned};
@@ -143,14 +144,42 @@ pub async fn forward(
     }
     set("x-request-id", request_id);
 
-    let has_body = req.headers().contains_key("content-length")
-        || req.headers().contains_key("transfer-encoding");
+    let websocket = asks_for_websocket(req.headers());
+    if websocket && identity.by_session_cookie {
+        let origin = req.headers().get("origin").and_then(|v| v.to_str().ok());
+        if !same_origin(origin, client.proto, client.host.as_deref()) {
+            // Cross-site WebSocket hijacking: another site's page opening a socket that the
+            // browser sends the session cookie with.
+            return problem(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "a WebSocket signed in by the session cookie must be opened from this origin",
+            );
+        }
+    }
+    if websocket {
+        // The one upgrade passed on: after the switch, both directions are the tunnel below.
+        headers.insert(
+            "connection",
+            reqwest::header::HeaderValue::from_static("upgrade"),
+        );
+        headers.insert(
+            "upgrade",
+            reqwest::header::HeaderValue::from_static("websocket"),
+        );
+    }
+    let has_body = !websocket
+        && (req.headers().contains_key("content-length")
+            || req.headers().contains_key("transfer-encoding"));
     let mut outgoing = route.client.request(method, &url).headers(headers);
     let over_limit = Arc::new(AtomicBool::new(false));
-    if has_body {
+    let payload = if has_body {
         let body = sendable(payload, limits, over_limit.clone());
         outgoing = outgoing.body(reqwest::Body::wrap_stream(body));
-    }
+        None
+    } else {
+        Some(payload)
+    };
     let response = match tokio::time::timeout(limits.first_byte, outgoing.send()).await {
         Ok(Ok(r)) => r,
         Ok(Err(_)) if over_limit.load(Ordering::SeqCst) => {
@@ -174,7 +203,99 @@ pub async fn forward(
             return upstream_timeout();
         }
     };
-    answer(req, response, limits.idle)
+    match payload {
+        Some(payload) if websocket && response.status().as_u16() == 101 => {
+            tunnel(payload, response, limits.idle).await
+        }
+        _ => answer(req, response, limits.idle),
+    }
+}
+
+/// Whether a browser's `Origin` is the request's own: `proto://host`, the port included when
+/// the request's host carries one, compared without regard to case.
+fn same_origin(origin: Option<&str>, proto: &str, host: Option<&str>) -> bool {
+    match (origin, host) {
+        (Some(origin), Some(host)) => origin.eq_ignore_ascii_case(&format!("{proto}://{host}")),
+        _ => false,
+    }
+}
+
+/// Whether the request asks to switch to WebSocket (`Connection: upgrade`, `Upgrade:
+/// websocket`): the only upgrade after which the server hands the connection's bytes on.
+fn asks_for_websocket(headers: &HeaderMap) -> bool {
+    let listed = connection_listed(headers.get_all("connection").map(|v| v.as_bytes()));
+    listed.iter().any(|t| t == "upgrade")
+        && headers
+            .get("upgrade")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("websocket"))
+}
+
+/// The upstream switched to WebSocket: the client gets the 101 with the upstream's own headers
+/// (its `Sec-WebSocket-Accept`, its chosen protocol), then the bytes of each side go to the
+/// other until either closes. The gateway reads nothing of them: it checked the request that
+/// opened the tunnel. Quiet for the route's idle timeout upstream → client, the tunnel ends.
+async fn tunnel(
+    payload: web::Payload,
+    response: reqwest::Response,
+    idle: Duration,
+) -> HttpResponse {
+    let mut out = HttpResponse::SwitchingProtocols();
+    let listed = connection_listed(
+        response
+            .headers()
+            .get_all("connection")
+            .iter()
+            .map(|v| v.as_bytes()),
+    );
+    for (name, value) in response.headers() {
+        let n = name.as_str();
+        if is_hop_by_hop(n, &listed)
+            || n == "content-length"
+            || (n == "set-cookie" && value.to_str().map_or(true, cookies::sets_gateway_cookie))
+        {
+            continue;
+        }
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(n.as_bytes()),
+            actix_web::http::header::HeaderValue::from_bytes(value.as_bytes()),
+        ) {
+            out.append_header((name, value));
+        }
+    }
+    let upgraded = match response.upgrade().await {
+        Ok(u) => u,
+        Err(error) => {
+            tracing::warn!(error = %error.without_url(), "upstream switched protocols but gave no connection");
+            return problem(
+                StatusCode::BAD_GATEWAY,
+                "bad_gateway",
+                "the upstream service did not answer",
+            );
+        }
+    };
+    let (from_upstream, mut to_upstream) = tokio::io::split(upgraded);
+    actix_web::rt::spawn(async move {
+        let mut payload = payload;
+        while let Some(Ok(chunk)) = payload.next().await {
+            if to_upstream.write_all(&chunk).await.is_err() {
+                break;
+            }
+        }
+        // The client closed its side: the upstream hears it.
+        let _ = to_upstream.shutdown().await;
+    });
+    let reads = futures::stream::unfold(Some(from_upstream), |state| async move {
+        let mut from = state?;
+        let mut buf = bytes::BytesMut::with_capacity(16 * 1024);
+        match from.read_buf(&mut buf).await {
+            Ok(0) => None,
+            Ok(_) => Some((Ok::<_, std::io::Error>(buf.freeze()), Some(from))),
+            Err(e) => Some((Err(e), None)),
+        }
+    });
+    out.upgrade("websocket")
+        .streaming(with_idle_timeout(Box::pin(reads), idle))
 }
 
 fn upstream_timeout() -> HttpResponse {
@@ -304,6 +425,82 @@ fn sendable(
 mod tests {
     use super::*;
     use actix_web::http::header::HeaderValue;
+
+    #[test]
+    fn a_session_websocket_must_come_from_its_own_origin() {
+        for (origin, proto, host, same) in [
+            (
+                Some("https://app.example.com"),
+                "https",
+                Some("app.example.com"),
+                true,
+            ),
+            (
+                Some("HTTPS://App.Example.com"),
+                "https",
+                Some("app.example.com"),
+                true,
+            ),
+            (
+                Some("http://127.0.0.1:8081"),
+                "http",
+                Some("127.0.0.1:8081"),
+                true,
+            ),
+            (
+                Some("https://evil.example"),
+                "https",
+                Some("app.example.com"),
+                false,
+            ),
+            (
+                Some("http://app.example.com"),
+                "https",
+                Some("app.example.com"),
+                false,
+            ),
+            (
+                Some("https://app.example.com:444"),
+                "https",
+                Some("app.example.com"),
+                false,
+            ),
+            (Some("null"), "https", Some("app.example.com"), false),
+            (None, "https", Some("app.example.com"), false),
+            (Some("https://app.example.com"), "https", None, false),
+        ] {
+            assert_eq!(
+                same_origin(origin, proto, host),
+                same,
+                "{origin:?} {host:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_a_websocket_upgrade_is_switched() {
+        let headers = |pairs: &[(&str, &str)]| {
+            let mut h = HeaderMap::new();
+            for (n, v) in pairs {
+                if let (Ok(n), Ok(v)) = (
+                    HeaderName::from_bytes(n.as_bytes()),
+                    HeaderValue::from_str(v),
+                ) {
+                    h.append(n, v);
+                }
+            }
+            h
+        };
+        assert!(asks_for_websocket(&headers(&[
+            ("connection", "keep-alive, Upgrade"),
+            ("upgrade", "WebSocket"),
+        ])));
+        assert!(!asks_for_websocket(&headers(&[("upgrade", "websocket")])));
+        assert!(!asks_for_websocket(&headers(&[
+            ("connection", "upgrade"),
+            ("upgrade", "h2c"),
+        ])));
+    }
 
     #[test]
     fn owned_headers_credentials_and_gateway_cookies_stay_behind() {

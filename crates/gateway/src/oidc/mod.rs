@@ -163,6 +163,7 @@ impl Oidc {
                 Outcome::Allow(Identity {
                     headers: claims::headers(&config.claims, claims),
                     forward_authorization: true,
+                    by_session_cookie: false,
                 })
             };
             if let Some(claims) = self.providers.recently_verified(config, token) {
@@ -193,6 +194,7 @@ impl Oidc {
             return Outcome::Allow(Identity {
                 headers,
                 forward_authorization: false,
+                by_session_cookie: true,
             });
         }
         if facts.accepts_html && facts.navigable {

@@ -150,6 +150,8 @@ pub struct RouteSpec {
     pub base: String,
     /// More lines of the route's table (its timeouts, its body limit).
     pub extra: String,
+    /// Another upstream than the harness's echo server.
+    pub upstream: Option<SocketAddr>,
 }
 
 /// A route of `acme` to `server`, under no host and no base path.
@@ -161,6 +163,7 @@ pub fn route(prefix: &str, server: &str) -> RouteSpec {
         host: None,
         base: String::new(),
         extra: String::new(),
+        upstream: None,
     }
 }
 
@@ -177,6 +180,12 @@ impl RouteSpec {
 
     pub fn under(mut self, base: &str) -> Self {
         self.base = base.into();
+        self
+    }
+
+    /// The route to another upstream than the echo server.
+    pub fn to(mut self, upstream: SocketAddr) -> Self {
+        self.upstream = Some(upstream);
         self
     }
 
@@ -200,7 +209,12 @@ fn routes_toml(upstream: SocketAddr, routes: &[RouteSpec]) -> String {
             format!(
                 "[[route]]\n{host}path_prefix = \"{}\"\nupstream = \"http://{upstream}{}\"\n\
                  organization = \"{}\"\nenvironment = \"{ENV}\"\nauth_server = \"{}\"\n{}\n",
-                r.prefix, r.base, r.organization, r.server, r.extra
+                r.prefix,
+                r.base,
+                r.organization,
+                r.server,
+                r.extra,
+                upstream = r.upstream.unwrap_or(upstream)
             )
         })
         .collect()

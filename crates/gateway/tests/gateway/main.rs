@@ -10,3 +10,4 @@ mod harness;
 mod oidc;
 mod routes_reload;
 mod tls;
+mod websocket;
