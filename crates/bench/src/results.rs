@@ -135,6 +135,11 @@ pub struct Gateway {
     pub gateway_basic: WrkRun,
     pub gateway_token: WrkRun,
     pub gateway_oidc: WrkRun,
+    /// nginx proxying over TLS, and the gateway's Token route over TLS, one certificate.
+    #[serde(default)]
+    pub nginx_tls: Option<WrkRun>,
+    #[serde(default)]
+    pub gateway_token_tls: Option<WrkRun>,
 }
 
 /// Item 6, last part: credential changes made through the API, awaited on the gateway.

@@ -60,8 +60,14 @@ fn upstream_server(port: u16) -> String {
 const PROXY_BLOCK: &str =
     "proxy_pass http://bench_upstream; proxy_http_version 1.1; proxy_set_header Connection \"\";";
 
-/// The proxy's two servers: plain, and `auth_basic` with `htpasswd`.
-fn proxy_servers(plain: u16, basic: u16, htpasswd: &Path) -> String {
+/// A certificate and its key (PEM files), the one both TLS listeners serve.
+pub struct TlsFiles<'a> {
+    pub cert: &'a Path,
+    pub key: &'a Path,
+}
+
+/// The proxy's three servers: plain, `auth_basic` with `htpasswd`, and plain over TLS.
+fn proxy_servers(plain: u16, basic: u16, tls: u16, htpasswd: &Path, files: &TlsFiles) -> String {
     format!(
         "    server {{
         listen 127.0.0.1:{plain};
@@ -74,8 +80,16 @@ fn proxy_servers(plain: u16, basic: u16, htpasswd: &Path) -> String {
             auth_basic_user_file {};
             {PROXY_BLOCK}
         }}
+    }}
+    server {{
+        listen 127.0.0.1:{tls} ssl;
+        ssl_certificate {};
+        ssl_certificate_key {};
+        location / {{ {PROXY_BLOCK} }}
     }}",
-        htpasswd.display()
+        htpasswd.display(),
+        files.cert.display(),
+        files.key.display()
     )
 }
 
@@ -97,8 +111,14 @@ http://127.0.0.1:{port} {{
     )
 }
 
-/// The gateway's routes: one per auth server, all to the upstream.
-pub fn routes(upstream_port: u16) -> String {
+/// The gateway's routes: one per auth server, all to the upstream; and the certificate of its
+/// TLS listener (the default: wrk asks for 127.0.0.1, which names no host).
+pub fn routes(upstream_port: u16, files: &TlsFiles) -> String {
+    let certificate = format!(
+        "\n[[certificate]]\ndefault = true\ncert = {:?}\nkey = {:?}\n",
+        files.cert.display().to_string(),
+        files.key.display().to_string()
+    );
     ["basic", "token", "oidc"]
         .map(|kind| {
             format!(
@@ -112,6 +132,7 @@ auth_server = \"bench-{kind}\"
             )
         })
         .join("\n")
+        + &certificate
 }
 
 /// The output of a helper tool, which must succeed.
@@ -197,7 +218,7 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<(Vec<Gateway>, GatewayReload)>
     for d in ["nginx-upstream", "nginx-proxy", "caddy"] {
         std::fs::create_dir_all(gw.join(d))?;
     }
-    let mut ports = [0u16; 6];
+    let mut ports = [0u16; 8];
     for p in &mut ports {
         *p = free_port()?;
     }
@@ -205,10 +226,47 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<(Vec<Gateway>, GatewayReload)>
         port_up,
         port_nginx,
         port_nginx_basic,
+        port_nginx_tls,
         port_caddy,
         port_gw,
+        port_gw_tls,
         port_issuer,
     ] = ports;
+    // One certificate for both TLS listeners: ECDSA P-256, as a current deployment would pick.
+    let (cert, key) = (gw.join("tls.crt"), gw.join("tls.key"));
+    let made = output(
+        &openssl,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=bench.test",
+            "-addext",
+            "subjectAltName=DNS:bench.test",
+            "-keyout",
+            &key.display().to_string(),
+            "-out",
+            &cert.display().to_string(),
+        ],
+    )
+    .await?;
+    if !made.status.success() {
+        bail!(
+            "openssl could not make the TLS certificate: {}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+    }
+    let tls_files = TlsFiles {
+        cert: &cert,
+        key: &key,
+    };
     let password = format!("bench-pw-{}", random_hex(9));
     let static_token = format!("bench-static-token-{}", random_hex(12));
     let basic_header = format!(
@@ -230,7 +288,13 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<(Vec<Gateway>, GatewayReload)>
         nginx_conf(
             &proxy_dir,
             port_up,
-            &proxy_servers(port_nginx, port_nginx_basic, &htpasswd),
+            &proxy_servers(
+                port_nginx,
+                port_nginx_basic,
+                port_nginx_tls,
+                &htpasswd,
+                &tls_files,
+            ),
         ),
     )?;
     let caddy_dir = gw.join("caddy");
@@ -239,7 +303,7 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<(Vec<Gateway>, GatewayReload)>
         caddy_dir.join("Caddyfile"),
         caddyfile(&caddy_dir, port_caddy, port_up, &bcrypt),
     )?;
-    std::fs::write(gw.join("routes.toml"), routes(port_up))?;
+    std::fs::write(gw.join("routes.toml"), routes(port_up, &tls_files))?;
 
     let mut upstream = nginx(&nginx_bin, "nginx-upstream", &up_dir, &b.logs).await?;
     upstream.wait_port(port_up, Duration::from_secs(10)).await?;
@@ -320,6 +384,7 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<(Vec<Gateway>, GatewayReload)>
     let mut cmd = Command::new(b.bin.join("gateway"));
     cmd.env("DATABASE_URL", &b.env.database_url)
         .env("GATEWAY_BIND_ADDR", format!("127.0.0.1:{port_gw}"))
+        .env("GATEWAY_TLS_BIND_ADDR", format!("127.0.0.1:{port_gw_tls}"))
         .env("SECRETS_KEY", &b.env.secrets_key)
         .env("GATEWAY_ROUTES_FILE", gw.join("routes.toml"))
         // Only for the reload's probes, each from its own client address (gateway_reload.rs);
@@ -333,7 +398,7 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<(Vec<Gateway>, GatewayReload)>
     let bearer = |t: &str| format!("Authorization: Bearer {t}");
     let (token_header, oidc_header) = (bearer(&static_token), bearer(oidc_token.trim()));
     // (file name, URL, header) of each measured path, in report order.
-    let targets: [(&str, String, Option<&str>); 6] = [
+    let targets: [(&str, String, Option<&str>); 8] = [
         ("nginx", format!("{u}:{port_nginx}/bench"), None),
         (
             "nginx-basic",
@@ -360,9 +425,29 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<(Vec<Gateway>, GatewayReload)>
             format!("{u}:{port_gw}/oidc/bench"),
             Some(&oidc_header),
         ),
+        (
+            "nginx-tls",
+            format!("https://127.0.0.1:{port_nginx_tls}/bench"),
+            None,
+        ),
+        (
+            "gateway-token-tls",
+            format!("https://127.0.0.1:{port_gw_tls}/token/bench"),
+            Some(&token_header),
+        ),
     ];
+    // The certificate is the run's own, made for bench.test and asked for as 127.0.0.1: this
+    // check accepts it as it is (wrk does not check certificates either).
+    let tls_check = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .build()?;
     for (_, url, header) in &targets {
-        wait_200(&b.http, url, *header).await?;
+        let client = if url.starts_with("https:") {
+            &tls_check
+        } else {
+            &b.http
+        };
+        wait_200(client, url, *header).await?;
     }
     let mut rows = Vec::new();
     for &c in &s.gateway_connections {
@@ -382,6 +467,8 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<(Vec<Gateway>, GatewayReload)>
             gateway_basic,
             gateway_token,
             gateway_oidc,
+            nginx_tls,
+            gateway_token_tls,
         ] = runs[..]
         {
             rows.push(Gateway {
@@ -392,6 +479,8 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<(Vec<Gateway>, GatewayReload)>
                 gateway_basic,
                 gateway_token,
                 gateway_oidc,
+                nginx_tls: Some(nginx_tls),
+                gateway_token_tls: Some(gateway_token_tls),
             });
         }
     }
@@ -423,13 +512,22 @@ mod tests {
     #[test]
     fn configurations_are_those_of_the_measured_setup() {
         let dir = Path::new("/w/gw/nginx-proxy");
-        let conf = nginx_conf(dir, 7000, &proxy_servers(7001, 7002, &dir.join("htpasswd")));
+        let files = TlsFiles {
+            cert: Path::new("/w/gw/tls.crt"),
+            key: Path::new("/w/gw/tls.key"),
+        };
+        let conf = nginx_conf(
+            dir,
+            7000,
+            &proxy_servers(7001, 7002, 7004, &dir.join("htpasswd"), &files),
+        );
         for want in [
             "pid /w/gw/nginx-proxy/nginx.pid;",
             "events { worker_connections 4096; }",
             "        server 127.0.0.1:7000;\n        keepalive 128;",
             "listen 127.0.0.1:7001;\n        location / { proxy_pass http://bench_upstream; proxy_http_version 1.1; proxy_set_header Connection \"\"; }",
             "auth_basic_user_file /w/gw/nginx-proxy/htpasswd;",
+            "listen 127.0.0.1:7004 ssl;\n        ssl_certificate /w/gw/tls.crt;\n        ssl_certificate_key /w/gw/tls.key;",
         ] {
             assert!(conf.contains(want), "{want:?} missing in\n{conf}");
         }
@@ -438,8 +536,11 @@ mod tests {
         assert!(caddy.contains("storage file_system /w/c/data"));
         assert!(caddy.contains("    basicauth {\n        bench $2a$14$x\n    }"));
         assert!(caddy.contains("reverse_proxy 127.0.0.1:7000"));
-        let r = routes(7000);
+        let r = routes(7000, &files);
         assert_eq!(r.matches("[[route]]").count(), 3);
+        assert!(r.ends_with(
+            "[[certificate]]\ndefault = true\ncert = \"/w/gw/tls.crt\"\nkey = \"/w/gw/tls.key\"\n"
+        ));
         assert!(r.contains("path_prefix = \"/oidc\"\nupstream = \"http://127.0.0.1:7000\"\norganization = \"acme\"\nenvironment = \"production\"\nauth_server = \"bench-oidc\""));
     }
 }
