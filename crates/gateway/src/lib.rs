@@ -220,9 +220,15 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
     })
     .workers(2)
     // A proxied answer is written in pieces (head, then the streamed body): with Nagle's
-    // algorithm on, the client's delayed ACK holds the last piece back about 40 ms.
+    // algorithm on, the client's delayed ACK holds the last piece back about 40 ms. The TLS
+    // listener's connections are the same sockets under rustls.
     .on_connect(|conn, _| {
-        if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+        use actix_web::rt::net::TcpStream;
+        let tcp = conn.downcast_ref::<TcpStream>().or_else(|| {
+            conn.downcast_ref::<actix_tls::accept::rustls_0_23::TlsStream<TcpStream>>()
+                .map(|tls| tls.get_ref().0)
+        });
+        if let Some(tcp) = tcp {
             let _ = tcp.set_nodelay(true);
         }
     })
