@@ -58,6 +58,9 @@ struct RouteConfig {
     timeouts: TimeoutsConfig,
     /// Optional: the largest request body passed upstream.
     max_request_body_bytes: Option<u64>,
+    /// HTTP/2 to the upstream: prior knowledge (h2c) for `http://`, ALPN for `https://`.
+    #[serde(default)]
+    upstream_http2: bool,
 }
 
 /// A route's upstream timeouts, in milliseconds; each defaults as [`Limits::default`] says.
@@ -266,11 +269,15 @@ fn route(index: usize, r: RouteConfig) -> Result<Route, RoutesError> {
         }
     };
     let limits = limits(&r.timeouts, r.max_request_body_bytes).map_err(|e| invalid(&e))?;
-    let client = reqwest::Client::builder()
+    let mut client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(limits.connect)
         .tcp_nodelay(true)
-        .no_proxy()
+        .no_proxy();
+    if r.upstream_http2 {
+        client = client.http2_prior_knowledge();
+    }
+    let client = client
         .build()
         .map_err(|e| invalid(&format!("cannot make the upstream client: {e}")))?;
     Ok(Route {

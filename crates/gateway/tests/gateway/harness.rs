@@ -110,6 +110,7 @@ async fn echo(
     }
     response.json(json!({
         "method": req.method().as_str(),
+        "version": format!("{:?}", req.version()),
         "path": path,
         "query": req.query_string(),
         "headers": headers,
@@ -128,7 +129,8 @@ async fn start_echo(hits: Arc<AtomicUsize>) -> SocketAddr {
             .default_service(web::to(echo))
     })
     .workers(1)
-    .listen(listener)
+    // HTTP/1.1 and, when a client starts with HTTP/2's preface, h2c.
+    .listen_auto_h2c(listener)
     .expect("listen echo")
     .run();
     tokio::spawn(server);

@@ -10,4 +10,5 @@ mod harness;
 mod oidc;
 mod routes_reload;
 mod tls;
+mod upstreams;
 mod websocket;

@@ -148,6 +148,27 @@ async fn certificates_are_picked_by_sni_served_over_h2_and_renewed_in_place() {
         .unwrap();
     assert_eq!(peer_certificate(&r), Some(b.der.clone()));
 
+    // curl, as people check a TLS endpoint: it verifies against the CA and negotiates h2.
+    let ca_file = files.path("ca.pem");
+    std::fs::write(&ca_file, ca.issuer.pem()).unwrap();
+    match std::process::Command::new("curl")
+        .args(["--silent", "--show-error", "--http2", "--cacert"])
+        .arg(&ca_file)
+        .args(["--resolve", &format!("a.test:{}:127.0.0.1", tls.port())])
+        .args(["-H", &format!("authorization: Bearer {TOKEN}")])
+        .args(["-o", "/dev/null", "-w", "%{http_version} %{http_code}"])
+        .arg(url("a.test"))
+        .output()
+    {
+        Ok(out) => assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "2 200",
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) => eprintln!("SKIPPED the curl check: {e}"),
+    }
+
     // A name no certificate carries: no handshake, rather than another host's certificate.
     assert!(
         get(&ca.client("c.test", tls), &url("c.test"))
