@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use actix_web::http::StatusCode;
 use actix_web::http::header::{HeaderMap, HeaderName};
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, web};
 use futures::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -241,28 +241,7 @@ async fn tunnel(
     idle: Duration,
 ) -> HttpResponse {
     let mut out = HttpResponse::SwitchingProtocols();
-    let listed = connection_listed(
-        response
-            .headers()
-            .get_all("connection")
-            .iter()
-            .map(|v| v.as_bytes()),
-    );
-    for (name, value) in response.headers() {
-        let n = name.as_str();
-        if is_hop_by_hop(n, &listed)
-            || n == "content-length"
-            || (n == "set-cookie" && value.to_str().map_or(true, cookies::sets_gateway_cookie))
-        {
-            continue;
-        }
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(n.as_bytes()),
-            actix_web::http::header::HeaderValue::from_bytes(value.as_bytes()),
-        ) {
-            out.append_header((name, value));
-        }
-    }
+    copy_headers(&response, &mut out);
     let upgraded = match response.upgrade().await {
         Ok(u) => u,
         Err(error) => {
@@ -340,11 +319,10 @@ where
     })
 }
 
-/// The upstream's answer as the client gets it.
-fn answer(req: &HttpRequest, response: reqwest::Response, idle: Duration) -> HttpResponse {
-    let status =
-        StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-    let mut out = HttpResponse::build(status);
+/// The upstream's answer headers that go to the client: not the hop-by-hop ones, not its
+/// length (actix frames the body itself; a stale length would corrupt a streamed answer), never
+/// a cookie of the gateway's. Says whether the answer had its own `Cache-Control`.
+fn copy_headers(response: &reqwest::Response, out: &mut HttpResponseBuilder) -> bool {
     let listed = connection_listed(
         response
             .headers()
@@ -355,7 +333,6 @@ fn answer(req: &HttpRequest, response: reqwest::Response, idle: Duration) -> Htt
     let mut cache_control = false;
     for (name, value) in response.headers() {
         let n = name.as_str();
-        // actix frames the body itself; a stale length would corrupt a streamed answer.
         if is_hop_by_hop(n, &listed) || n == "content-length" {
             continue;
         }
@@ -371,6 +348,15 @@ fn answer(req: &HttpRequest, response: reqwest::Response, idle: Duration) -> Htt
             out.append_header((name, value));
         }
     }
+    cache_control
+}
+
+/// The upstream's answer as the client gets it.
+fn answer(req: &HttpRequest, response: reqwest::Response, idle: Duration) -> HttpResponse {
+    let status =
+        StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    let mut out = HttpResponse::build(status);
+    let cache_control = copy_headers(&response, &mut out);
     if !cache_control {
         // Answered to an authenticated request: no shared cache may keep it for others.
         out.insert_header(("cache-control", "private"));
