@@ -362,6 +362,25 @@ pub fn markdown(r: &Results, chart_link: Option<&str>) -> String {
             verdict(r.missed == 0 && r.added.p99_ms < 100.0 && r.removed.p99_ms < 100.0),
         ));
     }
+    if let Some(w) = &items.websocket {
+        rows.push(row(
+            6,
+            format!(
+                "WebSocket echo, {} messages of {} bytes one at a time over one connection: \
+                 round trip through the gateway's Token route, beside straight to the upstream",
+                w.messages, w.message_bytes
+            ),
+            format!(
+                "gateway p50 {}, p99 {}; direct p50 {}, p99 {}",
+                ms(w.gateway.p50_ms),
+                ms(w.gateway.p99_ms),
+                ms(w.direct.p50_ms),
+                ms(w.direct.p99_ms)
+            ),
+            "— (reported)",
+            "—",
+        ));
+    }
     // 7. The change feed's delivery lag between two processes.
     if let Some(f) = &items.feed_lag {
         let missed = if f.seen == f.rounds {
@@ -531,7 +550,10 @@ const METHOD: &str = "\
   speaks HTTP/1.1 over TLS to each, its connections kept alive. Then the reload: 20 times, a token is added \
   to the Token route's auth server through a server process and the gateway is asked with it, \
   back to back, until it answers 200; then the token is removed and asked with until it answers \
-  401. Each lag runs from the API's answer to the gateway's first answer showing the change.
+  401. Each lag runs from the API's answer to the gateway's first answer showing the change. \
+  Last, WebSocket: an echo upstream in kubesvc-bench, one connection, 256-byte binary messages \
+  sent one at a time and each awaited back, straight to the upstream, then through the \
+  gateway's `/ws` route (the Token auth server).
 - 7: two fresh server processes A and B on the same database; cluster bench-1 is read once on A \
   (so A's watch cache holds it). Each round PATCHes its description through B, then reads it on \
   A (keep-alive connection, no `Cache-Control`, so from A's cache) in a loop with a \
@@ -688,6 +710,12 @@ mod tests {
                         (21633.0, 0.69, 2.65),
                     ],
                 )],
+                websocket: Some(WebSocketEcho {
+                    messages: 10_000,
+                    message_bytes: 256,
+                    direct: latency(0.05, 0.1, 0.3),
+                    gateway: latency(0.12, 0.3, 0.9),
+                }),
                 gateway_reload: Some(GatewayReload {
                     rounds: 20,
                     missed: 0,
@@ -742,6 +770,7 @@ mod tests {
             "| 6 | Gateway reload: a token added (then removed) through the API → first answer of the gateway accepting (refusing) it, 20 rounds | added p50 3.10 ms, p99 5.00 ms; removed p50 2.90 ms, p99 4.00 ms | p99 < 100 ms | meets |",
             "| 6 | Gateway, Token route over TLS, 16 connections | 18000 req/s, p50 0.80 ms, p99 2.60 ms; **0.45 × nginx over TLS** | — (reported) | — |",
             "- gateway Token over TLS / nginx over TLS at 16: 0.45",
+            "| 6 | WebSocket echo, 10000 messages of 256 bytes one at a time over one connection: round trip through the gateway's Token route, beside straight to the upstream | gateway p50 0.12 ms, p99 0.30 ms; direct p50 0.05 ms, p99 0.10 ms | — (reported) | — |",
             "| 7 | Change feed delivery lag: PATCH answered by process B → first read from process A's watch cache showing it, 200 changes | p50 0.40 ms, p99 1.20 ms, max 2.50 ms (of which the read that showed it, p50 0.30 ms); reads until shown p50 2, max 9 | — (reported) | — |",
             "(+29.3 MB), `cluster_cache_entries` 10000: **3.0 KB per cluster**",
             "- GET by id / pgbench -S at 64: 2.01",

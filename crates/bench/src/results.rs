@@ -154,6 +154,16 @@ pub struct GatewayReload {
     pub removed: Summary,
 }
 
+/// Item 6, WebSocket: messages sent one at a time over one connection and awaited back from an
+/// echo upstream, straight and through the gateway.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WebSocketEcho {
+    pub messages: usize,
+    pub message_bytes: usize,
+    pub direct: Summary,
+    pub gateway: Summary,
+}
+
 /// Item 7: changes made through one server process, awaited on another's watch cache.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FeedLag {
@@ -217,6 +227,8 @@ pub struct Items {
     pub gateway: Vec<Gateway>,
     #[serde(default)]
     pub gateway_reload: Option<GatewayReload>,
+    #[serde(default)]
+    pub websocket: Option<WebSocketEcho>,
     #[serde(default)]
     pub feed_lag: Option<FeedLag>,
     #[serde(default)]

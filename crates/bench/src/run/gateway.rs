@@ -14,7 +14,7 @@ use tokio::process::Command;
 use super::Bench;
 use super::process::{Proc, find_program, free_port, output};
 use super::server::random_hex;
-use crate::results::{Gateway, GatewayReload, WrkRun};
+use crate::results::{Gateway, GatewayReload, WebSocketEcho, WrkRun};
 
 const BASIC_USER: &str = "bench";
 const OIDC_CLIENT: &str = "bench-gateway";
@@ -111,9 +111,10 @@ http://127.0.0.1:{port} {{
     )
 }
 
-/// The gateway's routes: one per auth server, all to the upstream; and the certificate of its
-/// TLS listener (the default: wrk asks for 127.0.0.1, which names no host).
-pub fn routes(upstream_port: u16, files: &TlsFiles) -> String {
+/// The gateway's routes: one per auth server, all to the upstream, and `/ws` behind the token
+/// to the WebSocket echo; and the certificate of its TLS listener (the default: wrk asks for
+/// 127.0.0.1, which names no host).
+pub fn routes(upstream_port: u16, websocket_port: u16, files: &TlsFiles) -> String {
     let certificate = format!(
         "\n[[certificate]]\ndefault = true\ncert = {:?}\nkey = {:?}\n",
         files.cert.display().to_string(),
@@ -132,6 +133,15 @@ auth_server = \"bench-{kind}\"
             )
         })
         .join("\n")
+        + &format!(
+            "\n[[route]]
+path_prefix = \"/ws\"
+upstream = \"http://127.0.0.1:{websocket_port}\"
+organization = \"acme\"
+environment = \"production\"
+auth_server = \"bench-token\"
+"
+        )
         + &certificate
 }
 
@@ -206,8 +216,17 @@ async fn nginx(nginx: &Path, name: &str, dir: &Path, logs: &Path) -> anyhow::Res
 
 /// Rounds of the reload measurement (a credential added, then removed, through the API).
 const RELOAD_ROUNDS: usize = 20;
+/// Messages of the WebSocket echo, one at a time.
+const WEBSOCKET_MESSAGES: usize = 10_000;
 
-pub async fn run(b: &Bench<'_>) -> anyhow::Result<(Vec<Gateway>, GatewayReload)> {
+/// Everything item 6 measures.
+pub struct Item {
+    pub rows: Vec<Gateway>,
+    pub reload: GatewayReload,
+    pub websocket: WebSocketEcho,
+}
+
+pub async fn run(b: &Bench<'_>) -> anyhow::Result<Item> {
     let s = b.settings;
     crate::say!("item 6: the gateway next to nginx and Caddy, all in front of one upstream");
     let nginx_bin = find_program("nginx").context("nginx is not installed")?;
@@ -303,7 +322,11 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<(Vec<Gateway>, GatewayReload)>
         caddy_dir.join("Caddyfile"),
         caddyfile(&caddy_dir, port_caddy, port_up, &bcrypt),
     )?;
-    std::fs::write(gw.join("routes.toml"), routes(port_up, &tls_files))?;
+    let websocket_echo = super::websocket::start_echo().await?;
+    std::fs::write(
+        gw.join("routes.toml"),
+        routes(port_up, websocket_echo.port(), &tls_files),
+    )?;
 
     let mut upstream = nginx(&nginx_bin, "nginx-upstream", &up_dir, &b.logs).await?;
     upstream.wait_port(port_up, Duration::from_secs(10)).await?;
@@ -498,11 +521,25 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<(Vec<Gateway>, GatewayReload)>
     .await;
     g.stop().await?;
     let reload = reload?;
+    crate::say!(
+        "WebSocket echo: {WEBSOCKET_MESSAGES} messages one at a time, straight and through the gateway"
+    );
+    let websocket = super::websocket::measure(
+        websocket_echo,
+        &format!("ws://127.0.0.1:{port_gw}/ws/echo"),
+        &format!("Bearer {static_token}"),
+        WEBSOCKET_MESSAGES,
+    )
+    .await?;
     for p in [gateway, issuer, caddy, proxy, upstream] {
         p.stop().await?;
     }
     let _ = std::fs::remove_dir_all(&gw);
-    Ok((rows, reload))
+    Ok(Item {
+        rows,
+        reload,
+        websocket,
+    })
 }
 
 #[cfg(test)]
@@ -536,8 +573,9 @@ mod tests {
         assert!(caddy.contains("storage file_system /w/c/data"));
         assert!(caddy.contains("    basicauth {\n        bench $2a$14$x\n    }"));
         assert!(caddy.contains("reverse_proxy 127.0.0.1:7000"));
-        let r = routes(7000, &files);
-        assert_eq!(r.matches("[[route]]").count(), 3);
+        let r = routes(7000, 7005, &files);
+        assert_eq!(r.matches("[[route]]").count(), 4);
+        assert!(r.contains("path_prefix = \"/ws\"\nupstream = \"http://127.0.0.1:7005\""));
         assert!(r.ends_with(
             "[[certificate]]\ndefault = true\ncert = \"/w/gw/tls.crt\"\nkey = \"/w/gw/tls.key\"\n"
         ));

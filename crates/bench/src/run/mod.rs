@@ -21,6 +21,7 @@ pub mod platform;
 pub mod process;
 pub mod seed;
 pub mod server;
+pub mod websocket;
 pub mod wrk;
 
 use std::path::{Path, PathBuf};
@@ -345,9 +346,10 @@ async fn run(
         b.save(&results)?;
     }
     if runs(6) {
-        let (rows, reload) = gateway::run(&b).await?;
-        results.items.gateway = rows;
-        results.items.gateway_reload = Some(reload);
+        let item = gateway::run(&b).await?;
+        results.items.gateway = item.rows;
+        results.items.gateway_reload = Some(item.reload);
+        results.items.websocket = Some(item.websocket);
         b.save(&results)?;
     }
     stub.stop().await?;
