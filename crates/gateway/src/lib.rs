@@ -136,33 +136,36 @@ fn bind(addr: &str) -> Result<(TcpListener, SocketAddr), StartError> {
     Ok((listener, local))
 }
 
+/// The TLS listener when `addr` is set: bound, with the rustls configuration that picks each
+/// handshake's certificate from `certificates`.
+fn tls_listener(
+    addr: Option<&str>,
+    certificates: &Current<tls::Certificates>,
+) -> Result<Option<(TcpListener, SocketAddr, rustls::ServerConfig)>, StartError> {
+    let Some(addr) = addr else {
+        if !certificates.get().is_empty() {
+            tracing::warn!(
+                "the routes file names certificates but GATEWAY_TLS_BIND_ADDR is not set: there is no TLS listener"
+            );
+        }
+        return Ok(None);
+    };
+    if certificates.get().is_empty() {
+        return Err(StartError::Tls(
+            "GATEWAY_TLS_BIND_ADDR is set but the routes file names no [[certificate]]".into(),
+        ));
+    }
+    let config = tls::server_config(certificates.clone()).map_err(StartError::Tls)?;
+    let (listener, bound) = bind(addr)?;
+    Ok(Some((listener, bound, config)))
+}
+
 /// Loads the routes and the auth servers, binds, and returns the server ready to run.
 pub async fn start(settings: Settings) -> Result<Running, StartError> {
     let (in_force, routes_file) =
         RoutesFile::load(settings.routes_file.clone(), settings.routes_check)?;
     let routes = in_force.routes.clone();
-    let tls = match &settings.tls_bind_addr {
-        None => {
-            if !in_force.certificates.get().is_empty() {
-                tracing::warn!(
-                    "the routes file names certificates but GATEWAY_TLS_BIND_ADDR is not set: there is no TLS listener"
-                );
-            }
-            None
-        }
-        Some(tls_addr) => {
-            if in_force.certificates.get().is_empty() {
-                return Err(StartError::Tls(
-                    "GATEWAY_TLS_BIND_ADDR is set but the routes file names no [[certificate]]"
-                        .into(),
-                ));
-            }
-            let config =
-                tls::server_config(in_force.certificates.clone()).map_err(StartError::Tls)?;
-            let (listener, addr) = bind(tls_addr)?;
-            Some((listener, addr, config))
-        }
-    };
+    let tls = tls_listener(settings.tls_bind_addr.as_deref(), &in_force.certificates)?;
     let vault = secrets::Vault::from_base64_key(&settings.secrets_key).map_err(|e| {
         SettingsError::Invalid {
             name: "SECRETS_KEY",

@@ -204,32 +204,46 @@ async fn certificates_are_picked_by_sni_served_over_h2_and_renewed_in_place() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_certificate_that_does_not_cover_its_host_is_refused_at_start() {
+async fn a_tls_listener_without_a_good_certificate_does_not_start() {
     let ca = TestCa::new();
     let files = Files::new();
     let (cert, key) = (files.path("a.crt"), files.path("a.key"));
     install(&ca.leaf(&["other.test"]), &cert, &key);
-    let text = format!(
-        "[[route]]\npath_prefix = \"/\"\nupstream = \"http://127.0.0.1:9\"\norganization = \"acme\"\n\
-         environment = \"production\"\nauth_server = \"x\"\n\n\
-         [[certificate]]\nhosts = [\"a.test\"]\ncert = {cert:?}\nkey = {key:?}\n"
-    );
-    let routes = files.path("routes.toml");
-    std::fs::write(&routes, text).unwrap();
-    let settings = gateway::Settings::from_lookup(|name| {
-        Some(match name {
-            "DATABASE_URL" => "postgres://127.0.0.1:1/none".into(),
-            "SECRETS_KEY" => secrets::Vault::generate_key(),
-            "GATEWAY_ROUTES_FILE" => routes.display().to_string(),
-            "GATEWAY_TLS_BIND_ADDR" => "127.0.0.1:0".into(),
-            _ => return None,
+    let route = "[[route]]\npath_prefix = \"/\"\nupstream = \"http://127.0.0.1:9\"\n\
+                 organization = \"acme\"\nenvironment = \"production\"\nauth_server = \"x\"\n";
+    for (certificates, refusal) in [
+        (
+            format!("[[certificate]]\nhosts = [\"a.test\"]\ncert = {cert:?}\nkey = {key:?}\n"),
+            "not valid for a.test",
+        ),
+        (
+            format!("[[certificate]]\nhosts = [\"other.test\"]\ncert = {cert:?}\nkey = {cert:?}\n"),
+            "not a PEM private key",
+        ),
+        (String::new(), "names no [[certificate]]"),
+    ] {
+        let routes = files.path("routes.toml");
+        std::fs::write(&routes, format!("{route}\n{certificates}")).unwrap();
+        let settings = gateway::Settings::from_lookup(|name| {
+            Some(match name {
+                // Never reached: the routes and certificates are read first.
+                "DATABASE_URL" => "postgres://127.0.0.1:1/none".into(),
+                "SECRETS_KEY" => secrets::Vault::generate_key(),
+                "GATEWAY_ROUTES_FILE" => routes.display().to_string(),
+                "GATEWAY_TLS_BIND_ADDR" => "127.0.0.1:0".into(),
+                _ => return None,
+            })
         })
-    })
-    .unwrap();
-    let error = gateway::start(settings)
-        .await
-        .err()
-        .expect("refused")
-        .to_string();
-    assert!(error.contains("not valid for a.test"), "{error}");
+        .unwrap();
+        let error = gateway::start(settings)
+            .await
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(error.contains(refusal), "{refusal}: {error}");
+        assert!(
+            !error.contains("PRIVATE KEY"),
+            "the key is never quoted: {error}"
+        );
+    }
 }
