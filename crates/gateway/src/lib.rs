@@ -221,7 +221,7 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
             .route("/healthz", web::get().to(healthz))
             .default_service(web::to(handle))
     })
-    .workers(2)
+    .workers(settings.workers)
     // A proxied answer is written in pieces (head, then the streamed body): with Nagle's
     // algorithm on, the client's delayed ACK holds the last piece back about 40 ms. The TLS
     // listener's connections are the same sockets under rustls.

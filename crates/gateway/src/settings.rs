@@ -45,6 +45,8 @@ pub struct Settings {
     pub session_ttl: Duration,
     /// Part of the session cookie key: a new value ends every session.
     pub session_epoch: String,
+    /// Threads serving the proxied traffic, each with its own runtime.
+    pub workers: usize,
 }
 
 impl fmt::Debug for Settings {
@@ -61,6 +63,7 @@ impl fmt::Debug for Settings {
             .field("issuer_networks", &self.issuer_networks)
             .field("oidc_endpoint_hosts", &self.oidc_endpoint_hosts)
             .field("session_ttl", &self.session_ttl)
+            .field("workers", &self.workers)
             .finish_non_exhaustive()
     }
 }
@@ -128,6 +131,18 @@ impl Settings {
             get("GATEWAY_SESSION_TTL_S"),
             DEFAULT_SESSION_TTL_S,
         )?;
+        let workers = match get("GATEWAY_WORKERS") {
+            None => std::thread::available_parallelism().map_or(1, usize::from),
+            Some(v) => match v.trim().parse::<usize>() {
+                Ok(n) if (1..=1024).contains(&n) => n,
+                _ => {
+                    return Err(SettingsError::Invalid {
+                        name: "GATEWAY_WORKERS",
+                        reason: "must be a whole number from 1 to 1024".into(),
+                    });
+                }
+            },
+        };
         let routes_check = match get("GATEWAY_ROUTES_CHECK_S") {
             None => Some(Duration::from_secs(1)),
             Some(v) => Some(seconds("GATEWAY_ROUTES_CHECK_S", &v)?).filter(|d| !d.is_zero()),
@@ -170,6 +185,7 @@ impl Settings {
             oidc_endpoint_hosts,
             session_ttl,
             session_epoch: get("GATEWAY_SESSION_EPOCH").unwrap_or_default(),
+            workers,
         })
     }
 }
@@ -224,6 +240,10 @@ mod tests {
         assert_eq!(s.map(|s| s.admin_bind_addr.is_none()), Some(true));
         assert_eq!(s.map(|s| s.reload_interval), Some(Duration::from_secs(30)));
         assert_eq!(
+            s.map(|s| s.workers),
+            std::thread::available_parallelism().ok().map(usize::from)
+        );
+        assert_eq!(
             s.map(|s| s.routes_check),
             Some(Some(Duration::from_secs(1)))
         );
@@ -239,6 +259,8 @@ mod tests {
             ("GATEWAY_RELOAD_INTERVAL_S", "0"),
             ("GATEWAY_RELOAD_INTERVAL_S", "1.5"),
             ("GATEWAY_ROUTES_CHECK_S", "-1"),
+            ("GATEWAY_WORKERS", "0"),
+            ("GATEWAY_WORKERS", "many"),
             ("GATEWAY_JWKS_MIN_REFRESH_S", "soon"),
         ] {
             let mut pairs = BASE.to_vec();
