@@ -486,7 +486,7 @@ async fn decide(
     let attempts = Attempts {
         limiter: &state.limiter,
         client: client.addr,
-        scope: Scope::Route(route.index),
+        scope: Scope::Route(route.limit_key),
     };
     if let Some(blocked) = attempts.blocked() {
         return (label, blocked);

@@ -29,7 +29,7 @@ const WINDOW_S: u64 = 60;
 /// Which limit a request belongs to: a route, or the sign-in callbacks (which belong to none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scope {
-    Route(usize),
+    Route(u64),
     Callback,
 }
 

@@ -106,8 +106,9 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 /// One protected host and prefix.
 #[derive(Debug, Clone)]
 pub struct Route {
-    /// Its index in the file: the rate limit counts per route.
-    pub index: usize,
+    /// What the failed-attempt limit counts under: the route's host and prefix, so a reload
+    /// that adds, removes or reorders other routes leaves this one's counts where they were.
+    pub limit_key: u64,
     /// Lower case, without a port or trailing dot; `None` matches every host.
     pub host: Option<String>,
     /// The prefix in canonical form.
@@ -281,7 +282,7 @@ fn route(index: usize, r: RouteConfig) -> Result<Route, RoutesError> {
         .build()
         .map_err(|e| invalid(&format!("cannot make the upstream client: {e}")))?;
     Ok(Route {
-        index,
+        limit_key: limit_key(host.as_deref(), &prefix),
         host,
         prefix,
         limits,
@@ -318,6 +319,16 @@ fn certificate(index: usize, c: CertificateConfig) -> Result<CertificateSpec, Ro
         cert: c.cert.into(),
         key: c.key.into(),
     })
+}
+
+/// The failed-attempt limit's key of the route for `host` and `prefix` (stable within the
+/// process, which is as long as the counts live).
+fn limit_key(host: Option<&str>, prefix: &CanonicalPath) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    host.hash(&mut hasher);
+    prefix.to_string().hash(&mut hasher);
+    hasher.finish()
 }
 
 /// A route's limits: what it set, the defaults for the rest.
@@ -439,6 +450,25 @@ auth_server = "c"
             route.as_deref(),
             Some("http://127.0.0.1:9001/base/app/admin/uA?q=1")
         );
+    }
+
+    #[test]
+    fn a_routes_limit_key_survives_other_routes_coming_and_going() {
+        let key = |routes: &Routes, name: &str| {
+            routes
+                .iter()
+                .find(|r| r.auth_server == name)
+                .map(|r| r.limit_key)
+        };
+        let before = routes();
+        let first = "[[route]]\npath_prefix = \"/new\"\nupstream = \"http://127.0.0.1:9\"\n\
+                     organization = \"acme\"\nenvironment = \"production\"\nauth_server = \"n\"\n\n";
+        let after = Routes::parse(&format!("{first}{FILE}")).unwrap_or_else(|e| panic!("{e}"));
+        for name in ["a", "b", "c"] {
+            assert_eq!(key(&before, name), key(&after, name), "{name}");
+        }
+        assert_ne!(key(&after, "a"), key(&after, "b"));
+        assert_ne!(key(&after, "n"), key(&after, "a"));
     }
 
     #[test]

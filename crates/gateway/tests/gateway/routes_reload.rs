@@ -102,3 +102,33 @@ async fn sighup_reads_the_routes_file_again() {
         "SIGHUP did not read the routes file"
     );
 }
+
+/// A client blocked on a route for guessing stays blocked there when a reload adds a route in
+/// front of it, and is not blocked on the new one: counts follow the route, not its place in
+/// the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_neither_lifts_nor_moves_a_clients_failed_attempts() {
+    let h = machines_harness(&[]).await;
+    wait_for_a_fresh_minute().await;
+    let guess = |i: usize| {
+        http()
+            .get(h.url("/api/x"))
+            .bearer_auth(format!("wrong-token-{i:04}-0123456789"))
+            .send()
+    };
+    for i in 0..10 {
+        assert_eq!(guess(i).await.unwrap().status(), 401);
+    }
+    assert_eq!(guess(10).await.unwrap().status(), 429);
+
+    h.replace_routes_file(&h.routes_text(&[route("/new", "machines"), route("/api", "machines")]));
+    assert!(
+        shows(&h, "/new/x", 200).await,
+        "the new route never took effect"
+    );
+    assert_eq!(
+        status(&h, "/api/x").await,
+        429,
+        "the reload lifted the block"
+    );
+}
