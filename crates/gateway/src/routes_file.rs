@@ -84,35 +84,38 @@ impl RoutesFile {
     pub async fn watch(mut self, registry: Registry, metrics: Arc<Metrics>) {
         loop {
             let asked = self.next().await;
-            let read = tokio::fs::read(&self.path)
-                .await
-                .map_err(|e| format!("{}: {e}", self.path.display()))
-                .and_then(|bytes| {
-                    let routes = parse(&bytes).ok();
-                    let specs = routes.as_ref().map_or_else(
-                        || resolved(&self.path, &self.in_force.routes.get().certificates),
-                        |r| resolved(&self.path, &r.certificates),
-                    );
-                    Ok((bytes, certificate_bytes(&specs)?))
-                });
-            let (bytes, certificate_files) = match read {
-                Ok(read) => {
-                    self.unreadable = None;
-                    read
-                }
-                Err(error) => {
-                    if asked || self.unreadable.as_ref() != Some(&error) {
-                        tracing::warn!(%error, "cannot read the routes file or a certificate it names; what is in force stays");
-                        metrics.routes_reload_failed();
-                    }
-                    self.unreadable = Some(error);
+            let bytes = match tokio::fs::read(&self.path).await {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    let error = format!("{}: {e}", self.path.display());
+                    self.unreadable(error, asked, &metrics);
                     continue;
                 }
             };
-            if bytes == self.last && certificate_files == self.last_certificates && !asked {
+            // Parsed only when the bytes changed (a parse builds each route's upstream
+            // client): the certificates the file now names, else those of the routes in force,
+            // are what a renewal is looked for in.
+            let parsed = (asked || bytes != self.last).then(|| parse(&bytes));
+            let specs = match &parsed {
+                Some(Ok(routes)) => resolved(&self.path, &routes.certificates),
+                _ => resolved(&self.path, &self.in_force.routes.get().certificates),
+            };
+            let certificate_files = match certificate_bytes(&specs) {
+                Ok(files) => files,
+                Err(error) => {
+                    self.unreadable(error, asked, &metrics);
+                    continue;
+                }
+            };
+            self.unreadable = None;
+            if parsed.is_none() && certificate_files == self.last_certificates {
                 continue;
             }
-            match self.read_in_force(&bytes) {
+            let read = parsed.unwrap_or_else(|| parse(&bytes)).and_then(|routes| {
+                let certificates = Certificates::load(&resolved(&self.path, &routes.certificates))?;
+                Ok((routes, certificates))
+            });
+            match read {
                 Ok((routes, certificates)) => {
                     crate::warn_about_callbacks(&routes, &registry.get());
                     tracing::info!(
@@ -134,10 +137,13 @@ impl RoutesFile {
         }
     }
 
-    fn read_in_force(&self, bytes: &[u8]) -> Result<(Routes, Certificates), RoutesError> {
-        let routes = parse(bytes)?;
-        let certificates = Certificates::load(&resolved(&self.path, &routes.certificates))?;
-        Ok((routes, certificates))
+    /// A file could not be read: said (and counted) once while it stays so, or when asked.
+    fn unreadable(&mut self, error: String, asked: bool, metrics: &Metrics) {
+        if asked || self.unreadable.as_ref() != Some(&error) {
+            tracing::warn!(%error, "cannot read the routes file or a certificate it names; what is in force stays");
+            metrics.routes_reload_failed();
+        }
+        self.unreadable = Some(error);
     }
 
     /// Waits for the next look at the file: `true` when a `SIGHUP` asked for it.
