@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::chart::Point;
 use crate::results::{Gateway, Results, WrkRun};
+use crate::stats::Summary;
 
 fn ms(v: f64) -> String {
     if v >= 100.0 {
@@ -42,6 +43,19 @@ fn errors(r: &WrkRun) -> String {
             r.non_2xx, r.socket_errors
         )
     }
+}
+
+/// Two latency summaries in one cell: `a p50 x, p99 y; b p50 x, p99 y`.
+fn side_by_side(a: (&str, &Summary), b: (&str, &Summary)) -> String {
+    format!(
+        "{} p50 {}, p99 {}; {} p50 {}, p99 {}",
+        a.0,
+        ms(a.1.p50_ms),
+        ms(a.1.p99_ms),
+        b.0,
+        ms(b.1.p50_ms),
+        ms(b.1.p99_ms)
+    )
 }
 
 fn wrk_cell(w: &WrkRun) -> String {
@@ -352,11 +366,8 @@ pub fn markdown(r: &Results, chart_link: Option<&str>) -> String {
                 r.rounds
             ),
             format!(
-                "added p50 {}, p99 {}; removed p50 {}, p99 {}{missed}",
-                ms(r.added.p50_ms),
-                ms(r.added.p99_ms),
-                ms(r.removed.p50_ms),
-                ms(r.removed.p99_ms)
+                "{}{missed}",
+                side_by_side(("added", &r.added), ("removed", &r.removed))
             ),
             "p99 < 100 ms",
             verdict(r.missed == 0 && r.added.p99_ms < 100.0 && r.removed.p99_ms < 100.0),
@@ -370,13 +381,7 @@ pub fn markdown(r: &Results, chart_link: Option<&str>) -> String {
                  round trip through the gateway's Token route, beside straight to the upstream",
                 w.messages, w.message_bytes
             ),
-            format!(
-                "gateway p50 {}, p99 {}; direct p50 {}, p99 {}",
-                ms(w.gateway.p50_ms),
-                ms(w.gateway.p99_ms),
-                ms(w.direct.p50_ms),
-                ms(w.direct.p99_ms)
-            ),
+            side_by_side(("gateway", &w.gateway), ("direct", &w.direct)),
             "— (reported)",
             "—",
         ));

@@ -47,14 +47,10 @@ pub async fn measure(
     rounds: usize,
     poll: Duration,
 ) -> anyhow::Result<FeedLag> {
-    // One keep-alive connection each: no connect in the measured path.
-    let client = || {
-        reqwest::Client::builder()
-            .pool_max_idle_per_host(1)
-            .timeout(Duration::from_secs(10))
-            .build()
-    };
-    let (reader, writer) = (client()?, client()?);
+    let (reader, writer) = (
+        super::one_connection_client()?,
+        super::one_connection_client()?,
+    );
     let read = format!("{read_url}/v1/public/clusters/{cluster}");
     let write = format!("{write_url}/v1/public/clusters/{cluster}");
     // Caches the cluster on A, and warms both token caches and connections.

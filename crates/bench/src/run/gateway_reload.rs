@@ -74,14 +74,10 @@ pub async fn measure(
     route_url: &str,
     rounds: usize,
 ) -> anyhow::Result<GatewayReload> {
-    // One keep-alive connection each: no connect in the measured path.
-    let client = || {
-        reqwest::Client::builder()
-            .pool_max_idle_per_host(1)
-            .timeout(Duration::from_secs(10))
-            .build()
-    };
-    let (admin, probe) = (client()?, client()?);
+    let (admin, probe) = (
+        super::one_connection_client()?,
+        super::one_connection_client()?,
+    );
     let credentials = format!("{api}/v1/public/gateway/auth-servers/{server_id}/credentials");
     let (mut added, mut removed, mut missed) = (Vec::new(), Vec::new(), 0);
     let mut clients = Clients(0);

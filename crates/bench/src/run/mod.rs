@@ -47,6 +47,15 @@ pub struct Setup {
     pub root: PathBuf,
 }
 
+/// A client that keeps one connection per host alive, so a measured request never includes a
+/// connect (items 6 and 7 time one request at a time).
+pub fn one_connection_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+}
+
 /// Where the report goes: `BENCH_OUT`, else docs/ for a full release run and .local/bench/out
 /// for a partial or non-release one, which must not replace the published figures.
 pub fn out_dir(root: &Path, s: &Settings) -> anyhow::Result<PathBuf> {
