@@ -11,17 +11,17 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use actix_web::http::StatusCode;
-use actix_web::http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
 use base64::Engine;
 use domain::model::auth_server::{AuthServer, BasicConfig};
 use hmac::{Hmac, Mac};
+use http::StatusCode;
+use http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
 use rand::RngCore;
 use sha2::Sha256;
 
 use secrets::{Argon2Gate, Queue};
 
-use crate::outcome::{Attempts, Identity, Outcome};
+use crate::outcome::{Attempts, Identity, Outcome, too_many};
 use crate::problem::{problem, with_header};
 
 const CACHE_TTL: Duration = Duration::from_secs(60);
@@ -161,10 +161,10 @@ impl BasicVerifier {
         // Counted before the check, given back if the password was right.
         let attempt = match attempts.begin() {
             Ok(a) => a,
-            Err(response) => {
+            Err(refusal) => {
                 drop(turn);
                 self.land(flight);
-                return Outcome::Deny(response);
+                return Outcome::Deny(too_many(refusal));
             }
         };
         let hash = credential.map(|c| c.password_hash.clone());

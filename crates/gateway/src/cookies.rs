@@ -112,7 +112,13 @@ pub fn is_gateway_cookie(name: &str) -> bool {
         .strip_prefix("__Host-")
         .or_else(|| name.strip_prefix("__Secure-"))
         .unwrap_or(name);
-    bare.to_ascii_lowercase().starts_with(NAME_STEM)
+    bare.get(..NAME_STEM.len())
+        .is_some_and(|stem| stem.eq_ignore_ascii_case(NAME_STEM))
+}
+
+/// Whether one `name=value` pair of a `Cookie` header is a gateway cookie.
+pub fn is_gateway_cookie_pair(pair: &str) -> bool {
+    is_gateway_cookie(pair.split('=').next().unwrap_or(pair))
 }
 
 /// A `Cookie` header without the gateway's own cookies, or `None` when nothing is left.
@@ -121,7 +127,7 @@ pub fn without_gateway_cookies(value: &str) -> Option<String> {
         .split(';')
         .map(str::trim)
         .filter(|c| !c.is_empty())
-        .filter(|c| !is_gateway_cookie(c.split('=').next().unwrap_or(c)))
+        .filter(|c| !is_gateway_cookie_pair(c))
         .collect();
     (!kept.is_empty()).then(|| kept.join("; "))
 }

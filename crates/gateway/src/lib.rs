@@ -8,6 +8,7 @@
 //! ([`proxy`]). `docs/gateway.md` states what this guarantees.
 
 mod basic;
+mod body;
 mod cookies;
 mod current;
 pub mod forwarding;
@@ -23,25 +24,29 @@ mod registry;
 mod request;
 pub mod routes;
 mod routes_file;
+mod serve;
 pub mod settings;
 mod tls;
 mod token;
+mod upstream;
 
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use actix_web::dev::ServerHandle;
-use actix_web::http::StatusCode;
-use actix_web::http::header::{self, HeaderValue};
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use domain::model::auth_server::{AuthServer, AuthServerConfig};
+use http::header::{self, HeaderValue};
+use http::{Method, Request, StatusCode};
+use hyper::body::Incoming;
 use store_postgres::{AuthServerChanges, PgStore};
 use tracing::Instrument;
 
 pub use routes::{Route, Routes};
+pub use serve::Handle;
 pub use settings::{Settings, SettingsError};
 
 use crate::basic::BasicVerifier;
+use crate::body::{Body, Response};
 use crate::current::Current;
 use crate::forwarding::{Claimed, TrustedProxies};
 use crate::metrics::Metrics;
@@ -53,6 +58,8 @@ use crate::problem::{problem, with_header};
 use crate::ratelimit::{Limiter, Scope};
 use crate::registry::{Registry, Snapshot};
 use crate::routes_file::RoutesFile;
+use crate::serve::{Peer, Sockets, Workers};
+use crate::upstream::Upstreams;
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -69,8 +76,9 @@ pub enum StartError {
     Tls(String),
 }
 
-struct State {
+pub(crate) struct State {
     routes: Current<Routes>,
+    upstreams: Upstreams,
     registry: Registry,
     vault: secrets::Vault,
     basic: BasicVerifier,
@@ -87,61 +95,53 @@ pub struct Running {
     pub tls_addr: Option<SocketAddr>,
     /// Where `/metrics` is served, when an admin address was set.
     pub admin_addr: Option<SocketAddr>,
-    pub handle: ServerHandle,
-    server: Option<actix_web::dev::Server>,
-    admin: Option<actix_web::dev::Server>,
+    pub handle: Handle,
+    workers: Workers,
+    admin: Option<tokio::task::JoinHandle<()>>,
     reloader: tokio::task::JoinHandle<()>,
     routes_watch: tokio::task::JoinHandle<()>,
 }
 
 impl Running {
-    /// Serves until the server stops (a signal, or `handle.stop`).
+    /// Serves until stopped: by `handle.stop`, SIGTERM or SIGINT. A stop finishes the requests
+    /// in flight first.
     pub async fn wait(mut self) -> std::io::Result<()> {
-        let admin = self.admin.take().map(|a| {
-            let handle = a.handle();
-            (tokio::spawn(a), handle)
-        });
-        let result = match self.server.take() {
-            Some(server) => server.await,
-            None => Ok(()),
-        };
-        if let Some((task, handle)) = admin {
-            handle.stop(true).await;
-            let _ = task.await;
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            () = self.workers.wait() => {}
+            _ = terminate.recv() => self.stopping(),
+            _ = tokio::signal::ctrl_c() => self.stopping(),
+        }
+        self.workers.wait().await;
+        if let Some(admin) = &self.admin {
+            admin.abort();
         }
         self.reloader.abort();
         self.routes_watch.abort();
-        result
+        Ok(())
     }
 
-    /// Serves in the background (tests).
+    fn stopping(&self) {
+        tracing::info!("stopping: no new connections; finishing the requests in flight");
+        self.handle.stop();
+    }
+
+    /// Serves in the background (tests), until the runtime this is called on ends.
     pub fn spawn(mut self) -> SocketAddr {
-        if let Some(server) = self.server.take() {
-            tokio::spawn(server);
-        }
-        if let Some(admin) = self.admin.take() {
-            tokio::spawn(admin);
-        }
-        self.addr
+        let addr = self.addr;
+        tokio::spawn(async move { self.workers.wait().await });
+        addr
     }
 }
 
-fn bind(addr: &str) -> Result<(TcpListener, SocketAddr), StartError> {
-    let bind_error = |e: std::io::Error| StartError::Bind {
-        addr: addr.to_owned(),
-        reason: e.to_string(),
-    };
-    let listener = TcpListener::bind(addr).map_err(bind_error)?;
-    let local = listener.local_addr().map_err(bind_error)?;
-    Ok((listener, local))
-}
-
-/// The TLS listener when `addr` is set: bound, with the rustls configuration that picks each
-/// handshake's certificate from `certificates`.
+/// The TLS listener's sockets (one per worker) when `addr` is set, with the acceptor that picks
+/// each handshake's certificate from `certificates`.
 fn tls_listener(
     addr: Option<&str>,
+    workers: usize,
     certificates: &Current<tls::Certificates>,
-) -> Result<Option<(TcpListener, SocketAddr, rustls::ServerConfig)>, StartError> {
+) -> Result<Option<TlsSockets>, StartError> {
     let Some(addr) = addr else {
         if !certificates.get().is_empty() {
             tracing::warn!(
@@ -156,8 +156,19 @@ fn tls_listener(
         ));
     }
     let config = tls::server_config(certificates.clone()).map_err(StartError::Tls)?;
-    let (listener, bound) = bind(addr)?;
-    Ok(Some((listener, bound, config)))
+    let (sockets, bound) = serve::bind(addr, workers)?;
+    Ok(Some(TlsSockets {
+        sockets,
+        addr: bound,
+        acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+    }))
+}
+
+/// The TLS listener: a socket per worker, its address, its handshakes.
+struct TlsSockets {
+    sockets: Vec<std::net::TcpListener>,
+    addr: SocketAddr,
+    acceptor: tokio_rustls::TlsAcceptor,
 }
 
 /// Loads the routes and the auth servers, binds, and returns the server ready to run.
@@ -165,7 +176,12 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
     let (in_force, routes_file) =
         RoutesFile::load(settings.routes_file.clone(), settings.routes_check)?;
     let routes = in_force.routes.clone();
-    let tls = tls_listener(settings.tls_bind_addr.as_deref(), &in_force.certificates)?;
+    let tls = tls_listener(
+        settings.tls_bind_addr.as_deref(),
+        settings.workers,
+        &in_force.certificates,
+    )?;
+    let upstreams = Upstreams::new().map_err(StartError::Tls)?;
     let vault = secrets::Vault::from_base64_key(&settings.secrets_key).map_err(|e| {
         SettingsError::Invalid {
             name: "SECRETS_KEY",
@@ -204,8 +220,9 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
             endpoint_hosts: settings.oidc_endpoint_hosts.clone(),
         },
     );
-    let state = web::Data::new(State {
+    let state = Arc::new(State {
         routes,
+        upstreams,
         registry,
         vault,
         basic: BasicVerifier::default(),
@@ -214,87 +231,94 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         trusted: settings.trusted_proxies.clone(),
         metrics: metrics.clone(),
     });
-    let (listener, addr) = bind(&settings.bind_addr)?;
-    let server = HttpServer::new(move || {
-        App::new()
-            .app_data(state.clone())
-            .route("/healthz", web::get().to(healthz))
-            .default_service(web::to(handle))
-    })
-    .workers(settings.workers)
-    // A proxied answer is written in pieces (head, then the streamed body): with Nagle's
-    // algorithm on, the client's delayed ACK holds the last piece back about 40 ms. The TLS
-    // listener's connections are the same sockets under rustls.
-    .on_connect(|conn, _| {
-        use actix_web::rt::net::TcpStream;
-        let tcp = conn.downcast_ref::<TcpStream>().or_else(|| {
-            conn.downcast_ref::<actix_tls::accept::rustls_0_23::TlsStream<TcpStream>>()
-                .map(|tls| tls.get_ref().0)
-        });
-        if let Some(tcp) = tcp {
-            let _ = tcp.set_nodelay(true);
-        }
-    })
-    .listen(listener)
-    .map_err(|e| StartError::Bind {
-        addr: addr.to_string(),
-        reason: e.to_string(),
-    })?;
-    let tls_addr = tls.as_ref().map(|(_, addr, _)| *addr);
-    let server =
-        match tls {
-            None => server,
-            Some((listener, tls_addr, config)) => server
-                .listen_rustls_0_23(listener, config)
-                .map_err(|e| StartError::Bind {
-                    addr: tls_addr.to_string(),
-                    reason: e.to_string(),
-                })?,
-        }
-        .run();
+    let (plain, addr) = serve::bind(&settings.bind_addr, settings.workers)?;
+    let tls_addr = tls.as_ref().map(|t| t.addr);
+    let mut tls = tls.map(|t| (t.sockets.into_iter(), t.acceptor));
+    let sockets = plain
+        .into_iter()
+        .map(|plain| Sockets {
+            plain,
+            tls: tls
+                .as_mut()
+                .and_then(|(sockets, acceptor)| Some((sockets.next()?, acceptor.clone()))),
+        })
+        .collect();
+    let workers = serve::start(sockets, state)?;
     let (admin, admin_addr) = match &settings.admin_bind_addr {
         None => (None, None),
         Some(admin_bind) => {
-            let (listener, admin_addr) = bind(admin_bind)?;
-            let metrics = web::Data::from(metrics);
-            let admin = HttpServer::new(move || {
-                App::new()
-                    .app_data(metrics.clone())
-                    .route("/healthz", web::get().to(healthz))
-                    .route("/metrics", web::get().to(render_metrics))
-            })
-            .workers(1)
-            .listen(listener)
-            .map_err(|e| StartError::Bind {
-                addr: admin_addr.to_string(),
-                reason: e.to_string(),
-            })?
-            .run();
-            (Some(admin), Some(admin_addr))
+            let (mut sockets, admin_addr) = serve::bind(admin_bind, 1)?;
+            let bind_error = |reason: String| StartError::Bind {
+                addr: admin_bind.clone(),
+                reason,
+            };
+            let socket = sockets
+                .pop()
+                .ok_or_else(|| bind_error("no socket".into()))?;
+            let listener =
+                tokio::net::TcpListener::from_std(socket).map_err(|e| bind_error(e.to_string()))?;
+            (
+                Some(tokio::spawn(serve_admin(listener, metrics))),
+                Some(admin_addr),
+            )
         }
     };
     Ok(Running {
         addr,
         tls_addr,
         admin_addr,
-        handle: server.handle(),
-        server: Some(server),
+        handle: workers.handle(),
+        workers,
         admin,
         reloader,
         routes_watch,
     })
 }
 
-async fn healthz() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/json")
-        .body(r#"{"status":"ok"}"#)
+/// The admin listener: `/healthz` and `/metrics`, on the runtime the gateway was started on.
+async fn serve_admin(listener: tokio::net::TcpListener, metrics: Arc<Metrics>) {
+    loop {
+        let Ok((tcp, _)) = listener.accept().await else {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            continue;
+        };
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let metrics = metrics.clone();
+                async move {
+                    let response = match (request.method(), request.uri().path()) {
+                        (&Method::GET, "/healthz") => healthz(),
+                        (&Method::GET, "/metrics") => {
+                            let mut response = Response::new(Body::full(metrics.render()));
+                            response.headers_mut().insert(
+                                header::CONTENT_TYPE,
+                                HeaderValue::from_static(
+                                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                                ),
+                            );
+                            response
+                        }
+                        _ => problem(StatusCode::NOT_FOUND, "not_found", "no such page"),
+                    };
+                    Ok::<_, Infallible>(response)
+                }
+            });
+            let _ =
+                hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
+                    .await;
+        });
+    }
 }
 
-async fn render_metrics(metrics: web::Data<Metrics>) -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
-        .body(metrics.render())
+fn healthz() -> Response {
+    let mut response = Response::new(Body::full(r#"{"status":"ok"}"#));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// Says at start (and at each routes reload) when an OIDC server's redirect path lies on a route of another auth server:
@@ -356,7 +380,11 @@ fn callback_servers(
     }
 }
 
-async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<State>) -> HttpResponse {
+/// One request on the proxied listeners, answered.
+pub(crate) async fn handle(req: Request<Incoming>, peer: Peer, state: &State) -> Response {
+    if req.method() == Method::GET && req.uri().path() == "/healthz" {
+        return healthz();
+    }
     let request_id = problem::choose_request_id(
         req.headers()
             .get("x-request-id")
@@ -366,7 +394,7 @@ async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<State>
     let (route, mut response) = problem::REQUEST_ID
         .scope(
             request_id.clone(),
-            decide(&req, payload, &state, &request_id).instrument(span),
+            decide(req, peer, state, &request_id).instrument(span),
         )
         .await;
     state.metrics.request(route, response.status().as_u16());
@@ -378,18 +406,19 @@ async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<State>
     response
 }
 
-fn bad_request(detail: &str) -> HttpResponse {
+fn bad_request(detail: &str) -> Response {
     problem(StatusCode::BAD_REQUEST, "bad_request", detail)
 }
 
 /// Everything a request goes through; the route's label (for metrics) and the answer.
 async fn decide(
-    req: &HttpRequest,
-    payload: web::Payload,
+    req: Request<Incoming>,
+    peer: Peer,
     state: &State,
     request_id: &str,
-) -> (Option<String>, HttpResponse) {
-    let host = match request::check(req) {
+) -> (Option<String>, Response) {
+    let (req, body) = req.into_parts();
+    let host = match request::check(&req) {
         Ok(host) => host,
         Err(request::Malformed::Method) => {
             let response = problem(
@@ -408,27 +437,24 @@ async fn decide(
         }
         Err(e) => return (None, bad_request(&e.to_string())),
     };
-    let path = match path::normalize(req.uri().path()) {
+    let path = match path::normalize(req.uri.path()) {
         Ok(p) => p,
         Err(e) => return (None, bad_request(&e.to_string())),
     };
-    let headers = req.headers();
+    let headers = &req.headers;
     let values = |name: &str| -> Vec<&str> {
         headers
             .get_all(name)
+            .iter()
             .filter_map(|v| v.to_str().ok())
             .collect()
     };
     let forwarded_for = values("x-forwarded-for");
-    let peer = req
-        .peer_addr()
-        .map(|a| a.ip())
-        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
     let client = forwarding::client_view(
-        peer,
+        peer.addr,
         host.as_deref(),
-        // Set by actix for the TLS listener only; no header can claim it.
-        req.app_config().secure(),
+        // Set by the TLS listener only; no header can claim it.
+        peer.secure,
         Claimed {
             forwarded_for: &forwarded_for,
             forwarded_proto: values("x-forwarded-proto").first().copied(),
@@ -453,9 +479,9 @@ async fn decide(
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.to_ascii_lowercase().contains("text/html")),
-        navigable: matches!(req.method().as_str(), "GET" | "HEAD"),
+        navigable: matches!(req.method, Method::GET | Method::HEAD),
         path: &path_text,
-        query: req.query_string(),
+        query: req.uri.query().unwrap_or(""),
     };
 
     let callback = callback_servers(&snapshot, &routes, route, &path);
@@ -528,8 +554,9 @@ async fn decide(
                 identity,
                 client: &client,
                 request_id,
+                upstreams: &state.upstreams,
             };
-            proxy::forward(req, payload, checked).await
+            proxy::forward(req, body, checked).await
         }
         Outcome::Deny(response) => response,
     };

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-#[actix_web::main]
+#[tokio::main]
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(

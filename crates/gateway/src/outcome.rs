@@ -2,10 +2,10 @@
 
 use std::net::IpAddr;
 
-use actix_web::HttpResponse;
-use actix_web::http::StatusCode;
-use actix_web::http::header::RETRY_AFTER;
+use http::StatusCode;
+use http::header::RETRY_AFTER;
 
+use crate::body::Response;
 use crate::problem::{problem, with_header};
 use crate::ratelimit::{Attempt, Limiter, Refusal, Scope};
 
@@ -39,7 +39,7 @@ pub struct Identity {
 pub enum Outcome {
     Allow(Identity),
     /// Refused with this answer.
-    Deny(HttpResponse),
+    Deny(Response),
 }
 
 /// The failed-attempt limit of one client on one route (or on the sign-in callbacks).
@@ -51,11 +51,9 @@ pub struct Attempts<'a> {
 }
 
 impl Attempts<'_> {
-    /// Starts a credential check, or the 429 that refuses it.
-    pub fn begin(&self) -> Result<Attempt, HttpResponse> {
-        self.limiter
-            .begin(self.client, self.scope)
-            .map_err(too_many)
+    /// Starts a credential check, or says why not (answered by [`too_many`]).
+    pub fn begin(&self) -> Result<Attempt, Refusal> {
+        self.limiter.begin(self.client, self.scope)
     }
 
     /// Counts a failure that needed no check (malformed credentials).
@@ -66,7 +64,7 @@ impl Attempts<'_> {
     }
 
     /// The 429 for a client whose failures are used up, if they are.
-    pub fn blocked(&self) -> Option<HttpResponse> {
+    pub fn blocked(&self) -> Option<Response> {
         self.limiter
             .blocked(self.client, self.scope)
             .map(|retry_after| too_many(Refusal::Blocked { retry_after }))
@@ -74,7 +72,7 @@ impl Attempts<'_> {
 }
 
 /// 429 `rate_limited` with `Retry-After`.
-pub fn too_many(refusal: Refusal) -> HttpResponse {
+pub fn too_many(refusal: Refusal) -> Response {
     let (retry, detail) = match refusal {
         Refusal::Blocked { retry_after } => {
             (retry_after, "too many failed attempts; try again later")

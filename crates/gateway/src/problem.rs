@@ -2,10 +2,11 @@
 //! each carrying the id of the request (the one in the `X-Request-Id` header and in the log
 //! lines of that request).
 
-use actix_web::HttpResponse;
-use actix_web::http::StatusCode;
-use actix_web::http::header::{HeaderName, HeaderValue};
+use http::StatusCode;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderName, HeaderValue};
 use wire::problem::{PROBLEM_JSON, Problem};
+
+use crate::body::{Body, Response};
 
 tokio::task_local! {
     /// The id of the request being answered.
@@ -37,7 +38,7 @@ pub fn choose_request_id(given: Option<&str>) -> String {
 }
 
 /// A problem+json answer. Never cached: it depends on who asked.
-pub fn problem(status: StatusCode, code: &str, detail: &str) -> HttpResponse {
+pub fn problem(status: StatusCode, code: &str, detail: &str) -> Response {
     let body = Problem::new(
         status.as_u16(),
         status.canonical_reason().unwrap_or("Error"),
@@ -45,14 +46,29 @@ pub fn problem(status: StatusCode, code: &str, detail: &str) -> HttpResponse {
         detail,
         request_id(),
     );
-    HttpResponse::build(status)
-        .content_type(PROBLEM_JSON)
-        .insert_header(("cache-control", "no-store"))
-        .body(body.to_json())
+    let mut response = Response::new(Body::full(body.to_json()));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// An answer of the gateway's own with no body (a redirect, a switch of protocols).
+pub fn bare(status: StatusCode) -> Response {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = status;
+    response
+}
+
+/// 302 to `location` (a value that is no valid header sends none: the callers build theirs
+/// from URLs and paths they checked).
+pub fn found(location: &str) -> Response {
+    with_header(bare(StatusCode::FOUND), http::header::LOCATION, location)
 }
 
 /// The same answer with one more header (a challenge, `Retry-After`).
-pub fn with_header(mut response: HttpResponse, name: HeaderName, value: &str) -> HttpResponse {
+pub fn with_header(mut response: Response, name: HeaderName, value: &str) -> Response {
     if let Ok(v) = HeaderValue::from_str(value) {
         response.headers_mut().insert(name, v);
     }

@@ -1,90 +1,103 @@
 //! Forwarding: the request goes upstream with its method, its canonical path (the one the route
 //! was chosen by), its query and its streamed body; the answer comes back with its status,
-//! headers and streamed body.
+//! headers and streamed body. A request asking to switch protocols (`Connection: upgrade`) is
+//! switched only when the upstream answers 101, and then becomes a tunnel of bytes both ways.
 //!
 //! What never passes: hop-by-hop headers; the client's copies of the headers the gateway owns
 //! (identity, forwarding, path overrides: [`crate::forwarding::is_gateway_owned`]); Basic and
 //! Token credentials; the gateway's own cookies, either way (an upstream sharing the gateway's
-//! origin could otherwise plant another tenant's session).
+//! origin could otherwise plant another tenant's session); an `h2c` upgrade (through a tunnel
+//! to an upstream speaking HTTP/2, a client could send requests for any path, unchecked).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use actix_web::http::StatusCode;
-use actix_web::http::header::{HeaderMap, HeaderName};
-use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, web};
-use futures::StreamExt;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::request::Parts;
+use http::{Request, StatusCode, Uri, Version};
+use hyper::body::Incoming;
+use hyper::upgrade::{OnUpgrade, Upgraded};
+use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::body::{self, Body, Response};
 use crate::cookies;
 use crate::forwarding::{ClientView, is_gateway_owned};
 use crate::outcome::Identity;
 use crate::path::CanonicalPath;
-use crate::problem::problem;
-use crate::routes::{Limits, Route};
+use crate::problem::{bare, problem};
+use crate::routes::Route;
+use crate::upstream::Upstreams;
 
 /// RFC 9110 §7.6.1 plus the de-facto ones.
-const HOP_BY_HOP: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
+const HOP_BY_HOP: [HeaderName; 9] = [
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    header::PROXY_AUTHENTICATE,
+    header::PROXY_AUTHORIZATION,
+    HeaderName::from_static("proxy-connection"),
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
 ];
 
-fn connection_listed<'a>(values: impl Iterator<Item = &'a [u8]>) -> Vec<String> {
-    values
-        .filter_map(|v| std::str::from_utf8(v).ok())
+/// The tokens of every `Connection` header, lower case.
+fn connection_tokens(headers: &HeaderMap) -> impl Iterator<Item = String> + '_ {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(|t| t.trim().to_ascii_lowercase())
         .filter(|t| !t.is_empty())
-        .collect()
 }
 
-fn is_hop_by_hop(name: &str, listed: &[String]) -> bool {
-    HOP_BY_HOP.contains(&name) || listed.iter().any(|l| l == name)
-}
-
-/// The request headers that go upstream, before the gateway adds its own.
-fn upstream_headers(
-    headers: &HeaderMap,
-    forward_authorization: bool,
-) -> reqwest::header::HeaderMap {
-    let listed = connection_listed(headers.get_all("connection").map(|v| v.as_bytes()));
-    let mut out = reqwest::header::HeaderMap::new();
-    for (name, value) in headers {
-        let n = name.as_str();
-        if is_hop_by_hop(n, &listed)
-            || n == "host"
-            || is_gateway_owned(n)
-            || (n == "authorization" && !forward_authorization)
-        {
-            continue;
-        }
-        let value = if n == "cookie" {
-            match value
-                .to_str()
-                .ok()
-                .and_then(cookies::without_gateway_cookies)
-            {
-                Some(v) => reqwest::header::HeaderValue::from_str(&v).ok(),
-                None => None,
-            }
-        } else {
-            reqwest::header::HeaderValue::from_bytes(value.as_bytes()).ok()
-        };
-        if let (Some(value), Ok(name)) =
-            (value, reqwest::header::HeaderName::from_bytes(n.as_bytes()))
-        {
-            out.append(name, value);
+/// Removes the hop-by-hop headers: the standard ones and those the `Connection` header names.
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    if headers.contains_key(header::CONNECTION) {
+        let listed: Vec<String> = connection_tokens(headers).collect();
+        for name in listed {
+            headers.remove(name.as_str());
         }
     }
-    out
+    for name in &HOP_BY_HOP {
+        headers.remove(name);
+    }
+}
+
+/// Makes the client's headers the ones that go upstream, in place, before the gateway adds its
+/// own.
+fn strip_request_headers(headers: &mut HeaderMap, forward_authorization: bool) {
+    strip_hop_by_hop(headers);
+    headers.remove(header::HOST);
+    if !forward_authorization {
+        headers.remove(header::AUTHORIZATION);
+    }
+    let owned: Vec<HeaderName> = headers
+        .keys()
+        .filter(|name| is_gateway_owned(name.as_str()))
+        .cloned()
+        .collect();
+    for name in owned {
+        headers.remove(name);
+    }
+    let carries_gateway_cookie = headers.get_all(header::COOKIE).iter().any(|v| {
+        v.to_str()
+            .map_or(true, |v| v.split(';').any(cookies::is_gateway_cookie_pair))
+    });
+    if carries_gateway_cookie {
+        let kept: Vec<HeaderValue> = headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .filter_map(cookies::without_gateway_cookies)
+            .filter_map(|v| HeaderValue::from_str(&v).ok())
+            .collect();
+        headers.remove(header::COOKIE);
+        for value in kept {
+            headers.append(header::COOKIE, value);
+        }
+    }
 }
 
 /// What the checks established about a request: all that decides what goes upstream.
@@ -94,28 +107,26 @@ pub struct Checked<'a> {
     pub identity: Identity,
     pub client: &'a ClientView,
     pub request_id: &'a str,
+    pub upstreams: &'a Upstreams,
 }
 
 /// Sends the request upstream and streams the answer back, within the route's limits: a
 /// declared body over the limit is 413 before the upstream is asked, one that grows over it
 /// while streaming ends the upstream request and is 413 too; no answer head within the
 /// first-byte timeout is 504; a body that stalls for the idle timeout, either way, is cut.
-pub async fn forward(
-    req: &HttpRequest,
-    payload: web::Payload,
-    checked: Checked<'_>,
-) -> HttpResponse {
+pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>) -> Response {
     let Checked {
         route,
         path,
         identity,
         client,
         request_id,
+        upstreams,
     } = checked;
     let limits = route.limits;
-    let declared = req
-        .headers()
-        .get("content-length")
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if let (Some(max), Some(len)) = (limits.max_request_body, declared) {
@@ -123,79 +134,89 @@ pub async fn forward(
             return too_large(max);
         }
     }
-    let url = route.upstream_url(path, req.query_string());
-    let Ok(method) = reqwest::Method::from_bytes(req.method().as_str().as_bytes()) else {
-        return problem(StatusCode::BAD_REQUEST, "bad_request", "unknown method");
+    let Ok(uri) = route
+        .upstream_url(path, parts.uri.query().unwrap_or(""))
+        .parse::<Uri>()
+    else {
+        return problem(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "the request target cannot be forwarded",
+        );
     };
-    let mut headers = upstream_headers(req.headers(), identity.forward_authorization);
-    let mut set = |name: &'static str, value: &str| {
-        // Values the gateway derived; one that is not a valid header value is not sent.
-        if let Ok(v) = reqwest::header::HeaderValue::from_bytes(value.as_bytes()) {
-            headers.insert(name, v);
-        }
-    };
-    for (name, value) in &identity.headers {
-        set(name, value);
-    }
-    set("x-forwarded-for", &client.forwarded_for);
-    set("x-forwarded-proto", client.proto);
-    if let Some(host) = &client.host {
-        set("x-forwarded-host", host);
-    }
-    set("x-request-id", request_id);
-
-    let websocket = asks_for_websocket(req.headers());
-    if websocket && identity.by_session_cookie {
-        let origin = req.headers().get("origin").and_then(|v| v.to_str().ok());
+    let upgrade = (parts.version == Version::HTTP_11)
+        .then(|| requested_upgrade(&parts.headers))
+        .flatten();
+    if upgrade.is_some() && identity.by_session_cookie {
+        let origin = parts
+            .headers
+            .get(header::ORIGIN)
+            .and_then(|v| v.to_str().ok());
         if !same_origin(origin, client.proto, client.host.as_deref()) {
             // Cross-site WebSocket hijacking: another site's page opening a socket that the
             // browser sends the session cookie with.
             return problem(
                 StatusCode::FORBIDDEN,
                 "forbidden",
-                "a WebSocket signed in by the session cookie must be opened from this origin",
+                "a connection upgraded on the session cookie must be opened from this origin",
             );
         }
     }
-    if websocket {
-        // The one upgrade passed on: after the switch, both directions are the tunnel below.
-        headers.insert(
-            "connection",
-            reqwest::header::HeaderValue::from_static("upgrade"),
-        );
-        headers.insert(
-            "upgrade",
-            reqwest::header::HeaderValue::from_static("websocket"),
-        );
-    }
-    let has_body = !websocket
-        && (req.headers().contains_key("content-length")
-            || req.headers().contains_key("transfer-encoding"));
-    let mut outgoing = route.client.request(method, &url).headers(headers);
-    let over_limit = Arc::new(AtomicBool::new(false));
-    let payload = if has_body {
-        let body = sendable(payload, limits, over_limit.clone());
-        outgoing = outgoing.body(reqwest::Body::wrap_stream(body));
-        None
-    } else {
-        Some(payload)
+    let mut headers = std::mem::take(&mut parts.headers);
+    strip_request_headers(&mut headers, identity.forward_authorization);
+    let mut set = |name: HeaderName, value: &str| {
+        // Values the gateway derived; one that is not a valid header value is not sent.
+        if let Ok(v) = HeaderValue::from_str(value) {
+            headers.insert(name, v);
+        }
     };
-    let response = match tokio::time::timeout(limits.first_byte, outgoing.send()).await {
+    for (name, value) in &identity.headers {
+        set(HeaderName::from_static(name), value);
+    }
+    set(
+        HeaderName::from_static("x-forwarded-for"),
+        &client.forwarded_for,
+    );
+    set(HeaderName::from_static("x-forwarded-proto"), client.proto);
+    if let Some(host) = &client.host {
+        set(HeaderName::from_static("x-forwarded-host"), host);
+    }
+    set(HeaderName::from_static("x-request-id"), request_id);
+    if let Some(protocols) = &upgrade {
+        headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+        headers.insert(header::UPGRADE, protocols.clone());
+    }
+    let body = if hyper::body::Body::is_end_stream(&incoming) {
+        Body::empty()
+    } else {
+        Body::request(incoming, limits.idle, limits.max_request_body)
+    };
+    let mut request = Request::new(body);
+    *request.method_mut() = parts.method;
+    *request.uri_mut() = uri;
+    *request.headers_mut() = headers;
+    let client_upgrade = upgrade
+        .is_some()
+        .then(|| parts.extensions.remove::<OnUpgrade>())
+        .flatten();
+
+    let response = match tokio::time::timeout(
+        limits.first_byte,
+        upstreams.send(route.client, request),
+    )
+    .await
+    {
         Ok(Ok(r)) => r,
-        Ok(Err(_)) if over_limit.load(Ordering::SeqCst) => {
+        Ok(Err(error)) if body::over_limit(&error) => {
             return too_large(limits.max_request_body.unwrap_or(0));
         }
         Ok(Err(error)) => {
-            let timed_out = error.is_timeout();
-            tracing::warn!(route = %route.label(), error = %error.without_url(), "upstream request failed");
+            let timed_out = timed_out(&error);
+            tracing::warn!(route = %route.label(), error = %chain(&error), "upstream request failed");
             return if timed_out {
                 upstream_timeout()
             } else {
-                problem(
-                    StatusCode::BAD_GATEWAY,
-                    "bad_gateway",
-                    "the upstream service did not answer",
-                )
+                upstream_failed()
             };
         }
         Err(_) => {
@@ -203,81 +224,168 @@ pub async fn forward(
             return upstream_timeout();
         }
     };
-    match payload {
-        Some(payload) if websocket && response.status().as_u16() == 101 => {
-            tunnel(payload, response, limits.idle).await
-        }
-        _ => answer(req, response, limits.idle),
+    let (mut head, incoming) = response.into_parts();
+    if head.status == StatusCode::SWITCHING_PROTOCOLS {
+        let upstream_upgrade = head.extensions.remove::<OnUpgrade>();
+        return match (client_upgrade, upstream_upgrade) {
+            (Some(client_side), Some(upstream_side)) => {
+                switched(head.headers, client_side, upstream_side, limits.idle)
+            }
+            _ => {
+                // A switch nobody asked for (or from an HTTP/2 upstream): the connection could
+                // not be read as HTTP any more.
+                tracing::warn!(route = %route.label(), "upstream switched protocols unasked");
+                upstream_failed()
+            }
+        };
     }
+    strip_answer_headers(&mut head.headers);
+    if !head.headers.contains_key(header::CACHE_CONTROL) {
+        // Answered to an authenticated request: no shared cache may keep it for others.
+        head.headers
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("private"));
+    }
+    head.version = Version::HTTP_11;
+    Response::from_parts(head, Body::answer(incoming, limits.idle))
+}
+
+/// The upgrade a request asks for (`Connection: upgrade` and the `Upgrade` header's protocols),
+/// unless it names `h2c`: that one is not passed on, and the request goes on as a plain one.
+fn requested_upgrade(headers: &HeaderMap) -> Option<HeaderValue> {
+    if !connection_tokens(headers).any(|t| t == "upgrade") {
+        return None;
+    }
+    let mut values = headers.get_all(header::UPGRADE).iter();
+    let (Some(value), None) = (values.next(), values.next()) else {
+        return None;
+    };
+    let protocols = value.to_str().ok()?;
+    let named_h2c = protocols.split(',').any(|p| {
+        p.trim()
+            .split('/')
+            .next()
+            .is_some_and(|n| n.eq_ignore_ascii_case("h2c"))
+    });
+    (!protocols.trim().is_empty() && !named_h2c).then(|| value.clone())
 }
 
 /// Whether a browser's `Origin` is the request's own: `proto://host`, the port included when
 /// the request's host carries one, compared without regard to case.
 fn same_origin(origin: Option<&str>, proto: &str, host: Option<&str>) -> bool {
     match (origin, host) {
-        (Some(origin), Some(host)) => origin.eq_ignore_ascii_case(&format!("{proto}://{host}")),
+        (Some(origin), Some(host)) => origin.split_once("://").is_some_and(|(scheme, rest)| {
+            scheme.eq_ignore_ascii_case(proto) && rest.eq_ignore_ascii_case(host)
+        }),
         _ => false,
     }
 }
 
-/// Whether the request asks to switch to WebSocket (`Connection: upgrade`, `Upgrade:
-/// websocket`): the only upgrade after which the server hands the connection's bytes on.
-fn asks_for_websocket(headers: &HeaderMap) -> bool {
-    let listed = connection_listed(headers.get_all("connection").map(|v| v.as_bytes()));
-    listed.iter().any(|t| t == "upgrade")
-        && headers
-            .get("upgrade")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("websocket"))
-}
-
-/// The upstream switched to WebSocket: the client gets the 101 with the upstream's own headers
-/// (its `Sec-WebSocket-Accept`, its chosen protocol), then the bytes of each side go to the
-/// other until either closes. The gateway reads nothing of them: it checked the request that
-/// opened the tunnel. Quiet for the route's idle timeout upstream → client, the tunnel ends.
-async fn tunnel(
-    payload: web::Payload,
-    response: reqwest::Response,
+/// The upstream switched protocols as the client asked: the client gets the 101 with the
+/// upstream's own headers (its `Sec-WebSocket-Accept`, its chosen protocol), then the bytes of
+/// each side go to the other until either closes. The gateway reads nothing of them: it checked
+/// the request that opened the tunnel. Quiet both ways for the route's idle timeout, the tunnel
+/// ends.
+fn switched(
+    upstream_headers: HeaderMap,
+    client_side: OnUpgrade,
+    upstream_side: OnUpgrade,
     idle: Duration,
-) -> HttpResponse {
-    let mut out = HttpResponse::SwitchingProtocols();
-    copy_headers(&response, &mut out);
-    let upgraded = match response.upgrade().await {
-        Ok(u) => u,
-        Err(error) => {
-            tracing::warn!(error = %error.without_url(), "upstream switched protocols but gave no connection");
-            return problem(
-                StatusCode::BAD_GATEWAY,
-                "bad_gateway",
-                "the upstream service did not answer",
-            );
-        }
+) -> Response {
+    let protocol = upstream_headers.get(header::UPGRADE).cloned();
+    let mut headers = upstream_headers;
+    strip_answer_headers(&mut headers);
+    let Some(protocol) = protocol else {
+        tracing::warn!("upstream switched protocols without naming one");
+        return upstream_failed();
     };
-    let (from_upstream, mut to_upstream) = tokio::io::split(upgraded);
-    actix_web::rt::spawn(async move {
-        let mut payload = payload;
-        while let Some(Ok(chunk)) = payload.next().await {
-            if to_upstream.write_all(&chunk).await.is_err() {
-                break;
-            }
-        }
-        // The client closed its side: the upstream hears it.
-        let _ = to_upstream.shutdown().await;
-    });
-    let reads = futures::stream::unfold(Some(from_upstream), |state| async move {
-        let mut from = state?;
-        let mut buf = bytes::BytesMut::with_capacity(16 * 1024);
-        match from.read_buf(&mut buf).await {
-            Ok(0) => None,
-            Ok(_) => Some((Ok::<_, std::io::Error>(buf.freeze()), Some(from))),
-            Err(e) => Some((Err(e), None)),
+    headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    headers.insert(header::UPGRADE, protocol);
+    tokio::spawn(async move {
+        match tokio::try_join!(client_side, upstream_side) {
+            Ok((client, upstream)) => tunnel(client, upstream, idle).await,
+            Err(error) => tracing::debug!(%error, "an upgrade did not complete"),
         }
     });
-    out.upgrade("websocket")
-        .streaming(with_idle_timeout(Box::pin(reads), idle))
+    let mut response = bare(StatusCode::SWITCHING_PROTOCOLS);
+    *response.headers_mut() = headers;
+    response
 }
 
-fn upstream_timeout() -> HttpResponse {
+/// Copies bytes both ways until both sides have closed, or neither has sent anything for
+/// `idle`. A side that closes has its close passed on to the other.
+async fn tunnel(client: Upgraded, upstream: Upgraded, idle: Duration) {
+    let (mut from_client, mut to_client) = tokio::io::split(TokioIo::new(client));
+    let (mut from_upstream, mut to_upstream) = tokio::io::split(TokioIo::new(upstream));
+    let mut up = vec![0u8; 16 * 1024];
+    let mut down = vec![0u8; 16 * 1024];
+    let (mut client_open, mut upstream_open) = (true, true);
+    let quiet = tokio::time::sleep(idle);
+    tokio::pin!(quiet);
+    while client_open || upstream_open {
+        tokio::select! {
+            read = from_client.read(&mut up), if client_open => match read {
+                Ok(n) if n > 0 => {
+                    if to_upstream.write_all(&up[..n]).await.is_err() {
+                        break;
+                    }
+                }
+                _ => {
+                    client_open = false;
+                    let _ = to_upstream.shutdown().await;
+                }
+            },
+            read = from_upstream.read(&mut down), if upstream_open => match read {
+                Ok(n) if n > 0 => {
+                    if to_client.write_all(&down[..n]).await.is_err() {
+                        break;
+                    }
+                }
+                _ => {
+                    upstream_open = false;
+                    let _ = to_client.shutdown().await;
+                }
+            },
+            () = &mut quiet => break,
+        }
+        quiet.as_mut().reset(tokio::time::Instant::now() + idle);
+    }
+}
+
+/// Whether an upstream call failed by running out of time (the connect timeout).
+fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
+/// An error with its causes, for the log (never for the client: it names the upstream).
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(e) = next {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        next = e.source();
+    }
+    text
+}
+
+fn upstream_failed() -> Response {
+    problem(
+        StatusCode::BAD_GATEWAY,
+        "bad_gateway",
+        "the upstream service did not answer",
+    )
+}
+
+fn upstream_timeout() -> Response {
     problem(
         StatusCode::GATEWAY_TIMEOUT,
         "gateway_timeout",
@@ -285,7 +393,7 @@ fn upstream_timeout() -> HttpResponse {
     )
 }
 
-fn too_large(max: u64) -> HttpResponse {
+fn too_large(max: u64) -> Response {
     problem(
         StatusCode::PAYLOAD_TOO_LARGE,
         "payload_too_large",
@@ -293,124 +401,33 @@ fn too_large(max: u64) -> HttpResponse {
     )
 }
 
-/// `stream`, ended with an error when no piece comes for `idle`.
-fn with_idle_timeout<S, T, E>(
-    stream: S,
-    idle: Duration,
-) -> impl futures::Stream<Item = Result<T, std::io::Error>>
-where
-    S: futures::Stream<Item = Result<T, E>> + Unpin,
-    E: std::fmt::Display,
-{
-    futures::stream::unfold(Some(stream), move |state| async move {
-        let mut stream = state?;
-        match tokio::time::timeout(idle, stream.next()).await {
-            Ok(Some(Ok(piece))) => Some((Ok(piece), Some(stream))),
-            Ok(Some(Err(e))) => Some((Err(std::io::Error::other(e.to_string())), None)),
-            Ok(None) => None,
-            Err(_) => Some((
-                Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "the body stalled",
-                )),
-                None,
-            )),
-        }
-    })
-}
-
-/// The upstream's answer headers that go to the client: not the hop-by-hop ones, not its
-/// length (actix frames the body itself; a stale length would corrupt a streamed answer), never
-/// a cookie of the gateway's. Says whether the answer had its own `Cache-Control`.
-fn copy_headers(response: &reqwest::Response, out: &mut HttpResponseBuilder) -> bool {
-    let listed = connection_listed(
-        response
-            .headers()
-            .get_all("connection")
+/// The upstream's answer headers as the client gets them: not the hop-by-hop ones, never a
+/// cookie of the gateway's. Its `Content-Length` stays: the client (hyper) checked it against
+/// the framing, and the body streamed on is exactly that long or is cut.
+fn strip_answer_headers(headers: &mut HeaderMap) {
+    strip_hop_by_hop(headers);
+    let plants_gateway_cookie = headers
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .any(|v| v.to_str().map_or(true, cookies::sets_gateway_cookie));
+    if plants_gateway_cookie {
+        tracing::warn!("an upstream tried to set a gateway cookie; dropped");
+        let kept: Vec<HeaderValue> = headers
+            .get_all(header::SET_COOKIE)
             .iter()
-            .map(|v| v.as_bytes()),
-    );
-    let mut cache_control = false;
-    for (name, value) in response.headers() {
-        let n = name.as_str();
-        if is_hop_by_hop(n, &listed) || n == "content-length" {
-            continue;
-        }
-        if n == "set-cookie" && value.to_str().map_or(true, cookies::sets_gateway_cookie) {
-            tracing::warn!("an upstream tried to set a gateway cookie; dropped");
-            continue;
-        }
-        cache_control |= n == "cache-control";
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(n.as_bytes()),
-            actix_web::http::header::HeaderValue::from_bytes(value.as_bytes()),
-        ) {
-            out.append_header((name, value));
+            .filter(|v| v.to_str().is_ok_and(|v| !cookies::sets_gateway_cookie(v)))
+            .cloned()
+            .collect();
+        headers.remove(header::SET_COOKIE);
+        for value in kept {
+            headers.append(header::SET_COOKIE, value);
         }
     }
-    cache_control
-}
-
-/// The upstream's answer as the client gets it.
-fn answer(req: &HttpRequest, response: reqwest::Response, idle: Duration) -> HttpResponse {
-    let status =
-        StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-    let mut out = HttpResponse::build(status);
-    let cache_control = copy_headers(&response, &mut out);
-    if !cache_control {
-        // Answered to an authenticated request: no shared cache may keep it for others.
-        out.insert_header(("cache-control", "private"));
-    }
-    let bodiless = req.method() == actix_web::http::Method::HEAD
-        || status == StatusCode::NO_CONTENT
-        || status == StatusCode::NOT_MODIFIED;
-    let length = response.content_length();
-    let body = with_idle_timeout(Box::pin(response.bytes_stream()), idle);
-    if let (Some(len), false) = (length, bodiless) {
-        // Passed on explicitly: a known length lets actix send it without chunking.
-        return out.no_chunking(len).streaming(body);
-    }
-    out.streaming(body)
-}
-
-/// actix's payload is tied to its worker thread; reqwest wants a `Send` stream. A small
-/// bounded channel bridges them, so at most a few chunks are in memory at a time. The body
-/// ends with an error once it passes the route's limit (`over_limit` then says so) or stalls
-/// for its idle timeout.
-fn sendable(
-    payload: web::Payload,
-    limits: Limits,
-    over_limit: Arc<AtomicBool>,
-) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> + Send + 'static {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(4);
-    actix_web::rt::spawn(async move {
-        let mut payload = std::pin::pin!(with_idle_timeout(payload, limits.idle));
-        let mut sent: u64 = 0;
-        while let Some(mut item) = payload.next().await {
-            if let Ok(chunk) = &item {
-                sent = sent.saturating_add(chunk.len() as u64);
-                if limits.max_request_body.is_some_and(|max| sent > max) {
-                    over_limit.store(true, Ordering::SeqCst);
-                    item = Err(std::io::Error::other(
-                        "the request body passed the route's limit",
-                    ));
-                }
-            }
-            let stop = item.is_err();
-            if tx.send(item).await.is_err() || stop {
-                break;
-            }
-        }
-    });
-    futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use actix_web::http::header::HeaderValue;
 
     #[test]
     fn a_session_websocket_must_come_from_its_own_origin() {
@@ -463,35 +480,54 @@ mod tests {
         }
     }
 
-    #[test]
-    fn only_a_websocket_upgrade_is_switched() {
-        let headers = |pairs: &[(&str, &str)]| {
-            let mut h = HeaderMap::new();
-            for (n, v) in pairs {
-                if let (Ok(n), Ok(v)) = (
-                    HeaderName::from_bytes(n.as_bytes()),
-                    HeaderValue::from_str(v),
-                ) {
-                    h.append(n, v);
-                }
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (n, v) in pairs {
+            if let (Ok(n), Ok(v)) = (
+                HeaderName::from_bytes(n.as_bytes()),
+                HeaderValue::from_str(v),
+            ) {
+                h.append(n, v);
             }
-            h
+        }
+        h
+    }
+
+    #[test]
+    fn an_upgrade_passes_on_except_to_h2c() {
+        let upgrade = |pairs: &[(&str, &str)]| {
+            requested_upgrade(&headers(pairs)).map(|v| v.to_str().map(str::to_owned).ok())
         };
-        assert!(asks_for_websocket(&headers(&[
-            ("connection", "keep-alive, Upgrade"),
-            ("upgrade", "WebSocket"),
-        ])));
-        assert!(!asks_for_websocket(&headers(&[("upgrade", "websocket")])));
-        assert!(!asks_for_websocket(&headers(&[
-            ("connection", "upgrade"),
-            ("upgrade", "h2c"),
-        ])));
+        assert_eq!(
+            upgrade(&[
+                ("connection", "keep-alive, Upgrade"),
+                ("upgrade", "WebSocket")
+            ]),
+            Some(Some("WebSocket".into()))
+        );
+        assert_eq!(
+            upgrade(&[("connection", "upgrade"), ("upgrade", "my-protocol/2")]),
+            Some(Some("my-protocol/2".into()))
+        );
+        for refused in [
+            &[("upgrade", "websocket")][..],
+            &[("connection", "upgrade"), ("upgrade", "h2c")],
+            &[("connection", "upgrade"), ("upgrade", "websocket, H2C")],
+            &[("connection", "upgrade"), ("upgrade", "h2c/1")],
+            &[("connection", "upgrade"), ("upgrade", " ")],
+            &[
+                ("connection", "upgrade"),
+                ("upgrade", "websocket"),
+                ("upgrade", "h2c"),
+            ],
+        ] {
+            assert_eq!(upgrade(refused), None, "{refused:?}");
+        }
     }
 
     #[test]
     fn owned_headers_credentials_and_gateway_cookies_stay_behind() {
-        let mut h = HeaderMap::new();
-        for (n, v) in [
+        let h = headers(&[
             ("x-auth-user", "root"),
             ("x_auth_role", "admin"),
             ("forwarded", "for=1.2.3.4"),
@@ -503,22 +539,49 @@ mod tests {
                 "cookie",
                 "a=1; __Host-gateway_session_abc=s; gateway_login_1=l",
             ),
+            ("cookie", "b=2"),
+            ("cookie", "GATEWAY_session=x"),
             ("connection", "keep-alive, x-drop-me"),
             ("x-drop-me", "1"),
+            ("host", "example.com"),
             ("accept", "text/plain"),
-        ] {
-            if let (Ok(n), Ok(v)) = (
-                HeaderName::from_bytes(n.as_bytes()),
-                HeaderValue::from_str(v),
-            ) {
-                h.append(n, v);
-            }
-        }
-        let out = upstream_headers(&h, false);
+        ]);
+        let mut out = h.clone();
+        strip_request_headers(&mut out, false);
         let mut names: Vec<&str> = out.keys().map(|k| k.as_str()).collect();
         names.sort_unstable();
         assert_eq!(names, vec!["accept", "cookie"], "{out:?}");
-        assert_eq!(out.get("cookie").and_then(|v| v.to_str().ok()), Some("a=1"));
-        assert!(upstream_headers(&h, true).contains_key("authorization"));
+        let cookies: Vec<&str> = out
+            .get_all("cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        assert_eq!(cookies, vec!["a=1", "b=2"]);
+        let mut with_authorization = h;
+        strip_request_headers(&mut with_authorization, true);
+        assert!(with_authorization.contains_key("authorization"));
+    }
+
+    #[test]
+    fn an_upstream_never_sets_a_gateway_cookie() {
+        let mut h = headers(&[
+            ("set-cookie", "app=1; Path=/"),
+            ("set-cookie", "__Host-gateway_session_x=evil; Path=/"),
+            ("set-cookie", "Gateway_login_1=evil"),
+            ("transfer-encoding", "chunked"),
+            ("content-length", "12"),
+        ]);
+        strip_answer_headers(&mut h);
+        let kept: Vec<&str> = h
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        assert_eq!(kept, vec!["app=1; Path=/"]);
+        assert!(!h.contains_key("transfer-encoding"));
+        assert_eq!(
+            h.get("content-length").map(|v| v.as_bytes()),
+            Some(&b"12"[..])
+        );
     }
 }

@@ -1,11 +1,13 @@
 //! Requests the gateway refuses before reading anything else, because two parties could read
 //! them two ways (RFC 9112 §6.1, §3.2): a body framed by both `Content-Length` and
-//! `Transfer-Encoding`, two lengths, two `Host` headers, a target whose authority and `Host`
-//! disagree, or two `Authorization` headers (the gateway would check one and an upstream might
-//! read the other). Also the methods a gateway has no business forwarding.
+//! `Transfer-Encoding` (HTTP/1.1's parser reads such a body by `Transfer-Encoding` alone and
+//! closes the connection after it, so this check is the second line), two lengths, two `Host`
+//! headers, a target whose authority and `Host` disagree, or two `Authorization` headers (the
+//! gateway would check one and an upstream might read the other). Also the methods a gateway
+//! has no business forwarding.
 
-use actix_web::HttpRequest;
-use actix_web::http::Method;
+use http::Method;
+use http::request::Parts;
 
 /// Why a request is refused before routing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -30,21 +32,21 @@ fn valid_host(value: &str) -> bool {
 }
 
 /// The host the request is for: the target's authority (absolute-form) or the `Host` header.
-pub fn check(req: &HttpRequest) -> Result<Option<String>, Malformed> {
-    let headers = req.headers();
-    if matches!(*req.method(), Method::CONNECT | Method::TRACE) {
+pub fn check(req: &Parts) -> Result<Option<String>, Malformed> {
+    let headers = &req.headers;
+    if matches!(req.method, Method::CONNECT | Method::TRACE) {
         return Err(Malformed::Method);
     }
     if headers.contains_key("transfer-encoding") && headers.contains_key("content-length") {
         return Err(Malformed::AmbiguousLength);
     }
-    if headers.get_all("content-length").count() > 1 {
+    if headers.get_all("content-length").iter().count() > 1 {
         return Err(Malformed::TwoLengths);
     }
-    if headers.get_all("authorization").count() > 1 {
+    if headers.get_all("authorization").iter().count() > 1 {
         return Err(Malformed::TwoAuthorizations);
     }
-    let mut hosts = headers.get_all("host");
+    let mut hosts = headers.get_all("host").iter();
     let host = match (hosts.next(), hosts.next()) {
         (None, _) => None,
         (Some(h), None) => Some(
@@ -56,7 +58,7 @@ pub fn check(req: &HttpRequest) -> Result<Option<String>, Malformed> {
         ),
         (Some(_), Some(_)) => return Err(Malformed::Host),
     };
-    match (req.uri().authority(), host) {
+    match (req.uri.authority(), host) {
         (Some(authority), Some(host)) if !authority.as_str().eq_ignore_ascii_case(&host) => {
             Err(Malformed::AuthorityMismatch)
         }

@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use crate::path::{self, CanonicalPath};
 use crate::tls::{CertificateSpec, TlsError};
+use crate::upstream::ClientKind;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RoutesError {
@@ -122,8 +123,9 @@ pub struct Route {
     pub environment: String,
     pub auth_server: String,
     pub limits: Limits,
-    /// The upstream's connections (its own pool, with the route's connect timeout).
-    pub client: reqwest::Client,
+    /// Which of a worker's upstream clients its requests go through (the route's connect
+    /// timeout, HTTP/1.1 or HTTP/2).
+    pub client: ClientKind,
 }
 
 impl Route {
@@ -270,17 +272,10 @@ fn route(index: usize, r: RouteConfig) -> Result<Route, RoutesError> {
         }
     };
     let limits = limits(&r.timeouts, r.max_request_body_bytes).map_err(|e| invalid(&e))?;
-    let mut client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(limits.connect)
-        .tcp_nodelay(true)
-        .no_proxy();
-    if r.upstream_http2 {
-        client = client.http2_prior_knowledge();
-    }
-    let client = client
-        .build()
-        .map_err(|e| invalid(&format!("cannot make the upstream client: {e}")))?;
+    let client = ClientKind {
+        connect: limits.connect,
+        http2: r.upstream_http2,
+    };
     Ok(Route {
         limit_key: limit_key(host.as_deref(), &prefix),
         host,

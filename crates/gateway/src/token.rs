@@ -1,10 +1,10 @@
 //! Static tokens: `Authorization: Bearer <token>` against the stored keyed digests.
 
-use actix_web::http::StatusCode;
-use actix_web::http::header::WWW_AUTHENTICATE;
 use domain::model::auth_server::TokenConfig;
+use http::StatusCode;
+use http::header::WWW_AUTHENTICATE;
 
-use crate::outcome::{Attempts, Identity, Outcome};
+use crate::outcome::{Attempts, Identity, Outcome, too_many};
 use crate::problem::{problem, with_header};
 
 /// The bearer token of an Authorization value: `Err(detail)` when the value is no Bearer one.
@@ -53,7 +53,7 @@ pub fn check(
     };
     let attempt = match attempts.begin() {
         Ok(a) => a,
-        Err(response) => return Outcome::Deny(response),
+        Err(refusal) => return Outcome::Deny(too_many(refusal)),
     };
     // Every digest is compared (each in constant time), so timing says nothing about which.
     let matched = config

@@ -11,13 +11,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use actix_web::HttpResponse;
-use actix_web::http::StatusCode;
-use actix_web::http::header;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use domain::model::auth_server::{AuthServer, OidcConfig};
 use domain::ports::secrets::SecretVault;
+use http::StatusCode;
+use http::header;
 use rand::RngCore;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -25,10 +24,11 @@ use subtle::ConstantTimeEq;
 
 pub use provider::OidcError;
 
+use crate::body::Response;
 use crate::cookies::{self, Sealer};
 use crate::outbound::Outbound;
-use crate::outcome::{Attempts, Facts, Identity, Outcome};
-use crate::problem::problem;
+use crate::outcome::{Attempts, Facts, Identity, Outcome, too_many};
+use crate::problem::{found, problem, with_header};
 use crate::token::{bearer, refuse};
 use login::PendingLogin;
 use provider::Providers;
@@ -105,7 +105,7 @@ pub fn config_of(server: &AuthServer) -> Option<&OidcConfig> {
     }
 }
 
-fn unavailable(e: &OidcError) -> HttpResponse {
+fn unavailable(e: &OidcError) -> Response {
     tracing::warn!(error = %e, "OpenID provider unavailable");
     problem(
         StatusCode::BAD_GATEWAY,
@@ -114,7 +114,7 @@ fn unavailable(e: &OidcError) -> HttpResponse {
     )
 }
 
-fn no_store(mut response: HttpResponse) -> HttpResponse {
+fn no_store(mut response: Response) -> Response {
     response.headers_mut().insert(
         header::CACHE_CONTROL,
         header::HeaderValue::from_static("no-store"),
@@ -171,7 +171,7 @@ impl Oidc {
             }
             let attempt = match attempts.begin() {
                 Ok(a) => a,
-                Err(response) => return Outcome::Deny(response),
+                Err(refusal) => return Outcome::Deny(too_many(refusal)),
             };
             return match self.providers.verify(config, token, None).await {
                 Ok(claims) => {
@@ -244,7 +244,7 @@ impl Oidc {
         server: &AuthServer,
         config: &OidcConfig,
         facts: &Facts<'_>,
-    ) -> Result<HttpResponse, OidcError> {
+    ) -> Result<Response, OidcError> {
         let discovery = self.providers.discovery(&config.issuer_url).await?;
         let login = PendingLogin {
             server: server.id,
@@ -272,20 +272,18 @@ impl Oidc {
             .logins
             .seal(&name, &login)
             .ok_or_else(|| OidcError::Unavailable("cannot seal the sign-in".into()))?;
-        Ok(HttpResponse::Found()
-            .insert_header((header::LOCATION, location.as_str()))
-            .insert_header((header::CACHE_CONTROL, "no-store"))
-            .insert_header((
-                header::SET_COOKIE,
-                cookies::set_cookie(
-                    &name,
-                    &sealed,
-                    &config.redirect_path,
-                    login::LOGIN_TTL_S,
-                    secure(config),
-                ),
-            ))
-            .finish())
+        let cookie = cookies::set_cookie(
+            &name,
+            &sealed,
+            &config.redirect_path,
+            login::LOGIN_TTL_S,
+            secure(config),
+        );
+        Ok(with_header(
+            no_store(found(location.as_str())),
+            header::SET_COOKIE,
+            &cookie,
+        ))
     }
 
     /// Finishes a sign-in at a redirect path: `servers` are the OIDC servers answering there.
@@ -294,7 +292,7 @@ impl Oidc {
         facts: &Facts<'_>,
         servers: &[Arc<AuthServer>],
         attempts: &Attempts<'_>,
-    ) -> HttpResponse {
+    ) -> Response {
         let query: HashMap<String, String> = url::form_urlencoded::parse(facts.query.as_bytes())
             .into_owned()
             .collect();
@@ -307,21 +305,21 @@ impl Oidc {
             return refused("the sign-in callback has no state");
         };
         // The sign-in's own cookie: only the browser that began it has one for this state.
-        let mut found = None;
+        let mut sign_in = None;
         for server in servers {
             let Some(config) = config_of(server) else {
                 continue;
             };
             let name = login::cookie_name(state, secure(config));
             if let Some(value) = cookies::find(&facts.cookies, &name) {
-                found = Some((name, value));
+                sign_in = Some((name, value));
                 break;
             }
         }
-        let Some((name, value)) = found else {
+        let Some((name, value)) = sign_in else {
             return refused("this sign-in was not started in this browser");
         };
-        let clear = |mut response: HttpResponse, path: &str, secure: bool| {
+        let clear = |mut response: Response, path: &str, secure: bool| {
             if let Ok(v) =
                 header::HeaderValue::from_str(&cookies::clear_cookie(&name, path, secure))
             {
@@ -370,18 +368,12 @@ impl Oidc {
         };
         let attempt = match attempts.begin() {
             Ok(a) => a,
-            Err(response) => return response,
+            Err(refusal) => return too_many(refusal),
         };
         let response = match self.finish_login(server, config, &login, code).await {
             Ok(cookie) => {
                 attempt.succeeded();
-                let mut response = HttpResponse::Found()
-                    .insert_header((header::LOCATION, login.return_to.as_str()))
-                    .finish();
-                if let Ok(v) = header::HeaderValue::from_str(&cookie) {
-                    response.headers_mut().append(header::SET_COOKIE, v);
-                }
-                response
+                with_header(found(&login.return_to), header::SET_COOKIE, &cookie)
             }
             Err(OidcError::Invalid(reason)) => {
                 attempt.failed();

@@ -609,8 +609,12 @@ pub fn raw_request(method: &str, addr: SocketAddr, target: &str, headers: &[&str
 }
 
 fn parse_raw(bytes: &[u8]) -> Raw {
-    let text = String::from_utf8_lossy(bytes);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    raw_answer(&String::from_utf8_lossy(bytes))
+}
+
+/// One HTTP/1.1 answer as read off the wire.
+pub fn raw_answer(text: &str) -> Raw {
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text, ""));
     let mut lines = head.split("\r\n");
     let status = lines
         .next()

@@ -1,0 +1,239 @@
+//! The listeners and the workers behind them. Each worker is a thread with a single-threaded
+//! Tokio runtime and its own listening socket on every address (`SO_REUSEPORT`: the kernel
+//! spreads new connections over the workers), as nginx runs a worker process per core. A
+//! connection lives on the worker that accepted it, with that worker's upstream connections
+//! (see `upstream.rs`), so a request crosses no thread.
+//!
+//! Note: as with nginx's `reuseport`, another process of the same user binding the same
+//! address with `SO_REUSEPORT` would share its connections; the gateway's own sockets are
+//! the only ones that should.
+
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::sync::{mpsc, watch};
+use tokio_rustls::TlsAcceptor;
+
+use crate::{StartError, State};
+
+/// How the connection a request came on was made.
+#[derive(Debug, Clone, Copy)]
+pub struct Peer {
+    pub addr: IpAddr,
+    /// TLS, on the TLS listener: set by the listener, never by anything the client sends.
+    pub secure: bool,
+}
+
+/// The most a request head may take (request line and headers), and how many headers.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+const MAX_HEADERS: usize = 128;
+/// A client that has not sent its whole request head by then is let go (slow-header attacks).
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a stop waits for requests in flight before closing their connections.
+const DRAIN: Duration = Duration::from_secs(30);
+
+/// `count` listening sockets on `addr`, all on one port (the first one's, when `addr` asks for
+/// any port).
+pub fn bind(
+    addr: &str,
+    count: usize,
+) -> Result<(Vec<std::net::TcpListener>, SocketAddr), StartError> {
+    let failed = |reason: String| StartError::Bind {
+        addr: addr.to_owned(),
+        reason,
+    };
+    let mut target = addr
+        .to_socket_addrs()
+        .map_err(|e| failed(e.to_string()))?
+        .next()
+        .ok_or_else(|| failed("the name has no address".into()))?;
+    let mut sockets = Vec::with_capacity(count);
+    for _ in 0..count.max(1) {
+        let socket = socket2::Socket::new(
+            socket2::Domain::for_address(target),
+            socket2::Type::STREAM,
+            Some(socket2::Protocol::TCP),
+        )
+        .map_err(|e| failed(e.to_string()))?;
+        let setup = || -> std::io::Result<std::net::TcpListener> {
+            socket.set_reuse_address(true)?;
+            socket.set_reuse_port(true)?;
+            socket.set_nonblocking(true)?;
+            socket.bind(&target.into())?;
+            socket.listen(1024)?;
+            Ok(socket.try_clone()?.into())
+        };
+        let listener = setup().map_err(|e| failed(e.to_string()))?;
+        target = listener.local_addr().map_err(|e| failed(e.to_string()))?;
+        sockets.push(listener);
+    }
+    Ok((sockets, target))
+}
+
+/// The running workers: stopped together, waited for together.
+pub struct Workers {
+    stop: watch::Sender<bool>,
+    done: mpsc::Receiver<()>,
+}
+
+/// Stops the workers: they stop accepting at once, and close each connection when its request
+/// in flight is answered (or after the drain time).
+#[derive(Clone)]
+pub struct Handle {
+    stop: watch::Sender<bool>,
+}
+
+impl Handle {
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+impl Workers {
+    pub fn handle(&self) -> Handle {
+        Handle {
+            stop: self.stop.clone(),
+        }
+    }
+
+    /// Until every worker has ended.
+    pub async fn wait(&mut self) {
+        while self.done.recv().await.is_some() {}
+    }
+}
+
+/// One worker's sockets: the plain listener's, and the TLS one's when there is one.
+pub struct Sockets {
+    pub plain: std::net::TcpListener,
+    pub tls: Option<(std::net::TcpListener, TlsAcceptor)>,
+}
+
+/// Starts a worker thread for each entry of `sockets`.
+pub fn start(sockets: Vec<Sockets>, state: Arc<State>) -> Result<Workers, StartError> {
+    let (stop, _) = watch::channel(false);
+    let (done_tx, done) = mpsc::channel(1);
+    for (index, sockets) in sockets.into_iter().enumerate() {
+        let state = state.clone();
+        let stop = stop.subscribe();
+        let done = done_tx.clone();
+        std::thread::Builder::new()
+            .name(format!("gateway-worker-{index}"))
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(r) => r,
+                    Err(error) => {
+                        tracing::error!(%error, "a worker could not start its runtime");
+                        return;
+                    }
+                };
+                runtime.block_on(work(sockets, state, stop));
+                drop(done);
+            })
+            .map_err(|e| StartError::Bind {
+                addr: "worker".into(),
+                reason: e.to_string(),
+            })?;
+    }
+    Ok(Workers { stop, done })
+}
+
+fn builder() -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .max_buf_size(MAX_HEAD_BYTES)
+        .max_headers(MAX_HEADERS);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(MAX_HEAD_BYTES as u32);
+    builder
+}
+
+/// One worker: accepts on its sockets until stopped, then drains its connections.
+async fn work(sockets: Sockets, state: Arc<State>, mut stop: watch::Receiver<bool>) {
+    let listen = |l: std::net::TcpListener| tokio::net::TcpListener::from_std(l);
+    let plain = match listen(sockets.plain) {
+        Ok(l) => l,
+        Err(error) => return tracing::error!(%error, "a worker could not listen"),
+    };
+    let tls = match sockets.tls {
+        None => None,
+        Some((l, acceptor)) => match listen(l) {
+            Ok(l) => Some((l, acceptor)),
+            Err(error) => return tracing::error!(%error, "a worker could not listen"),
+        },
+    };
+    let builder = Arc::new(builder());
+    let graceful = GracefulShutdown::new();
+    loop {
+        let accepted = tokio::select! {
+            _ = stop.wait_for(|stopped| *stopped) => break,
+            accepted = plain.accept() => accepted.map(|a| (a, false)),
+            accepted = async {
+                match &tls {
+                    Some((l, _)) => l.accept().await,
+                    None => std::future::pending().await,
+                }
+            } => accepted.map(|a| (a, true)),
+        };
+        let ((tcp, peer), secure) = match accepted {
+            Ok(a) => a,
+            Err(error) => {
+                // Out of file descriptors, most likely: a pause lets connections close.
+                tracing::warn!(%error, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // Answers are written in pieces (head, then the streamed body): with Nagle's algorithm
+        // on, the client's delayed ACK would hold the last piece back about 40 ms.
+        let _ = tcp.set_nodelay(true);
+        let peer = Peer {
+            addr: peer.ip(),
+            secure,
+        };
+        let watcher = graceful.watcher();
+        let builder = builder.clone();
+        let state = state.clone();
+        let acceptor = secure
+            .then(|| tls.as_ref().map(|(_, a)| a.clone()))
+            .flatten();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let state = state.clone();
+                async move { Ok::<_, Infallible>(crate::handle(request, peer, &state).await) }
+            });
+            match acceptor {
+                None => {
+                    let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
+                    let _ = watcher.watch(conn).await;
+                }
+                Some(acceptor) => {
+                    let Ok(Ok(stream)) =
+                        tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
+                    else {
+                        return;
+                    };
+                    let conn =
+                        builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                    let _ = watcher.watch(conn).await;
+                }
+            }
+        });
+    }
+    drop(plain);
+    drop(tls);
+    let _ = tokio::time::timeout(DRAIN, graceful.shutdown()).await;
+}
