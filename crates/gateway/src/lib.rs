@@ -509,6 +509,23 @@ async fn decide(
             ),
         );
     };
+    let header_bytes: u64 = headers
+        .iter()
+        .map(|(name, value)| (name.as_str().len() + value.len() + 4) as u64)
+        .sum();
+    if header_bytes > route.limits.max_request_headers {
+        return (
+            label,
+            problem(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "request_header_fields_too_large",
+                &format!(
+                    "the request's headers are larger than this route takes ({} bytes)",
+                    route.limits.max_request_headers
+                ),
+            ),
+        );
+    }
     let attempts = Attempts {
         limiter: &state.limiter,
         client: client.addr,

@@ -59,6 +59,8 @@ struct RouteConfig {
     timeouts: TimeoutsConfig,
     /// Optional: the largest request body passed upstream.
     max_request_body_bytes: Option<u64>,
+    /// Optional: the most header bytes a request on this route may carry.
+    max_request_header_bytes: Option<u64>,
     /// HTTP/2 to the upstream: prior knowledge (h2c) for `http://`, ALPN for `https://`.
     #[serde(default)]
     upstream_http2: bool,
@@ -85,7 +87,13 @@ pub struct Limits {
     /// The largest request body passed upstream; `None`: no limit (bodies are streamed, so
     /// the gateway's memory does not grow with them).
     pub max_request_body: Option<u64>,
+    /// The most header bytes (each field's name and value, and 4 for `: ` and CRLF) a request
+    /// may carry; larger is 431 before any auth check.
+    pub max_request_headers: u64,
 }
+
+/// The listeners' own bound on a request head: no route can take more.
+pub const MAX_REQUEST_HEADERS: u64 = 64 * 1024;
 
 impl Default for Limits {
     /// nginx's defaults for a proxy (`proxy_read_timeout`, `proxy_send_timeout`), with a
@@ -96,6 +104,8 @@ impl Default for Limits {
             first_byte: Duration::from_secs(60),
             idle: Duration::from_secs(60),
             max_request_body: None,
+            // nginx's large_client_header_buffers (4 × 8 KiB).
+            max_request_headers: 32 * 1024,
         }
     }
 }
@@ -271,7 +281,12 @@ fn route(index: usize, r: RouteConfig) -> Result<Route, RoutesError> {
             Some(key)
         }
     };
-    let limits = limits(&r.timeouts, r.max_request_body_bytes).map_err(|e| invalid(&e))?;
+    let limits = limits(
+        &r.timeouts,
+        r.max_request_body_bytes,
+        r.max_request_header_bytes,
+    )
+    .map_err(|e| invalid(&e))?;
     let client = ClientKind {
         connect: limits.connect,
         http2: r.upstream_http2,
@@ -327,7 +342,11 @@ fn limit_key(host: Option<&str>, prefix: &CanonicalPath) -> u64 {
 }
 
 /// A route's limits: what it set, the defaults for the rest.
-fn limits(t: &TimeoutsConfig, max_request_body: Option<u64>) -> Result<Limits, String> {
+fn limits(
+    t: &TimeoutsConfig,
+    max_request_body: Option<u64>,
+    max_request_headers: Option<u64>,
+) -> Result<Limits, String> {
     let default = Limits::default();
     let timeout = |name: &str, ms: Option<u64>, default: Duration| match ms {
         None => Ok(default),
@@ -341,11 +360,21 @@ fn limits(t: &TimeoutsConfig, max_request_body: Option<u64>) -> Result<Limits, S
     if max_request_body == Some(0) {
         return Err("max_request_body_bytes must be at least 1".into());
     }
+    let max_request_headers = match max_request_headers {
+        None => default.max_request_headers,
+        Some(n) if (1024..=MAX_REQUEST_HEADERS).contains(&n) => n,
+        Some(_) => {
+            return Err(format!(
+                "max_request_header_bytes must be from 1024 to {MAX_REQUEST_HEADERS}"
+            ));
+        }
+    };
     Ok(Limits {
         connect: timeout("connect_ms", t.connect_ms, default.connect)?,
         first_byte: timeout("first_byte_ms", t.first_byte_ms, default.first_byte)?,
         idle: timeout("idle_ms", t.idle_ms, default.idle)?,
         max_request_body,
+        max_request_headers,
     })
 }
 
@@ -469,7 +498,8 @@ auth_server = "c"
     #[test]
     fn limits_default_and_are_set_per_route() {
         let r = Routes::parse(&format!(
-            "{FILE}\ntimeouts = {{ connect_ms = 250, idle_ms = 1500 }}\nmax_request_body_bytes = 1024"
+            "{FILE}\ntimeouts = {{ connect_ms = 250, idle_ms = 1500 }}\nmax_request_body_bytes = 1024\n\
+             max_request_header_bytes = 4096"
         ))
         .unwrap_or_else(|e| panic!("{e}"));
         let of = |name: &str| {
@@ -485,6 +515,7 @@ auth_server = "c"
                 first_byte: Duration::from_secs(60),
                 idle: Duration::from_millis(1500),
                 max_request_body: Some(1024),
+                max_request_headers: 4096,
             })
         );
         assert_eq!(of("a"), Some(Limits::default()));
@@ -540,6 +571,8 @@ auth_server = "c"
             format!("{FILE}\ntimeouts = {{ read_ms = 10 }}"),
             format!("{FILE}\nmax_request_body_bytes = 0"),
             format!("{FILE}\nmax_request_body_bytes = -1"),
+            format!("{FILE}\nmax_request_header_bytes = 1023"),
+            format!("{FILE}\nmax_request_header_bytes = 65537"),
         ] {
             assert!(Routes::parse(&bad).is_err(), "{bad}");
         }

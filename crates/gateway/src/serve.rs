@@ -29,8 +29,9 @@ pub struct Peer {
     pub secure: bool,
 }
 
-/// The most a request head may take (request line and headers), and how many headers.
-const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// The most a request head may take: the most header bytes any route takes, and 8 KiB for the
+/// request line. Also how many header fields.
+const MAX_HEAD_BYTES: usize = crate::routes::MAX_REQUEST_HEADERS as usize + 8 * 1024;
 const MAX_HEADERS: usize = 128;
 /// A client that has not sent its whole request head by then is let go (slow-header attacks).
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);

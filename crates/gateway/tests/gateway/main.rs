@@ -10,5 +10,5 @@ mod harness;
 mod oidc;
 mod routes_reload;
 mod tls;
+mod upgrades;
 mod upstreams;
-mod websocket;

@@ -1,17 +1,21 @@
 //! What one request may cost through a route: an upstream that never answers, a body that
-//! stalls either way, a request body larger than the route takes. Each is bounded by the
-//! route's limits and answered as problem+json that names no upstream detail.
+//! stalls either way, a request body or headers larger than the route takes. Each is bounded
+//! by the route's limits (or the listener's) and answered as problem+json that names no
+//! upstream detail.
 
 use crate::harness::*;
 
 const TOKEN: &str = "machines-token-0123456789abcdef";
 
-/// Routes /slow (short timeouts) and /small (a 1,000-byte body limit) behind one token.
+/// Routes /slow (short timeouts) and /small (a 1,000-byte body limit, 2,048 bytes of headers)
+/// behind one token, and /roomy with the default limits.
 async fn limited() -> Harness {
     let h = harness_with(
         &[
             route("/slow", "machines").with("timeouts = { first_byte_ms = 300, idle_ms = 300 }"),
-            route("/small", "machines").with("max_request_body_bytes = 1000"),
+            route("/small", "machines")
+                .with("max_request_body_bytes = 1000\nmax_request_header_bytes = 2048"),
+            route("/roomy", "machines"),
         ],
         &[],
     )
@@ -90,4 +94,39 @@ async fn a_request_body_over_the_route_limit_is_413() {
     let echo = echo_of(post(vec![7u8; 1000].into()).await.unwrap()).await;
     assert_eq!(echo.status, 200);
     assert_eq!(echo.body["body_len"], 1000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_over_the_route_limit_are_431_and_over_the_listeners_never_parsed() {
+    let h = limited().await;
+    let get = |path: &str, filler: usize| {
+        http()
+            .get(h.url(path))
+            .bearer_auth(TOKEN)
+            .header("x-filler", "f".repeat(filler))
+            .send()
+    };
+    let (status, _, body) = problem_code(get("/small/x", 3000).await.unwrap()).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (431, Some("request_header_fields_too_large"))
+    );
+    assert_eq!(h.upstream_hits(), 0);
+    assert_eq!(get("/roomy/x", 3000).await.unwrap().status(), 200);
+    assert_eq!(h.upstream_hits(), 1);
+
+    // Past the listener's bound (64 KiB of headers, 128 fields): refused while reading the
+    // head, whatever the route.
+    let huge = raw_get(
+        h.gateway,
+        "/roomy/x",
+        &[&format!("X-Filler: {}", "f".repeat(80_000))],
+    )
+    .await;
+    assert_eq!(huge.status, 431, "{huge:?}");
+    let lines: Vec<String> = (0..200).map(|i| format!("X-Field-{i}: {i}")).collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let many = raw_get(h.gateway, "/roomy/x", &lines).await;
+    assert_eq!(many.status, 431, "{many:?}");
+    assert_eq!(h.upstream_hits(), 1);
 }
