@@ -397,7 +397,9 @@ pub(crate) async fn handle(req: Request<Incoming>, peer: Peer, state: &State) ->
             decide(req, peer, state, &request_id).instrument(span),
         )
         .await;
-    state.metrics.request(route, response.status().as_u16());
+    state
+        .metrics
+        .request(route.as_ref(), response.status().as_u16());
     if let Ok(v) = HeaderValue::from_str(&request_id) {
         response
             .headers_mut()
@@ -416,7 +418,7 @@ async fn decide(
     peer: Peer,
     state: &State,
     request_id: &str,
-) -> (Option<String>, Response) {
+) -> (Option<Arc<str>>, Response) {
     let (req, body) = req.into_parts();
     let host = match request::check(&req) {
         Ok(host) => host,
@@ -466,9 +468,8 @@ async fn decide(
     // This request's routes, whatever a reload puts in force meanwhile.
     let routes = state.routes.get();
     let route = routes.find(host_key.as_deref(), &path);
-    let label = route.map(Route::label);
+    let label = route.map(|r| r.label.clone());
     let snapshot = state.registry.get();
-    let path_text = path.to_string();
     let facts = Facts {
         // A value that is not visible ASCII is no credential: it is read as malformed.
         authorization: headers
@@ -480,7 +481,7 @@ async fn decide(
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.to_ascii_lowercase().contains("text/html")),
         navigable: matches!(req.method, Method::GET | Method::HEAD),
-        path: &path_text,
+        path: path.as_str(),
         query: req.uri.query().unwrap_or(""),
     };
 

@@ -2,11 +2,24 @@
 //! (`GATEWAY_ADMIN_BIND_ADDR`) only: they name routes and tenants' traffic, which the proxied
 //! port must not tell anyone.
 
+use std::cell::RefCell;
+use std::sync::Arc;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+
+/// How many (route, status) counters a worker keeps at hand; beyond, the family is asked.
+const COUNTERS_CACHED: usize = 512;
+
+/// A counter a worker keeps: the `Metrics` it belongs to (its address), route label, status.
+type CachedCounter = (usize, Arc<str>, u16, Counter);
+
+thread_local! {
+    static COUNTERS: RefCell<Vec<CachedCounter>> = const { RefCell::new(Vec::new()) };
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -72,13 +85,36 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn request(&self, route: Option<String>, status: u16) {
-        self.requests
+    /// Counts an answer on `route` (its label; `None` off every route) with `status`. Each
+    /// worker thread keeps the counters it has used, so the common case takes no lock and
+    /// makes no label: the family's map is asked once per route and status.
+    pub fn request(&self, route: Option<&Arc<str>>, status: u16) {
+        let owner = self as *const Metrics as usize;
+        let label = route.map_or("none", |r| r.as_ref());
+        let counted = COUNTERS.with(|cell| {
+            let cache = cell.borrow();
+            let found = cache
+                .iter()
+                .find(|(o, l, s, _)| *o == owner && *s == status && l.as_ref() == label);
+            found.map(|(_, _, _, counter)| counter.inc()).is_some()
+        });
+        if counted {
+            return;
+        }
+        let counter = self
+            .requests
             .get_or_create(&RequestLabels {
-                route: route.unwrap_or_else(|| "none".into()),
+                route: label.to_owned(),
                 status,
             })
-            .inc();
+            .clone();
+        counter.inc();
+        COUNTERS.with(|cell| {
+            let mut cache = cell.borrow_mut();
+            if cache.len() < COUNTERS_CACHED {
+                cache.push((owner, Arc::from(label), status, counter));
+            }
+        });
     }
 
     pub fn auth_servers(&self, count: usize) {
@@ -114,8 +150,9 @@ mod tests {
     #[test]
     fn requests_render_by_route_and_status() {
         let m = Metrics::default();
-        m.request(Some("/app".into()), 200);
-        m.request(Some("/app".into()), 200);
+        let app: Arc<str> = Arc::from("/app");
+        m.request(Some(&app), 200);
+        m.request(Some(&Arc::from("/app")), 200);
         m.request(None, 404);
         m.auth_servers(3);
         let text = m.render();

@@ -40,11 +40,12 @@ pub enum PathError {
     AboveRoot,
 }
 
-/// A path in canonical form: its segments (none empty, none a dot segment) and whether it ends
-/// with `/`. Displayed as the path itself.
+/// A path in canonical form: segments none empty and none a dot segment, and maybe one
+/// trailing `/`. Held as its text, made in one allocation: every request has one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CanonicalPath {
-    segments: Vec<String>,
+    /// The path itself: `/`, or `/a/b`, or `/a/b/`.
+    text: String,
     trailing_slash: bool,
 }
 
@@ -73,9 +74,8 @@ fn push_encoded(out: &mut String, b: u8) {
     out.push(char::from(HEX[usize::from(b & 0x0f)]));
 }
 
-/// One raw segment in canonical encoding.
-fn canonical_segment(raw: &[u8]) -> Result<String, PathError> {
-    let mut out = String::with_capacity(raw.len());
+/// One raw segment in canonical encoding, written at the end of `out`.
+fn canonical_segment(raw: &[u8], out: &mut String) -> Result<(), PathError> {
     let mut i = 0;
     while i < raw.len() {
         let b = raw[i];
@@ -91,7 +91,7 @@ fn canonical_segment(raw: &[u8]) -> Result<String, PathError> {
                 b'/' | b'\\' => return Err(PathError::EncodedSeparator),
                 0x00..=0x1f | 0x7f => return Err(PathError::ControlCharacter),
                 d if is_unreserved(d) => out.push(char::from(d)),
-                d => push_encoded(&mut out, d),
+                d => push_encoded(out, d),
             }
             i += 3;
             continue;
@@ -100,36 +100,58 @@ fn canonical_segment(raw: &[u8]) -> Result<String, PathError> {
             b'\\' => return Err(PathError::Backslash),
             0x00..=0x1f | 0x7f => return Err(PathError::ControlCharacter),
             b if is_pchar(b) => out.push(char::from(b)),
-            b => push_encoded(&mut out, b),
+            b => push_encoded(out, b),
         }
         i += 1;
     }
-    Ok(out)
+    Ok(())
+}
+
+/// What a segment does to the path built so far.
+enum Step {
+    Keep,
+    /// Empty or `.`: nothing, but the path now ends with `/`.
+    Stay,
+    /// `..`: the segment before goes.
+    Up,
 }
 
 /// The canonical form of `raw`, the path of a request target as received (no query).
 pub fn normalize(raw: &str) -> Result<CanonicalPath, PathError> {
     let body = raw.strip_prefix('/').ok_or(PathError::NotOriginForm)?;
-    let mut segments: Vec<String> = Vec::new();
+    // The segments kept so far, each as `/segment` (no trailing slash yet).
+    let mut text = String::with_capacity(raw.len() + 1);
     let mut trailing_slash = false;
     for raw_segment in body.split('/') {
-        let segment = canonical_segment(raw_segment.as_bytes())?;
+        let start = text.len();
+        text.push('/');
+        canonical_segment(raw_segment.as_bytes(), &mut text)?;
+        let segment = &text[start + 1..];
         let bare = segment.split(';').next().unwrap_or("");
-        trailing_slash = false;
-        match segment.as_str() {
-            "" => trailing_slash = true,
-            "." => trailing_slash = true,
-            ".." => {
-                segments.pop().ok_or(PathError::AboveRoot)?;
-                trailing_slash = true;
-            }
+        let step = match segment {
+            "" | "." => Step::Stay,
+            ".." => Step::Up,
             _ if bare == "." || bare == ".." => return Err(PathError::DotSegmentWithParameters),
-            _ => segments.push(segment),
+            _ => Step::Keep,
+        };
+        trailing_slash = !matches!(step, Step::Keep);
+        match step {
+            Step::Keep => {}
+            Step::Stay => text.truncate(start),
+            Step::Up => {
+                text.truncate(start);
+                let before = text.rfind('/').ok_or(PathError::AboveRoot)?;
+                text.truncate(before);
+            }
         }
     }
+    let trailing_slash = trailing_slash && !text.is_empty();
+    if text.is_empty() || trailing_slash {
+        text.push('/');
+    }
     Ok(CanonicalPath {
-        trailing_slash: trailing_slash && !segments.is_empty(),
-        segments,
+        text,
+        trailing_slash,
     })
 }
 
@@ -137,55 +159,64 @@ impl CanonicalPath {
     /// The root path `/`.
     pub fn root() -> CanonicalPath {
         CanonicalPath {
-            segments: Vec::new(),
+            text: "/".to_owned(),
             trailing_slash: false,
         }
     }
 
-    pub fn segments(&self) -> &[String] {
-        &self.segments
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The segments without the trailing slash: `""` for the root, else `/a/b`.
+    fn body(&self) -> &str {
+        if self.is_root() {
+            ""
+        } else if self.trailing_slash {
+            &self.text[..self.text.len() - 1]
+        } else {
+            &self.text
+        }
+    }
+
+    pub fn segment_count(&self) -> usize {
+        self.body().bytes().filter(|&b| b == b'/').count()
     }
 
     /// Whether `prefix` is a whole-segment prefix of this path (`/app` of `/app` and `/app/x`,
     /// not of `/apple`).
     pub fn starts_with(&self, prefix: &CanonicalPath) -> bool {
-        self.segments.starts_with(&prefix.segments)
+        let (own, theirs) = (self.body(), prefix.body());
+        own.starts_with(theirs)
+            && (own.len() == theirs.len() || own.as_bytes()[theirs.len()] == b'/')
     }
 
     /// Whether this is `/`.
     pub fn is_root(&self) -> bool {
-        self.segments.is_empty()
+        self.text == "/"
     }
 
     /// The path below `base`'s path: `base` + this path, for an upstream with a base path
     /// (`/base` and `/app/x` give `/base/app/x`; an empty base gives this path).
     pub fn under(&self, base: &CanonicalPath) -> CanonicalPath {
-        let mut segments = base.segments.clone();
-        segments.extend(self.segments.iter().cloned());
+        if base.is_root() {
+            return self.clone();
+        }
+        let base = base.body();
+        let mut text = String::with_capacity(base.len() + self.text.len());
+        text.push_str(base);
+        text.push_str(&self.text);
         CanonicalPath {
-            trailing_slash: if self.segments.is_empty() {
-                !base.segments.is_empty()
-            } else {
-                self.trailing_slash
-            },
-            segments,
+            // The root below a base is the base's directory: `/base/`.
+            trailing_slash: self.trailing_slash || self.is_root(),
+            text,
         }
     }
 }
 
 impl fmt::Display for CanonicalPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.segments.is_empty() {
-            return f.write_str("/");
-        }
-        for segment in &self.segments {
-            f.write_str("/")?;
-            f.write_str(segment)?;
-        }
-        if self.trailing_slash {
-            f.write_str("/")?;
-        }
-        Ok(())
+        f.write_str(&self.text)
     }
 }
 

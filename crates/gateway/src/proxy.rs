@@ -134,10 +134,7 @@ pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>)
             return too_large(max);
         }
     }
-    let Ok(uri) = route
-        .upstream_url(path, parts.uri.query().unwrap_or(""))
-        .parse::<Uri>()
-    else {
+    let Ok(uri) = Uri::try_from(route.upstream_url(path, parts.uri.query().unwrap_or(""))) else {
         return problem(
             StatusCode::BAD_REQUEST,
             "bad_request",
@@ -164,6 +161,10 @@ pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>)
     }
     let mut headers = std::mem::take(&mut parts.headers);
     strip_request_headers(&mut headers, identity.forward_authorization);
+    headers.insert(
+        HeaderName::from_static("x-forwarded-proto"),
+        HeaderValue::from_static(client.proto),
+    );
     let mut set = |name: HeaderName, value: &str| {
         // Values the gateway derived; one that is not a valid header value is not sent.
         if let Ok(v) = HeaderValue::from_str(value) {
@@ -177,7 +178,6 @@ pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>)
         HeaderName::from_static("x-forwarded-for"),
         &client.forwarded_for,
     );
-    set(HeaderName::from_static("x-forwarded-proto"), client.proto);
     if let Some(host) = &client.host {
         set(HeaderName::from_static("x-forwarded-host"), host);
     }

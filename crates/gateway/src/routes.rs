@@ -1,6 +1,7 @@
 //! The routes file (`GATEWAY_ROUTES_FILE`): which hosts and path prefixes go where, behind which
 //! auth server. Prefixes are matched on the canonical path ([`crate::path`]) at whole segments.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -120,6 +121,8 @@ pub struct Route {
     /// What the failed-attempt limit counts under: the route's host and prefix, so a reload
     /// that adds, removes or reorders other routes leaves this one's counts where they were.
     pub limit_key: u64,
+    /// The host and prefix, as logs and metrics name the route.
+    pub label: Arc<str>,
     /// Lower case, without a port or trailing dot; `None` matches every host.
     pub host: Option<String>,
     /// The prefix in canonical form.
@@ -165,11 +168,8 @@ impl Route {
     }
 
     /// How the route is named in logs and metrics: its host and prefix.
-    pub fn label(&self) -> String {
-        match &self.host {
-            Some(h) => format!("{h}{}", self.prefix),
-            None => self.prefix.to_string(),
-        }
+    pub fn label(&self) -> &str {
+        &self.label
     }
 }
 
@@ -206,7 +206,7 @@ impl Routes {
         routes.sort_by_key(|r| {
             (
                 std::cmp::Reverse(r.host.is_some()),
-                std::cmp::Reverse(r.prefix.segments().len()),
+                std::cmp::Reverse(r.prefix.segment_count()),
             )
         });
         let certificates = file
@@ -291,8 +291,13 @@ fn route(index: usize, r: RouteConfig) -> Result<Route, RoutesError> {
         connect: limits.connect,
         http2: r.upstream_http2,
     };
+    let label = match &host {
+        Some(h) => format!("{h}{prefix}"),
+        None => prefix.to_string(),
+    };
     Ok(Route {
         limit_key: limit_key(host.as_deref(), &prefix),
+        label: label.into(),
         host,
         prefix,
         limits,

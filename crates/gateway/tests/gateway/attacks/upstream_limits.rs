@@ -115,7 +115,7 @@ async fn headers_over_the_route_limit_are_431_and_over_the_listeners_never_parse
     assert_eq!(get("/roomy/x", 3000).await.unwrap().status(), 200);
     assert_eq!(h.upstream_hits(), 1);
 
-    // Past the listener's bound (64 KiB of headers, 128 fields): refused while reading the
+    // Past the listener's bound (64 KiB of headers, 100 fields): refused while reading the
     // head, whatever the route.
     let huge = raw_get(
         h.gateway,
