@@ -207,12 +207,12 @@ pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>)
     .await
     {
         Ok(Ok(r)) => r,
-        Ok(Err(error)) if body::over_limit(&error) => {
+        Ok(Err(error)) if body::over_limit(&*error) => {
             return too_large(limits.max_request_body.unwrap_or(0));
         }
         Ok(Err(error)) => {
-            let timed_out = timed_out(&error);
-            tracing::warn!(route = %route.label(), error = %chain(&error), "upstream request failed");
+            let timed_out = timed_out(&*error);
+            tracing::warn!(route = %route.label(), error = %chain(&*error), "upstream request failed");
             return if timed_out {
                 upstream_timeout()
             } else {

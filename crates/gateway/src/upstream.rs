@@ -1,20 +1,30 @@
-//! The upstream connections. Each worker thread keeps its own pooled hyper client per kind of
-//! route (connect timeout, HTTP/1.1 or HTTP/2): a worker's requests reuse the keep-alive
-//! connections its own runtime drives, with no lock or cross-thread wake-up between them. A
-//! client pools by upstream origin, so routes of one kind share it.
+//! The upstream connections, kept per worker thread: a worker's requests reuse the keep-alive
+//! connections its own runtime drives, with no lock and no cross-thread wake-up between them.
+//!
+//! HTTP/1.1 upstreams go through the worker's own pool of hyper connections: a request takes
+//! an idle connection of its upstream (scheme and authority) that is ready for another
+//! request, or opens one (the route's connect timeout; TLS with the webpki roots for
+//! `https://`), and gives it back when its answer's head is in. A connection that closes
+//! leaves the pool; one that closed while idle, before the request went out, makes the request
+//! go on another. HTTP/2 upstreams go through hyper-util's client, one per worker and kind of
+//! route: one multiplexed connection serves them all.
 
 use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Duration;
 
+use http::uri::{Authority, PathAndQuery, Scheme};
+use http::{HeaderValue, Request, Response, Uri};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
 use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::{Client, ResponseFuture};
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 
 use crate::body::Body;
 
-/// What sets one upstream client apart from another.
+/// What sets one kind of upstream connection apart from another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientKind {
     pub connect: Duration,
@@ -22,13 +32,25 @@ pub struct ClientKind {
     pub http2: bool,
 }
 
-type Pooled = Client<HttpsConnector<HttpConnector>, Body>;
+pub type UpstreamError = Box<dyn std::error::Error + Send + Sync>;
 
-/// How long an idle upstream connection is kept for the next request.
-const POOL_IDLE: Duration = Duration::from_secs(90);
+type Http2Client = Client<HttpsConnector<HttpConnector>, Body>;
+
+/// How many idle connections a worker keeps to one upstream; more are closed.
+const MAX_IDLE_PER_UPSTREAM: usize = 256;
+/// How long an HTTP/2 upstream connection is kept idle.
+const HTTP2_POOL_IDLE: Duration = Duration::from_secs(90);
+
+/// A worker's connections to one HTTP/1.1 upstream.
+struct Idle {
+    https: bool,
+    authority: Authority,
+    senders: Vec<SendRequest<Body>>,
+}
 
 thread_local! {
-    static CLIENTS: RefCell<Vec<(ClientKind, Pooled)>> = const { RefCell::new(Vec::new()) };
+    static IDLE: RefCell<Vec<Idle>> = const { RefCell::new(Vec::new()) };
+    static HTTP2: RefCell<Vec<(ClientKind, Http2Client)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The TLS settings of `https://` upstreams: the webpki roots (as reqwest's), ring.
@@ -52,38 +74,176 @@ impl Upstreams {
         Ok(Upstreams { tls: Arc::new(tls) })
     }
 
-    /// Sends `request` (absolute URI) through this worker's client of `kind`.
-    pub fn send(&self, kind: ClientKind, request: http::Request<Body>) -> ResponseFuture {
-        CLIENTS.with(|clients| {
-            let mut clients = clients.borrow_mut();
-            if let Some((_, client)) = clients.iter().find(|(k, _)| *k == kind) {
-                return client.request(request);
-            }
-            let client = self.build(kind);
-            let future = client.request(request);
-            clients.push((kind, client));
-            future
-        })
+    /// Sends `request` (absolute URI) to its upstream through this worker's connections.
+    pub async fn send(
+        &self,
+        kind: ClientKind,
+        request: Request<Body>,
+    ) -> Result<Response<Incoming>, UpstreamError> {
+        if kind.http2 {
+            let future = HTTP2.with(|clients| {
+                let mut clients = clients.borrow_mut();
+                if let Some((_, client)) = clients.iter().find(|(k, _)| *k == kind) {
+                    return client.request(request);
+                }
+                let client = self.http2_client(kind);
+                let future = client.request(request);
+                clients.push((kind, client));
+                future
+            });
+            return Ok(future.await?);
+        }
+        self.send_http1(kind.connect, request).await
     }
 
-    fn build(&self, kind: ClientKind) -> Pooled {
+    async fn send_http1(
+        &self,
+        connect: Duration,
+        mut request: Request<Body>,
+    ) -> Result<Response<Incoming>, UpstreamError> {
+        let uri = std::mem::take(request.uri_mut());
+        let https = match uri.scheme() {
+            Some(s) if *s == Scheme::HTTPS => true,
+            Some(s) if *s == Scheme::HTTP => false,
+            _ => return Err("the upstream URL has no http(s) scheme".into()),
+        };
+        let authority = uri
+            .authority()
+            .cloned()
+            .ok_or("the upstream URL has no authority")?;
+        let target = uri
+            .path_and_query()
+            .cloned()
+            .unwrap_or_else(|| PathAndQuery::from_static("/"));
+        *request.uri_mut() = Uri::from(target);
+        request
+            .headers_mut()
+            .insert(http::header::HOST, host_header(&authority, https)?);
+        loop {
+            let Some(mut sender) = checkout(https, &authority) else {
+                let mut sender = self.open(https, &authority, connect).await?;
+                let response = sender.send_request(request).await?;
+                checkin(https, &authority, sender);
+                return Ok(response);
+            };
+            match sender.try_send_request(request).await {
+                Ok(response) => {
+                    checkin(https, &authority, sender);
+                    return Ok(response);
+                }
+                Err(mut error) => match error.take_message() {
+                    // Not sent: the connection closed while idle. Another one takes it.
+                    Some(unsent) => request = unsent,
+                    None => return Err(error.into_error().into()),
+                },
+            }
+        }
+    }
+
+    /// A new connection to `authority`, ready for its first request.
+    async fn open(
+        &self,
+        https: bool,
+        authority: &Authority,
+        connect: Duration,
+    ) -> Result<SendRequest<Body>, UpstreamError> {
+        let host = authority.host();
+        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
+        // An IPv6 literal comes bracketed in a URL, bare to the resolver and to TLS.
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let tcp = tokio::time::timeout(connect, tokio::net::TcpStream::connect((bare, port)))
+            .await
+            .map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "connecting to the upstream timed out",
+                )
+            })??;
+        tcp.set_nodelay(true)?;
+        let builder = hyper::client::conn::http1::Builder::new();
+        let mut sender = if https {
+            let mut tls = (*self.tls).clone();
+            tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+            let name = rustls::pki_types::ServerName::try_from(bare.to_owned())?;
+            let stream = tokio_rustls::TlsConnector::from(Arc::new(tls))
+                .connect(name, tcp)
+                .await?;
+            let (sender, connection) = builder.handshake(TokioIo::new(stream)).await?;
+            tokio::spawn(connection.with_upgrades());
+            sender
+        } else {
+            let (sender, connection) = builder.handshake(TokioIo::new(tcp)).await?;
+            tokio::spawn(connection.with_upgrades());
+            sender
+        };
+        sender.ready().await?;
+        Ok(sender)
+    }
+
+    fn http2_client(&self, kind: ClientKind) -> Http2Client {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
         http.set_connect_timeout(Some(kind.connect));
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config((*self.tls).clone())
-            .https_or_http();
-        let connector = if kind.http2 {
-            https.enable_http2().wrap_connector(http)
-        } else {
-            https.enable_http1().wrap_connector(http)
-        };
+            .https_or_http()
+            .enable_http2()
+            .wrap_connector(http);
         Client::builder(TokioExecutor::new())
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(POOL_IDLE)
-            .http2_only(kind.http2)
+            .pool_idle_timeout(HTTP2_POOL_IDLE)
+            .http2_only(true)
             .build(connector)
     }
+}
+
+/// `Host` for the upstream: its authority, without the scheme's default port.
+fn host_header(authority: &Authority, https: bool) -> Result<HeaderValue, UpstreamError> {
+    let default = if https { 443 } else { 80 };
+    let value = match authority.port_u16() {
+        Some(port) if port == default => HeaderValue::from_str(authority.host())?,
+        _ => HeaderValue::from_str(authority.as_str())?,
+    };
+    Ok(value)
+}
+
+/// An idle connection to the upstream that can take a request now, if the worker has one.
+fn checkout(https: bool, authority: &Authority) -> Option<SendRequest<Body>> {
+    IDLE.with(|idle| {
+        let mut idle = idle.borrow_mut();
+        let pool = idle
+            .iter_mut()
+            .find(|p| p.https == https && p.authority == *authority)?;
+        pool.senders.retain(|s| !s.is_closed());
+        let ready = pool.senders.iter().rposition(SendRequest::is_ready)?;
+        Some(pool.senders.swap_remove(ready))
+    })
+}
+
+/// Gives a connection back once its answer's head is in: it takes the next request when its
+/// answer's body is through.
+fn checkin(https: bool, authority: &Authority, sender: SendRequest<Body>) {
+    IDLE.with(|idle| {
+        let mut idle = idle.borrow_mut();
+        let pool = match idle
+            .iter_mut()
+            .position(|p| p.https == https && p.authority == *authority)
+        {
+            Some(i) => &mut idle[i],
+            None => {
+                idle.push(Idle {
+                    https,
+                    authority: authority.clone(),
+                    senders: Vec::new(),
+                });
+                let last = idle.len() - 1;
+                &mut idle[last]
+            }
+        };
+        if pool.senders.len() < MAX_IDLE_PER_UPSTREAM {
+            pool.senders.push(sender);
+        }
+    })
 }
