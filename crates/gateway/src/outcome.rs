@@ -51,16 +51,16 @@ pub struct Attempts<'a> {
 }
 
 impl Attempts<'_> {
-    /// Starts a credential check, or says why not (answered by [`too_many`]).
+    /// Starts a costly credential check (Argon2id, a code exchange), or says why not (answered
+    /// by [`too_many`]).
     pub fn begin(&self) -> Result<Attempt, Refusal> {
         self.limiter.begin(self.client, self.scope)
     }
 
-    /// Counts a failure that needed no check (malformed credentials).
+    /// Counts a failure of a check that was not begun: malformed credentials, a wrong static
+    /// token, an invalid bearer JWT.
     pub fn record_failure(&self) {
-        if let Ok(attempt) = self.limiter.begin(self.client, self.scope) {
-            attempt.failed();
-        }
+        self.limiter.fail(self.client, self.scope);
     }
 
     /// The 429 for a client whose failures are used up, if they are.

@@ -6,7 +6,11 @@
 //! reserves a place in the window and the [`Attempt`] gives it back only if the credentials were
 //! right. So however many wrong passwords arrive at once, no more than [`MAX_FAILURES`] are ever
 //! checked in a window (counting after a slow Argon2id check let 300 concurrent guesses through).
-//! A client also has at most [`MAX_IN_FLIGHT`] checks running at a time.
+//! A client also has at most [`MAX_IN_FLIGHT`] such checks running at a time. That is for the
+//! checks that cost (Basic's Argon2id, an OIDC code exchange). A static token or a bearer JWT
+//! costs microseconds: it is not reserved, only counted when it fails ([`Limiter::fail`]), so a
+//! client's concurrent requests are never refused for being many at once; the price is that
+//! wrong tokens arriving together may all be checked before the block starts.
 //!
 //! Clients are keyed by address, IPv6 by its /64 (one subscriber's allocation, which a client
 //! can rotate through freely). The table holds at most [`MAX_CLIENTS`] entries; past that, new
@@ -170,6 +174,16 @@ impl Limiter {
             key,
             settled: false,
         })
+    }
+
+    /// Counts a failure of a check that was not reserved (a cheap one, or malformed
+    /// credentials).
+    pub fn fail(&self, client: IpAddr, scope: Scope) {
+        let now = now_s();
+        let mut table = self.lock();
+        let key = table.place((client_key(client), scope), now);
+        let w = table.window(key, now);
+        w.failures = w.failures.saturating_add(1);
     }
 
     fn settle(&self, key: Key, failed: bool) {

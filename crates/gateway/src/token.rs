@@ -4,7 +4,7 @@ use domain::model::auth_server::TokenConfig;
 use http::StatusCode;
 use http::header::WWW_AUTHENTICATE;
 
-use crate::outcome::{Attempts, Identity, Outcome, too_many};
+use crate::outcome::{Attempts, Identity, Outcome};
 use crate::problem::{problem, with_header};
 
 /// The bearer token of an Authorization value: `Err(detail)` when the value is no Bearer one.
@@ -51,20 +51,95 @@ pub fn check(
             return refuse(detail, true);
         }
     };
-    let attempt = match attempts.begin() {
-        Ok(a) => a,
-        Err(refusal) => return Outcome::Deny(too_many(refusal)),
-    };
     // Every digest is compared (each in constant time), so timing says nothing about which.
+    // Microseconds of work: not reserved, counted only if it fails (see ratelimit.rs), so a
+    // client's many requests at once are all answered.
     let matched = config
         .tokens
         .iter()
         .fold(false, |m, t| vault.token_matches(&t.digest, token) | m);
     if matched {
-        attempt.succeeded();
         Outcome::Allow(Identity::default())
     } else {
-        attempt.failed();
+        attempts.record_failure();
         refuse("invalid bearer token", true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::IpAddr;
+
+    use domain::model::auth_server::TokenCredential;
+    use domain::model::secret::Secret;
+    use domain::ports::secrets::SecretVault;
+
+    use super::*;
+    use crate::ratelimit::{Limiter, MAX_FAILURES, Scope};
+
+    const TOKEN: &str = "machines-token-0123456789abcdef";
+
+    fn setup() -> (secrets::Vault, TokenConfig) {
+        let vault = secrets::Vault::from_base64_key(&secrets::Vault::generate_key())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let config = TokenConfig {
+            tokens: vec![TokenCredential {
+                id: uuid::Uuid::new_v4(),
+                digest: vault.digest_token(&Secret::new(TOKEN)),
+                hint: "…cdef".into(),
+            }],
+        };
+        (vault, config)
+    }
+
+    fn allowed(outcome: &Outcome) -> bool {
+        matches!(outcome, Outcome::Allow(_))
+    }
+
+    /// A client with costly checks in flight (as many as it may have) still gets its valid
+    /// tokens through: a token check is never refused for being one of many at once.
+    #[test]
+    fn a_valid_token_is_never_refused_for_the_clients_other_checks() {
+        let (vault, config) = setup();
+        let limiter = Limiter::default();
+        let client = IpAddr::from([127, 0, 0, 1]);
+        let scope = Scope::Route(7);
+        let attempts = Attempts {
+            limiter: &limiter,
+            client,
+            scope,
+        };
+        let in_flight: Vec<_> = std::iter::from_fn(|| limiter.begin(client, scope).ok())
+            .take(10)
+            .collect();
+        assert!(limiter.begin(client, scope).is_err(), "the client is busy");
+        let bearer = format!("Bearer {TOKEN}");
+        assert!(allowed(&check(&vault, &config, Some(&bearer), &attempts)));
+        for attempt in in_flight {
+            attempt.succeeded();
+        }
+    }
+
+    #[test]
+    fn wrong_tokens_are_counted_until_the_client_is_blocked() {
+        let (vault, config) = setup();
+        let limiter = Limiter::default();
+        let client = IpAddr::from([127, 0, 0, 1]);
+        let scope = Scope::Route(7);
+        let attempts = Attempts {
+            limiter: &limiter,
+            client,
+            scope,
+        };
+        for _ in 0..MAX_FAILURES {
+            assert!(attempts.blocked().is_none());
+            assert!(!allowed(&check(
+                &vault,
+                &config,
+                Some("Bearer wrong"),
+                &attempts
+            )));
+        }
+        assert!(attempts.blocked().is_some());
     }
 }
