@@ -47,8 +47,8 @@ impl Echo {
     }
 }
 
-/// Answers every request with what it received, as JSON. A path ending in `/download` streams
-/// 10 MB back, `/teapot` answers 418, `/set-cookie` plants cookies (one named like the
+/// Answers every request with what it received, as JSON. A path ending in `/slow` answers after
+/// half a second, `/download` streams 10 MB back, `/teapot` answers 418, `/set-cookie` plants cookies (one named like the
 /// gateway's own), `/cacheable` says a shared cache may keep it.
 async fn echo(
     req: HttpRequest,
@@ -67,6 +67,9 @@ async fn echo(
         hasher.update(&chunk);
     }
     let path = req.path();
+    if path.ends_with("/slow") {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
     if path.ends_with("/stall-head") {
         // An upstream that took the request and never answers.
         tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -304,8 +307,8 @@ impl Harness {
         (running.spawn(), admin)
     }
 
-    /// A gateway on this harness's database, key and routes, not yet serving.
-    async fn launch(&self, extra: &[(&str, &str)]) -> gateway::Running {
+    /// A gateway on this harness's database, key and routes, serving (its handle stops it).
+    pub async fn launch(&self, extra: &[(&str, &str)]) -> gateway::Running {
         let settings = gateway::Settings::from_lookup(|name| {
             if let Some((_, value)) = extra.iter().find(|(n, _)| *n == name) {
                 return Some((*value).to_owned());

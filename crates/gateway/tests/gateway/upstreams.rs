@@ -1,8 +1,10 @@
 //! What the gateway speaks to an upstream: HTTP/1.1 by default, HTTP/2 where the route says
-//! so, over connections it keeps, and never an error for one the upstream dropped meanwhile.
+//! so, over connections it keeps, and never an error for one the upstream dropped meanwhile;
+//! and a stop that lets the requests in flight finish.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -84,4 +86,27 @@ async fn a_kept_connection_the_upstream_dropped_is_never_an_error() {
         assert_eq!(r.text().await.unwrap(), "ok", "request {i}");
     }
     assert_eq!(accepted.load(Ordering::SeqCst), 20);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_finishes_the_requests_in_flight_and_takes_no_new_ones() {
+    let h = harness_with(&[route("/token", "machines")], &[]).await;
+    let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
+    h.insert_all(&[&machines], "/token").await;
+    let running = h.launch(&[]).await;
+    let handle = running.handle.clone();
+    let addr = running.spawn();
+    let url = format!("http://{addr}/token/x/slow");
+    let in_flight = tokio::spawn(http().get(url).bearer_auth(TOKEN).send());
+    let arrived = eventually(Duration::from_secs(10), || async { h.upstream_hits() == 1 }).await;
+    assert!(arrived, "the slow request never reached the upstream");
+
+    handle.stop();
+    let answer = in_flight.await.unwrap().unwrap();
+    assert_eq!(answer.status(), 200);
+    let refused = eventually(Duration::from_secs(10), || async {
+        tokio::net::TcpStream::connect(addr).await.is_err()
+    })
+    .await;
+    assert!(refused, "a stopped gateway still took connections");
 }
