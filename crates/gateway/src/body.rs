@@ -44,7 +44,9 @@ impl Body {
         Body::Full((!bytes.is_empty()).then_some(bytes))
     }
 
-    /// A client's request body on its way upstream: at most `limit` bytes pass.
+    /// A client's request body on its way upstream: at most `limit` bytes pass, and no
+    /// trailers (header fields after the body, which the gateway never checked and some
+    /// servers merge into the headers: an `X-Auth-User` there would pose as the identity).
     pub fn request(incoming: Incoming, idle: Duration, limit: Option<u64>) -> Body {
         Body::Streamed(Streamed {
             inner: incoming,
@@ -52,12 +54,20 @@ impl Body {
             timer: None,
             limit,
             passed: 0,
+            trailers: false,
         })
     }
 
-    /// An upstream's answer body on its way to the client.
+    /// An upstream's answer body on its way to the client, trailers included (gRPC's status).
     pub fn answer(incoming: Incoming, idle: Duration) -> Body {
-        Body::request(incoming, idle, None)
+        Body::Streamed(Streamed {
+            inner: incoming,
+            idle,
+            timer: None,
+            limit: None,
+            passed: 0,
+            trailers: true,
+        })
     }
 }
 
@@ -69,6 +79,8 @@ pub struct Streamed {
     timer: Option<Pin<Box<Sleep>>>,
     limit: Option<u64>,
     passed: u64,
+    /// Whether trailers pass.
+    trailers: bool,
 }
 
 impl Streamed {
@@ -77,6 +89,10 @@ impl Streamed {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         match Pin::new(&mut self.inner).poll_frame(cx) {
+            // Trailers come last: dropping them ends the body.
+            Poll::Ready(Some(Ok(frame))) if frame.is_trailers() && !self.trailers => {
+                Poll::Ready(None)
+            }
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     self.passed = self.passed.saturating_add(data.len() as u64);

@@ -243,7 +243,11 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
                 .and_then(|(sockets, acceptor)| Some((sockets.next()?, acceptor.clone()))),
         })
         .collect();
-    let workers = serve::start(sockets, state)?;
+    let workers = serve::start(
+        sockets,
+        state,
+        serve::Connections::new(settings.max_connections),
+    )?;
     let (admin, admin_addr) = match &settings.admin_bind_addr {
         None => (None, None),
         Some(admin_bind) => {

@@ -38,6 +38,7 @@ pub struct Metrics {
     reload_failures: Counter,
     routes_reloads: Counter,
     routes_reload_failures: Counter,
+    connections_refused: Counter,
 }
 
 impl Default for Metrics {
@@ -73,7 +74,14 @@ impl Default for Metrics {
             "Routes files refused or unreadable (the routes in force stayed)",
             routes_reload_failures.clone(),
         );
+        let connections_refused = Counter::default();
+        registry.register(
+            "gateway_connections_refused",
+            "Client connections closed at accept because GATEWAY_MAX_CONNECTIONS were open",
+            connections_refused.clone(),
+        );
         Metrics {
+            connections_refused,
             registry,
             requests,
             auth_servers,
@@ -85,6 +93,10 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    pub fn connection_refused(&self) {
+        self.connections_refused.inc();
+    }
+
     /// Counts an answer on `route` (its label; `None` off every route) with `status`. Each
     /// worker thread keeps the counters it has used, so the common case takes no lock and
     /// makes no label: the family's map is asked once per route and status.

@@ -11,6 +11,7 @@
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -115,12 +116,51 @@ pub struct Sockets {
     pub tls: Option<(std::net::TcpListener, TlsAcceptor)>,
 }
 
+/// The client connections open on every listener, against the most there may be.
+#[derive(Debug)]
+pub struct Connections {
+    open: AtomicUsize,
+    max: usize,
+}
+
+impl Connections {
+    pub fn new(max: usize) -> Arc<Connections> {
+        Arc::new(Connections {
+            open: AtomicUsize::new(0),
+            max,
+        })
+    }
+
+    /// A place for one more connection, held until the guard drops; `None` when all are taken.
+    fn admit(self: &Arc<Self>) -> Option<Admitted> {
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .ok()?;
+        Some(Admitted(self.clone()))
+    }
+}
+
+struct Admitted(Arc<Connections>);
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Starts a worker thread for each entry of `sockets`.
-pub fn start(sockets: Vec<Sockets>, state: Arc<State>) -> Result<Workers, StartError> {
+pub fn start(
+    sockets: Vec<Sockets>,
+    state: Arc<State>,
+    connections: Arc<Connections>,
+) -> Result<Workers, StartError> {
     let (stop, _) = watch::channel(false);
     let (done_tx, done) = mpsc::channel(1);
     for (index, sockets) in sockets.into_iter().enumerate() {
         let state = state.clone();
+        let connections = connections.clone();
         let stop = stop.subscribe();
         let done = done_tx.clone();
         std::thread::Builder::new()
@@ -136,7 +176,7 @@ pub fn start(sockets: Vec<Sockets>, state: Arc<State>) -> Result<Workers, StartE
                         return;
                     }
                 };
-                runtime.block_on(work(sockets, state, stop));
+                runtime.block_on(work(sockets, state, connections, stop));
                 drop(done);
             })
             .map_err(|e| StartError::Bind {
@@ -162,7 +202,12 @@ fn builder() -> auto::Builder<TokioExecutor> {
 }
 
 /// One worker: accepts on its sockets until stopped, then drains its connections.
-async fn work(sockets: Sockets, state: Arc<State>, mut stop: watch::Receiver<bool>) {
+async fn work(
+    sockets: Sockets,
+    state: Arc<State>,
+    connections: Arc<Connections>,
+    mut stop: watch::Receiver<bool>,
+) {
     let listen = |l: std::net::TcpListener| tokio::net::TcpListener::from_std(l);
     let plain = match listen(sockets.plain) {
         Ok(l) => l,
@@ -197,6 +242,13 @@ async fn work(sockets: Sockets, state: Arc<State>, mut stop: watch::Receiver<boo
                 continue;
             }
         };
+        let Some(admitted) = connections.admit() else {
+            // Full: closed at once, before any byte is read (a flood of idle connections
+            // would otherwise take every file descriptor).
+            state.metrics.connection_refused();
+            drop(tcp);
+            continue;
+        };
         // Answers are written in pieces (head, then the streamed body): with Nagle's algorithm
         // on, the client's delayed ACK would hold the last piece back about 40 ms.
         let _ = tcp.set_nodelay(true);
@@ -211,6 +263,7 @@ async fn work(sockets: Sockets, state: Arc<State>, mut stop: watch::Receiver<boo
             .then(|| tls.as_ref().map(|(_, a)| a.clone()))
             .flatten();
         tokio::spawn(async move {
+            let _admitted = admitted;
             let service = hyper::service::service_fn(move |request| {
                 let state = state.clone();
                 async move { Ok::<_, Infallible>(crate::handle(request, peer, &state).await) }

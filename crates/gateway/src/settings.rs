@@ -47,6 +47,8 @@ pub struct Settings {
     pub session_epoch: String,
     /// Threads serving the proxied traffic, each with its own runtime.
     pub workers: usize,
+    /// Client connections open at once, all listeners together; more are closed at accept.
+    pub max_connections: usize,
 }
 
 impl fmt::Debug for Settings {
@@ -64,12 +66,16 @@ impl fmt::Debug for Settings {
             .field("oidc_endpoint_hosts", &self.oidc_endpoint_hosts)
             .field("session_ttl", &self.session_ttl)
             .field("workers", &self.workers)
+            .field("max_connections", &self.max_connections)
             .finish_non_exhaustive()
     }
 }
 
 pub const DEFAULT_BIND_ADDR: &str = "127.0.0.1:8081";
 const DEFAULT_SESSION_TTL_S: u64 = 8 * 3600;
+/// nginx's `worker_connections` times ten workers: far above what one host serves, far below
+/// what exhausts a process's file descriptors once raised for it.
+const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 /// Changes arrive by notification within milliseconds; the periodic read only catches one that
 /// was lost, so it can be rare.
 const DEFAULT_RELOAD_INTERVAL_S: u64 = 30;
@@ -143,6 +149,18 @@ impl Settings {
                 }
             },
         };
+        let max_connections = match get("GATEWAY_MAX_CONNECTIONS") {
+            None => DEFAULT_MAX_CONNECTIONS,
+            Some(v) => match v.trim().parse::<usize>() {
+                Ok(n) if (1..=1_000_000).contains(&n) => n,
+                _ => {
+                    return Err(SettingsError::Invalid {
+                        name: "GATEWAY_MAX_CONNECTIONS",
+                        reason: "must be a whole number from 1 to 1000000".into(),
+                    });
+                }
+            },
+        };
         let routes_check = match get("GATEWAY_ROUTES_CHECK_S") {
             None => Some(Duration::from_secs(1)),
             Some(v) => Some(seconds("GATEWAY_ROUTES_CHECK_S", &v)?).filter(|d| !d.is_zero()),
@@ -186,6 +204,7 @@ impl Settings {
             session_ttl,
             session_epoch: get("GATEWAY_SESSION_EPOCH").unwrap_or_default(),
             workers,
+            max_connections,
         })
     }
 }
@@ -243,6 +262,7 @@ mod tests {
             s.map(|s| s.workers),
             std::thread::available_parallelism().ok().map(usize::from)
         );
+        assert_eq!(s.map(|s| s.max_connections), Some(10_000));
         assert_eq!(
             s.map(|s| s.routes_check),
             Some(Some(Duration::from_secs(1)))
@@ -261,6 +281,8 @@ mod tests {
             ("GATEWAY_ROUTES_CHECK_S", "-1"),
             ("GATEWAY_WORKERS", "0"),
             ("GATEWAY_WORKERS", "many"),
+            ("GATEWAY_MAX_CONNECTIONS", "0"),
+            ("GATEWAY_MAX_CONNECTIONS", "lots"),
             ("GATEWAY_JWKS_MIN_REFRESH_S", "soon"),
         ] {
             let mut pairs = BASE.to_vec();

@@ -345,3 +345,62 @@ async fn a_host_route_belongs_to_its_host_whatever_the_path() {
     // A host no route names: nothing.
     assert_eq!(on("evil.example", "/page").await.status, 404);
 }
+
+/// An HTTP/2 upstream (h2c) that answers with the names of the trailers its request carried.
+async fn trailer_reporting_upstream() -> std::net::SocketAddr {
+    use http_body_util::BodyExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    |request: hyper::Request<hyper::body::Incoming>| async move {
+                        let mut body = request.into_body();
+                        let mut names = Vec::new();
+                        while let Some(Ok(frame)) = body.frame().await {
+                            if let Some(trailers) = frame.trailers_ref() {
+                                names.extend(trailers.keys().map(|k| k.to_string()));
+                            }
+                        }
+                        let text = bytes::Bytes::from(names.join(","));
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(
+                            http_body_util::Full::new(text),
+                        ))
+                    },
+                );
+                let _ =
+                    hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                        .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
+                        .await;
+            });
+        }
+    });
+    addr
+}
+
+/// Header fields after a chunked body (trailers) were never checked, and some servers merge
+/// them into the headers: they never go upstream, even to an HTTP/2 upstream that could carry
+/// them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_trailers_never_reach_an_upstream() {
+    let upstream = trailer_reporting_upstream().await;
+    let h = harness_with(
+        &[route("/h2", "machines")
+            .to(upstream)
+            .with("upstream_http2 = true")],
+        &[],
+    )
+    .await;
+    let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
+    h.insert_all(&[&machines], "/h2").await;
+    let addr = h.gateway;
+    let request = format!(
+        "POST /h2/x HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {}\r\nConnection: close\r\n\
+         Transfer-Encoding: chunked\r\nTrailer: X-Auth-User\r\n\r\n\
+         5\r\nhello\r\n0\r\nX-Auth-User: root\r\nX-Forwarded-For: 6.6.6.6\r\n\r\n",
+        bearer()
+    );
+    let r = raw(addr, &request).await;
+    assert_eq!((r.status, r.body.as_str()), (200, ""), "{r:?}");
+}
