@@ -92,6 +92,17 @@ mod tests {
         (vault, config)
     }
 
+    const CLIENT: [u8; 4] = [127, 0, 0, 1];
+    const SCOPE: Scope = Scope::Route(7);
+
+    fn attempts_of(limiter: &Limiter) -> Attempts<'_> {
+        Attempts {
+            limiter,
+            client: IpAddr::from(CLIENT),
+            scope: SCOPE,
+        }
+    }
+
     fn allowed(outcome: &Outcome) -> bool {
         matches!(outcome, Outcome::Allow(_))
     }
@@ -102,17 +113,10 @@ mod tests {
     fn a_valid_token_is_never_refused_for_the_clients_other_checks() {
         let (vault, config) = setup();
         let limiter = Limiter::default();
-        let client = IpAddr::from([127, 0, 0, 1]);
-        let scope = Scope::Route(7);
-        let attempts = Attempts {
-            limiter: &limiter,
-            client,
-            scope,
-        };
-        let in_flight: Vec<_> = std::iter::from_fn(|| limiter.begin(client, scope).ok())
-            .take(10)
-            .collect();
-        assert!(limiter.begin(client, scope).is_err(), "the client is busy");
+        let attempts = attempts_of(&limiter);
+        let begin = || limiter.begin(IpAddr::from(CLIENT), SCOPE);
+        let in_flight: Vec<_> = std::iter::from_fn(|| begin().ok()).take(10).collect();
+        assert!(begin().is_err(), "the client is busy");
         let bearer = format!("Bearer {TOKEN}");
         assert!(allowed(&check(&vault, &config, Some(&bearer), &attempts)));
         for attempt in in_flight {
@@ -124,13 +128,7 @@ mod tests {
     fn wrong_tokens_are_counted_until_the_client_is_blocked() {
         let (vault, config) = setup();
         let limiter = Limiter::default();
-        let client = IpAddr::from([127, 0, 0, 1]);
-        let scope = Scope::Route(7);
-        let attempts = Attempts {
-            limiter: &limiter,
-            client,
-            scope,
-        };
+        let attempts = attempts_of(&limiter);
         for _ in 0..MAX_FAILURES {
             assert!(attempts.blocked().is_none());
             assert!(!allowed(&check(
