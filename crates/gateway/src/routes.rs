@@ -133,6 +133,8 @@ pub struct Route {
     pub upstream_base: CanonicalPath,
     /// An organization's slug or id.
     pub organization: String,
+    /// The same, when it is an id.
+    pub organization_id: Option<uuid::Uuid>,
     pub environment: String,
     pub auth_server: String,
     pub limits: Limits,
@@ -304,6 +306,7 @@ fn route(index: usize, r: RouteConfig) -> Result<Route, RoutesError> {
         client,
         upstream_origin: origin,
         upstream_base,
+        organization_id: uuid::Uuid::parse_str(r.organization.trim()).ok(),
         organization: r.organization,
         environment: r.environment,
         auth_server: r.auth_server,
