@@ -192,6 +192,7 @@ pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>)
         Body::request(incoming, limits.idle, limits.max_request_body)
     };
     let mut request = Request::new(body);
+    let bodiless_answer = parts.method == http::Method::HEAD;
     *request.method_mut() = parts.method;
     *request.uri_mut() = uri;
     *request.headers_mut() = headers;
@@ -239,6 +240,8 @@ pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>)
             }
         };
     }
+    let bodiless = bodiless_answer || head.status == StatusCode::NOT_MODIFIED;
+    answer_length(&mut head.headers, bodiless);
     strip_answer_headers(&mut head.headers);
     if !head.headers.contains_key(header::CACHE_CONTROL) {
         // Answered to an authenticated request: no shared cache may keep it for others.
@@ -401,9 +404,28 @@ fn too_large(max: u64) -> Response {
     )
 }
 
+/// The answer's length as the client is told it. The body is passed on as hyper read it, and
+/// hyper says its length from that (or chunks it), so the upstream's `Content-Length` goes: with
+/// `Transfer-Encoding` beside it, it is not the body's length (RFC 9112 §6.3: an intermediary
+/// removes it), and a repeated one would reach the client twice. Only an answer without a body
+/// (to HEAD, a 304) keeps it, as one value when all its values agree: it tells the length of
+/// the body it stands for.
+fn answer_length(headers: &mut HeaderMap, bodiless: bool) {
+    let chunked = headers.contains_key(header::TRANSFER_ENCODING);
+    let mut values = headers
+        .get_all(header::CONTENT_LENGTH)
+        .iter()
+        .map(|v| v.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok()));
+    let first = values.next().flatten();
+    let declared = first.filter(|n| values.all(|v| v == Some(*n)));
+    headers.remove(header::CONTENT_LENGTH);
+    if let (true, false, Some(n)) = (bodiless, chunked, declared) {
+        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(n));
+    }
+}
+
 /// The upstream's answer headers as the client gets them: not the hop-by-hop ones, never a
-/// cookie of the gateway's. Its `Content-Length` stays: the client (hyper) checked it against
-/// the framing, and the body streamed on is exactly that long or is cut.
+/// cookie of the gateway's.
 fn strip_answer_headers(headers: &mut HeaderMap) {
     strip_hop_by_hop(headers);
     let plants_gateway_cookie = headers
@@ -569,7 +591,6 @@ mod tests {
             ("set-cookie", "__Host-gateway_session_x=evil; Path=/"),
             ("set-cookie", "Gateway_login_1=evil"),
             ("transfer-encoding", "chunked"),
-            ("content-length", "12"),
         ]);
         strip_answer_headers(&mut h);
         let kept: Vec<&str> = h
@@ -579,9 +600,28 @@ mod tests {
             .collect();
         assert_eq!(kept, vec!["app=1; Path=/"]);
         assert!(!h.contains_key("transfer-encoding"));
-        assert_eq!(
-            h.get("content-length").map(|v| v.as_bytes()),
-            Some(&b"12"[..])
-        );
+    }
+
+    #[test]
+    fn an_answers_length_is_the_bodys_own_unless_it_has_none() {
+        let length = |pairs: &[(&str, &str)], bodiless: bool| {
+            let mut h = headers(pairs);
+            answer_length(&mut h, bodiless);
+            let values: Vec<String> = h
+                .get_all("content-length")
+                .iter()
+                .filter_map(|v| v.to_str().ok().map(str::to_owned))
+                .collect();
+            values
+        };
+        let chunked_too = [("content-length", "3"), ("transfer-encoding", "chunked")];
+        assert!(length(&chunked_too, false).is_empty());
+        assert!(length(&chunked_too, true).is_empty());
+        assert!(length(&[("content-length", "12")], false).is_empty());
+        assert_eq!(length(&[("content-length", "12")], true), vec!["12"]);
+        let twice = [("content-length", "12"), ("content-length", "12")];
+        assert_eq!(length(&twice, true), vec!["12"]);
+        let disagree = [("content-length", "12"), ("content-length", "13")];
+        assert!(length(&disagree, true).is_empty());
     }
 }
