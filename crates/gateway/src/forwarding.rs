@@ -5,6 +5,7 @@
 //! default), and are otherwise dropped, so no client can choose the address an upstream logs or
 //! the rate limit counts, nor the host and scheme an upstream builds links from.
 
+use http::HeaderValue;
 use std::net::IpAddr;
 
 use ipnet::IpNet;
@@ -67,8 +68,9 @@ pub struct ClientView {
     pub proto: &'static str,
     /// The host (and port) the client asked for, if any.
     pub host: Option<String>,
-    /// The `X-Forwarded-For` value to send upstream: the believed chain, then the peer.
-    pub forwarded_for: String,
+    /// The `X-Forwarded-For` value to send upstream: the believed chain, then the peer. Made
+    /// as the header value itself (addresses are always valid ones), so it is sent uncopied.
+    pub forwarded_for: HeaderValue,
 }
 
 /// Works out the client from the TCP `peer`, the gateway's own view of the request (`host`,
@@ -87,7 +89,7 @@ pub fn client_view(
             addr: peer,
             proto: own_proto,
             host: own_host.map(str::to_owned),
-            forwarded_for: peer.to_string(),
+            forwarded_for: header_value(peer.to_string()),
         };
     }
     // The chain as the trusted proxy passed it on; an entry that is not an address ends what
@@ -134,8 +136,13 @@ pub fn client_view(
         addr,
         proto,
         host,
-        forwarded_for: forwarded_for.join(", "),
+        forwarded_for: header_value(forwarded_for.join(", ")),
     }
+}
+
+/// Addresses and commas: always a valid header value.
+fn header_value(text: String) -> HeaderValue {
+    HeaderValue::try_from(text).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
 /// An `X-Forwarded-For` entry: an address, perhaps with a port (`1.2.3.4:5`, `[::1]:5`).

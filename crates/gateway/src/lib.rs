@@ -389,12 +389,12 @@ pub(crate) async fn handle(req: Request<Incoming>, peer: Peer, state: &State) ->
     if req.method() == Method::GET && req.uri().path() == "/healthz" {
         return healthz();
     }
-    let request_id = problem::choose_request_id(
-        req.headers()
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok()),
+    let request_id = problem::choose_request_id(req.headers().get("x-request-id"));
+    let span = tracing::info_span!(
+        "request",
+        request_id = request_id.to_str().unwrap_or_default(),
+        method = %req.method()
     );
-    let span = tracing::info_span!("request", request_id = %request_id, method = %req.method());
     let (route, mut response) = problem::REQUEST_ID
         .scope(
             request_id.clone(),
@@ -404,11 +404,9 @@ pub(crate) async fn handle(req: Request<Incoming>, peer: Peer, state: &State) ->
     state
         .metrics
         .request(route.as_ref(), response.status().as_u16());
-    if let Ok(v) = HeaderValue::from_str(&request_id) {
-        response
-            .headers_mut()
-            .insert(header::HeaderName::from_static("x-request-id"), v);
-    }
+    response
+        .headers_mut()
+        .insert(header::HeaderName::from_static("x-request-id"), request_id);
     response
 }
 
@@ -421,7 +419,7 @@ async fn decide(
     req: Request<Incoming>,
     peer: Peer,
     state: &State,
-    request_id: &str,
+    request_id: &HeaderValue,
 ) -> (Option<Arc<str>>, Response) {
     let (req, body) = req.into_parts();
     let host = match request::check(&req) {
@@ -458,7 +456,7 @@ async fn decide(
     let forwarded_for = values("x-forwarded-for");
     let client = forwarding::client_view(
         peer.addr,
-        host.as_deref(),
+        host,
         // Set by the TLS listener only; no header can claim it.
         peer.secure,
         Claimed {
@@ -468,7 +466,7 @@ async fn decide(
         },
         &state.trusted,
     );
-    let host_key = host.as_deref().and_then(routes::host_key);
+    let host_key = host.and_then(routes::host_key);
     // This request's routes, whatever a reload puts in force meanwhile.
     let routes = state.routes.get();
     let route = routes.find(host_key.as_deref(), &path);

@@ -196,6 +196,14 @@ impl CanonicalPath {
         self.text == "/"
     }
 
+    /// [`CanonicalPath::under`] written at the end of `out`, without making the path.
+    pub fn push_under(&self, base: &CanonicalPath, out: &mut String) {
+        if !base.is_root() {
+            out.push_str(base.body());
+        }
+        out.push_str(&self.text);
+    }
+
     /// The path below `base`'s path: `base` + this path, for an upstream with a base path
     /// (`/base` and `/app/x` give `/base/app/x`; an empty base gives this path).
     pub fn under(&self, base: &CanonicalPath) -> CanonicalPath {
@@ -327,5 +335,19 @@ mod tests {
         assert_eq!(p("/").under(&p("/base")).to_string(), "/base/");
         assert_eq!(p("/").under(&CanonicalPath::root()).to_string(), "/");
         assert_eq!(p("/a").under(&CanonicalPath::root()).to_string(), "/a");
+        for (path, base) in [
+            ("/app/x/", "/base"),
+            ("/", "/base/"),
+            ("/", "/"),
+            ("/a", "/"),
+        ] {
+            let mut pushed = String::from(">");
+            p(path).push_under(&p(base), &mut pushed);
+            assert_eq!(
+                pushed,
+                format!(">{}", p(path).under(&p(base))),
+                "{path} {base}"
+            );
+        }
     }
 }

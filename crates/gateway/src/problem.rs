@@ -9,15 +9,18 @@ use wire::problem::{PROBLEM_JSON, Problem};
 use crate::body::{Body, Response};
 
 tokio::task_local! {
-    /// The id of the request being answered.
-    pub static REQUEST_ID: String;
+    /// The id of the request being answered, as its header value (shared, not copied, by the
+    /// answer's `X-Request-Id` and the upstream's).
+    pub static REQUEST_ID: HeaderValue;
 }
 
 /// The current request's id, or a fresh one outside a request.
 pub fn request_id() -> String {
     REQUEST_ID
-        .try_with(Clone::clone)
-        .unwrap_or_else(|_| new_request_id())
+        .try_with(|id| id.to_str().map(str::to_owned).ok())
+        .ok()
+        .flatten()
+        .unwrap_or_else(new_request_id)
 }
 
 /// A random (v4) UUID from the thread's CSPRNG: `Uuid::new_v4` asks the kernel for every one,
@@ -30,18 +33,21 @@ fn new_request_id() -> String {
 
 /// The caller's `X-Request-Id` when it is sane (1-128 visible ASCII characters of the kinds ids
 /// are made of), else a new UUID.
-pub fn choose_request_id(given: Option<&str>) -> String {
+pub fn choose_request_id(given: Option<&HeaderValue>) -> HeaderValue {
     match given {
         Some(id)
             if !id.is_empty()
                 && id.len() <= 128
                 && id
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)) =>
+                    .as_bytes()
+                    .iter()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(b)) =>
         {
-            id.to_owned()
+            id.clone()
         }
-        _ => new_request_id(),
+        // A UUID's text is always a valid header value.
+        _ => HeaderValue::try_from(new_request_id())
+            .unwrap_or_else(|_| HeaderValue::from_static("unknown")),
     }
 }
 
@@ -89,11 +95,14 @@ mod tests {
 
     #[test]
     fn only_sane_request_ids_are_kept() {
-        assert_eq!(choose_request_id(Some("abc-123_x.y:z")), "abc-123_x.y:z");
-        for bad in ["", "a b", "x\r\ny", &"a".repeat(129)] {
-            assert_ne!(choose_request_id(Some(bad)), bad);
+        let given = |s: &str| HeaderValue::from_str(s).ok();
+        let chosen = |s: &str| choose_request_id(given(s).as_ref());
+        assert_eq!(chosen("abc-123_x.y:z"), "abc-123_x.y:z");
+        for bad in ["", "a b", "x\ty", "é", &"a".repeat(129)] {
+            assert_ne!(chosen(bad), bad);
         }
         let fresh = choose_request_id(None);
+        let fresh = fresh.to_str().unwrap_or_default().to_owned();
         let id = uuid::Uuid::parse_str(&fresh).unwrap_or_else(|e| panic!("{fresh}: {e}"));
         assert_eq!(id.get_version_num(), 4);
         assert_ne!(choose_request_id(None), fresh);

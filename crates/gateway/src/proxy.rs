@@ -41,24 +41,36 @@ const HOP_BY_HOP: [HeaderName; 9] = [
     header::UPGRADE,
 ];
 
-/// The tokens of every `Connection` header, lower case.
-fn connection_tokens(headers: &HeaderMap) -> impl Iterator<Item = String> + '_ {
+/// Whether a `Connection` header lists `token` (compared without regard to case).
+fn connection_lists(headers: &HeaderMap, token: &str) -> bool {
     headers
         .get_all(header::CONNECTION)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .map(|t| t.trim().to_ascii_lowercase())
-        .filter(|t| !t.is_empty())
+        .any(|t| t.trim().eq_ignore_ascii_case(token))
 }
 
 /// Removes the hop-by-hop headers: the standard ones and those the `Connection` header names.
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    if headers.contains_key(header::CONNECTION) {
-        let listed: Vec<String> = connection_tokens(headers).collect();
-        for name in listed {
-            headers.remove(name.as_str());
-        }
+    // `Connection: keep-alive` (or `close`, `upgrade`) names nothing more to remove: the common
+    // case makes no list.
+    let listed: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+        .map(<[u8]>::trim_ascii)
+        .filter(|t| {
+            !t.is_empty()
+                && !t.eq_ignore_ascii_case(b"close")
+                && !HOP_BY_HOP
+                    .iter()
+                    .any(|h| t.eq_ignore_ascii_case(h.as_str().as_bytes()))
+        })
+        .filter_map(|t| HeaderName::from_bytes(t).ok())
+        .collect();
+    for name in listed {
+        headers.remove(name);
     }
     for name in &HOP_BY_HOP {
         headers.remove(name);
@@ -106,7 +118,7 @@ pub struct Checked<'a> {
     pub path: &'a CanonicalPath,
     pub identity: Identity,
     pub client: &'a ClientView,
-    pub request_id: &'a str,
+    pub request_id: &'a HeaderValue,
     pub upstreams: &'a Upstreams,
 }
 
@@ -161,12 +173,18 @@ pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>)
     }
     let mut headers = std::mem::take(&mut parts.headers);
     strip_request_headers(&mut headers, identity.forward_authorization);
+    // Values the gateway derived, shared rather than copied where it holds them as values.
     headers.insert(
         HeaderName::from_static("x-forwarded-proto"),
         HeaderValue::from_static(client.proto),
     );
+    headers.insert(
+        HeaderName::from_static("x-forwarded-for"),
+        client.forwarded_for.clone(),
+    );
+    headers.insert(HeaderName::from_static("x-request-id"), request_id.clone());
     let mut set = |name: HeaderName, value: &str| {
-        // Values the gateway derived; one that is not a valid header value is not sent.
+        // One that is not a valid header value is not sent.
         if let Ok(v) = HeaderValue::from_str(value) {
             headers.insert(name, v);
         }
@@ -174,14 +192,9 @@ pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>)
     for (name, value) in &identity.headers {
         set(HeaderName::from_static(name), value);
     }
-    set(
-        HeaderName::from_static("x-forwarded-for"),
-        &client.forwarded_for,
-    );
     if let Some(host) = &client.host {
         set(HeaderName::from_static("x-forwarded-host"), host);
     }
-    set(HeaderName::from_static("x-request-id"), request_id);
     if let Some(protocols) = &upgrade {
         headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
         headers.insert(header::UPGRADE, protocols.clone());
@@ -255,7 +268,7 @@ pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>)
 /// The upgrade a request asks for (`Connection: upgrade` and the `Upgrade` header's protocols),
 /// unless it names `h2c`: that one is not passed on, and the request goes on as a plain one.
 fn requested_upgrade(headers: &HeaderMap) -> Option<HeaderValue> {
-    if !connection_tokens(headers).any(|t| t == "upgrade") {
+    if !headers.contains_key(header::UPGRADE) || !connection_lists(headers, "upgrade") {
         return None;
     }
     let mut values = headers.get_all(header::UPGRADE).iter();

@@ -32,7 +32,7 @@ fn valid_host(value: &str) -> bool {
 }
 
 /// The host the request is for: the target's authority (absolute-form) or the `Host` header.
-pub fn check(req: &Parts) -> Result<Option<String>, Malformed> {
+pub fn check(req: &Parts) -> Result<Option<&str>, Malformed> {
     let headers = &req.headers;
     if matches!(req.method, Method::CONNECT | Method::TRACE) {
         return Err(Malformed::Method);
@@ -53,16 +53,15 @@ pub fn check(req: &Parts) -> Result<Option<String>, Malformed> {
             h.to_str()
                 .ok()
                 .filter(|h| valid_host(h))
-                .ok_or(Malformed::Host)?
-                .to_owned(),
+                .ok_or(Malformed::Host)?,
         ),
         (Some(_), Some(_)) => return Err(Malformed::Host),
     };
     match (req.uri.authority(), host) {
-        (Some(authority), Some(host)) if !authority.as_str().eq_ignore_ascii_case(&host) => {
+        (Some(authority), Some(host)) if !authority.as_str().eq_ignore_ascii_case(host) => {
             Err(Malformed::AuthorityMismatch)
         }
-        (Some(authority), _) => Ok(Some(authority.as_str().to_owned())),
+        (Some(authority), _) => Ok(Some(authority.as_str())),
         (None, host) => Ok(host),
     }
 }

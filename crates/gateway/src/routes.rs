@@ -1,6 +1,7 @@
 //! The routes file (`GATEWAY_ROUTES_FILE`): which hosts and path prefixes go where, behind which
 //! auth server. Prefixes are matched on the canonical path ([`crate::path`]) at whole segments.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -157,11 +158,16 @@ impl Route {
     /// upstream's base path, then the whole request path (prefix kept), then the query as
     /// received.
     pub fn upstream_url(&self, path: &CanonicalPath, query: &str) -> String {
-        let mut url = format!(
-            "{}{}",
-            self.upstream_origin,
-            path.under(&self.upstream_base)
+        // One allocation of the exact size: it becomes the upstream URI without a copy.
+        let mut url = String::with_capacity(
+            self.upstream_origin.len()
+                + self.upstream_base.as_str().len()
+                + path.as_str().len()
+                + 1
+                + query.len(),
         );
+        url.push_str(&self.upstream_origin);
+        path.push_under(&self.upstream_base, &mut url);
         if !query.is_empty() {
             url.push('?');
             url.push_str(query);
@@ -175,16 +181,23 @@ impl Route {
     }
 }
 
-/// A request host as routes compare it: lower case, no port, no trailing dot.
-pub fn host_key(host: &str) -> Option<String> {
+/// A request host as routes compare it: lower case, no port, no trailing dot. Borrowed when the
+/// host is already in that form (every request computes one).
+pub fn host_key(host: &str) -> Option<Cow<'_, str>> {
     let host = host.trim();
-    let without_port = match host.strip_prefix('[') {
+    let without_port: Cow<'_, str> = match host.strip_prefix('[') {
         // An IPv6 literal keeps its brackets.
-        Some(rest) => format!("[{}]", rest.split(']').next()?),
-        None => host.rsplit_once(':').map_or(host, |(h, _)| h).to_owned(),
+        Some(rest) => Cow::Owned(format!("[{}]", rest.split(']').next()?)),
+        None => Cow::Borrowed(host.rsplit_once(':').map_or(host, |(h, _)| h)),
     };
-    let h = without_port.trim_end_matches('.').to_ascii_lowercase();
-    (!h.is_empty()).then_some(h)
+    let trimmed = without_port.trim_end_matches('.');
+    if trimmed.is_empty() {
+        return None;
+    }
+    if trimmed.bytes().any(|b| b.is_ascii_uppercase()) || trimmed.len() != without_port.len() {
+        return Some(Cow::Owned(trimmed.to_ascii_lowercase()));
+    }
+    Some(without_port)
 }
 
 /// Every route, most specific first: routes with a host before those without, then the longest
@@ -276,7 +289,9 @@ fn route(index: usize, r: RouteConfig) -> Result<Route, RoutesError> {
     let host = match &r.host {
         None => None,
         Some(h) => {
-            let key = host_key(h).ok_or_else(|| invalid("host must not be empty"))?;
+            let key = host_key(h)
+                .ok_or_else(|| invalid("host must not be empty"))?
+                .into_owned();
             if h.contains(':') && !h.starts_with('[') || h.contains('/') {
                 return Err(invalid("host is a host name without a port or path"));
             }
@@ -326,7 +341,11 @@ fn certificate(index: usize, c: CertificateConfig) -> Result<CertificateSpec, Ro
         if h.contains(':') || h.contains('/') {
             return Err(invalid("hosts are host names without a port or path"));
         }
-        hosts.push(host_key(h).ok_or_else(|| invalid("a host is empty"))?);
+        hosts.push(
+            host_key(h)
+                .ok_or_else(|| invalid("a host is empty"))?
+                .into_owned(),
+        );
     }
     if c.cert.trim().is_empty() || c.key.trim().is_empty() {
         return Err(invalid("cert and key are the paths of PEM files"));

@@ -11,47 +11,54 @@ use subtle::ConstantTimeEq;
 
 const KEYED_PREFIX: &str = "k1:";
 
-fn hex(bytes: &[u8]) -> String {
+/// A 32-byte digest in lowercase hex, on the stack (every request with a token compares one).
+fn hex(bytes: &[u8; 32]) -> [u8; 64] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.push(char::from(HEX[usize::from(byte >> 4)]));
-        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    let mut out = [0u8; 64];
+    for (i, byte) in bytes.iter().enumerate() {
+        out[2 * i] = HEX[usize::from(byte >> 4)];
+        out[2 * i + 1] = HEX[usize::from(byte & 0x0f)];
     }
     out
 }
 
+/// The HMAC-SHA256 of `token` under `key`, hex.
+fn keyed_hex(key: &[u8; 32], token: &str) -> Option<[u8; 64]> {
+    // HMAC takes keys of any length: the error is unreachable, and then nothing matches.
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).ok()?;
+    mac.update(token.as_bytes());
+    Some(hex(&mac.finalize().into_bytes().into()))
+}
+
 /// `k1:` and the HMAC-SHA256 of `token` under `key`, lowercase hex.
 pub(crate) fn keyed_digest(key: &[u8; 32], token: &str) -> TokenDigest {
-    let mut mac = match <Hmac<Sha256> as Mac>::new_from_slice(key) {
-        Ok(mac) => mac,
-        // HMAC takes keys of any length: unreachable, and an empty digest matches nothing.
-        Err(_) => return TokenDigest(String::new()),
-    };
-    mac.update(token.as_bytes());
-    TokenDigest(format!(
-        "{KEYED_PREFIX}{}",
-        hex(&mac.finalize().into_bytes())
-    ))
+    match keyed_hex(key, token) {
+        Some(h) => TokenDigest(format!("{KEYED_PREFIX}{}", String::from_utf8_lossy(&h))),
+        None => TokenDigest(String::new()),
+    }
 }
 
 /// The unkeyed SHA-256 hex digest of earlier versions: verified, never written any more.
 pub fn legacy_digest(token: &str) -> TokenDigest {
-    TokenDigest(hex(&Sha256::digest(token.as_bytes())))
+    TokenDigest(String::from_utf8_lossy(&legacy_hex(token)).into_owned())
+}
+
+fn legacy_hex(token: &str) -> [u8; 64] {
+    hex(&Sha256::digest(token.as_bytes()).into())
 }
 
 /// Whether `candidate` is the token `stored` was made from. The digests are compared in
 /// constant time, so the time taken says nothing about how much of one matched.
 pub(crate) fn matches(key: &[u8; 32], stored: &TokenDigest, candidate: &str) -> bool {
-    let computed = if stored.0.starts_with(KEYED_PREFIX) {
-        keyed_digest(key, candidate)
-    } else {
-        legacy_digest(candidate)
+    let (stored, computed) = match stored.0.strip_prefix(KEYED_PREFIX) {
+        Some(keyed) => match keyed_hex(key, candidate) {
+            Some(computed) => (keyed, computed),
+            None => return false,
+        },
+        None => (stored.0.as_str(), legacy_hex(candidate)),
     };
     // Lengths are public (fixed per format); only the contents are compared in constant time.
-    !computed.0.is_empty()
-        && stored.0.len() == computed.0.len()
-        && bool::from(stored.0.as_bytes().ct_eq(computed.0.as_bytes()))
+    stored.len() == computed.len() && bool::from(stored.as_bytes().ct_eq(&computed[..]))
 }
 
 #[cfg(test)]
