@@ -4,9 +4,10 @@
 //! connection lives on the worker that accepted it, with that worker's upstream connections
 //! (see `upstream.rs`), so a request crosses no thread.
 //!
-//! Note: as with nginx's `reuseport`, another process of the same user binding the same
-//! address with `SO_REUSEPORT` would share its connections; the gateway's own sockets are
-//! the only ones that should.
+//! `SO_REUSEPORT` would also let another process of the same user join the group and take a
+//! share of the connections (a second gateway started by mistake, an old one never stopped):
+//! before binding its sockets, the gateway binds the address once without it, so an address
+//! already listened on fails the start as it would without `SO_REUSEPORT`.
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -55,6 +56,21 @@ pub fn bind(
         .map_err(|e| failed(e.to_string()))?
         .next()
         .ok_or_else(|| failed("the name has no address".into()))?;
+    if target.port() != 0 {
+        // Fails with "address in use" when anything listens there, reuseport or not.
+        let probe = socket2::Socket::new(
+            socket2::Domain::for_address(target),
+            socket2::Type::STREAM,
+            Some(socket2::Protocol::TCP),
+        )
+        .and_then(|probe| {
+            probe.set_reuse_address(true)?;
+            probe.bind(&target.into())?;
+            Ok(probe)
+        })
+        .map_err(|e| failed(e.to_string()))?;
+        drop(probe);
+    }
     let mut sockets = Vec::with_capacity(count);
     for _ in 0..count.max(1) {
         let socket = socket2::Socket::new(

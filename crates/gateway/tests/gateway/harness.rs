@@ -309,6 +309,14 @@ impl Harness {
 
     /// A gateway on this harness's database, key and routes, serving (its handle stops it).
     pub async fn launch(&self, extra: &[(&str, &str)]) -> gateway::Running {
+        self.try_launch(extra).await.expect("gateway starts")
+    }
+
+    /// The same, or why it did not start.
+    pub async fn try_launch(
+        &self,
+        extra: &[(&str, &str)],
+    ) -> Result<gateway::Running, gateway::StartError> {
         let settings = gateway::Settings::from_lookup(|name| {
             if let Some((_, value)) = extra.iter().find(|(n, _)| *n == name) {
                 return Some((*value).to_owned());
@@ -325,7 +333,7 @@ impl Harness {
             })
         })
         .expect("settings");
-        gateway::start(settings).await.expect("gateway starts")
+        gateway::start(settings).await
     }
 
     /// Replaces the routes file the way an operator's tool would: the new text written beside

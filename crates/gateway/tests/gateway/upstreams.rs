@@ -110,3 +110,21 @@ async fn a_stop_finishes_the_requests_in_flight_and_takes_no_new_ones() {
     .await;
     assert!(refused, "a stopped gateway still took connections");
 }
+
+/// Each worker listens on its own socket of one address (`SO_REUSEPORT`), which would let a
+/// second gateway on that address silently take a share of the connections: it does not start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_gateway_on_the_same_address_does_not_start() {
+    let h = harness(&[("/token", "machines")]).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let first = h.try_launch(&[("GATEWAY_BIND_ADDR", &addr)]).await;
+    assert!(first.is_ok(), "the first gateway starts");
+    let second = h.try_launch(&[("GATEWAY_BIND_ADDR", &addr)]).await;
+    let error = second.err().expect("the second is refused").to_string();
+    assert!(error.contains("cannot listen on"), "{error}");
+}
