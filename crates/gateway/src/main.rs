@@ -2,13 +2,29 @@
 
 use std::process::ExitCode;
 
+/// `RUST_LOG`, `info` by default. rustls warns on every handshake whose SNI is an IP address
+/// (health checks by address, any client that wants to): a line per connection anyone can
+/// cause, so its warnings are off unless `RUST_LOG` names rustls.
+fn log_filter() -> tracing_subscriber::EnvFilter {
+    let given = std::env::var("RUST_LOG").unwrap_or_default();
+    let base = if given.trim().is_empty() {
+        "info".to_owned()
+    } else {
+        given.clone()
+    };
+    let text = if given.contains("rustls") {
+        base
+    } else {
+        format!("{base},rustls=error")
+    };
+    tracing_subscriber::EnvFilter::try_new(&text)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rustls=error"))
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
+        .with_env_filter(log_filter())
         .init();
     let settings = match gateway::Settings::from_env() {
         Ok(s) => s,
