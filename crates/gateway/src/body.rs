@@ -48,25 +48,22 @@ impl Body {
     /// trailers (header fields after the body, which the gateway never checked and some
     /// servers merge into the headers: an `X-Auth-User` there would pose as the identity).
     pub fn request(incoming: Incoming, idle: Duration, limit: Option<u64>) -> Body {
+        Body::streamed(incoming, idle, limit, false)
+    }
+
+    /// An upstream's answer body on its way to the client, trailers included (gRPC's status).
+    pub fn answer(incoming: Incoming, idle: Duration) -> Body {
+        Body::streamed(incoming, idle, None, true)
+    }
+
+    fn streamed(incoming: Incoming, idle: Duration, limit: Option<u64>, trailers: bool) -> Body {
         Body::Streamed(Streamed {
             inner: incoming,
             idle,
             timer: None,
             limit,
             passed: 0,
-            trailers: false,
-        })
-    }
-
-    /// An upstream's answer body on its way to the client, trailers included (gRPC's status).
-    pub fn answer(incoming: Incoming, idle: Duration) -> Body {
-        Body::Streamed(Streamed {
-            inner: incoming,
-            idle,
-            timer: None,
-            limit: None,
-            passed: 0,
-            trailers: true,
+            trailers,
         })
     }
 }

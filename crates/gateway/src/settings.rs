@@ -139,27 +139,11 @@ impl Settings {
         )?;
         let workers = match get("GATEWAY_WORKERS") {
             None => std::thread::available_parallelism().map_or(1, usize::from),
-            Some(v) => match v.trim().parse::<usize>() {
-                Ok(n) if (1..=1024).contains(&n) => n,
-                _ => {
-                    return Err(SettingsError::Invalid {
-                        name: "GATEWAY_WORKERS",
-                        reason: "must be a whole number from 1 to 1024".into(),
-                    });
-                }
-            },
+            Some(v) => whole_number("GATEWAY_WORKERS", &v, 1..=1024)?,
         };
         let max_connections = match get("GATEWAY_MAX_CONNECTIONS") {
             None => DEFAULT_MAX_CONNECTIONS,
-            Some(v) => match v.trim().parse::<usize>() {
-                Ok(n) if (1..=1_000_000).contains(&n) => n,
-                _ => {
-                    return Err(SettingsError::Invalid {
-                        name: "GATEWAY_MAX_CONNECTIONS",
-                        reason: "must be a whole number from 1 to 1000000".into(),
-                    });
-                }
-            },
+            Some(v) => whole_number("GATEWAY_MAX_CONNECTIONS", &v, 1..=1_000_000)?,
         };
         let routes_check = match get("GATEWAY_ROUTES_CHECK_S") {
             None => Some(Duration::from_secs(1)),
@@ -207,6 +191,27 @@ impl Settings {
             max_connections,
         })
     }
+}
+
+/// A count setting within `range`.
+fn whole_number(
+    name: &'static str,
+    value: &str,
+    range: std::ops::RangeInclusive<usize>,
+) -> Result<usize, SettingsError> {
+    value
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| range.contains(n))
+        .ok_or_else(|| SettingsError::Invalid {
+            name,
+            reason: format!(
+                "must be a whole number from {} to {}",
+                range.start(),
+                range.end()
+            ),
+        })
 }
 
 #[cfg(test)]

@@ -53,10 +53,12 @@ thread_local! {
     static HTTP2: RefCell<Vec<(ClientKind, Http2Client)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The TLS settings of `https://` upstreams: the webpki roots (as reqwest's), ring.
+/// The TLS settings of `https://` upstreams: the webpki roots (as reqwest's), ring; the
+/// HTTP/1.1 pool's with its ALPN, made once rather than per connection.
 #[derive(Clone)]
 pub struct Upstreams {
     tls: Arc<rustls::ClientConfig>,
+    tls_http1: tokio_rustls::TlsConnector,
 }
 
 impl Upstreams {
@@ -71,7 +73,12 @@ impl Upstreams {
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth();
-        Ok(Upstreams { tls: Arc::new(tls) })
+        let mut http1 = tls.clone();
+        http1.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Upstreams {
+            tls: Arc::new(tls),
+            tls_http1: tokio_rustls::TlsConnector::from(Arc::new(http1)),
+        })
     }
 
     /// Sends `request` (absolute URI) to its upstream through this worker's connections.
@@ -162,12 +169,8 @@ impl Upstreams {
         tcp.set_nodelay(true)?;
         let builder = hyper::client::conn::http1::Builder::new();
         let mut sender = if https {
-            let mut tls = (*self.tls).clone();
-            tls.alpn_protocols = vec![b"http/1.1".to_vec()];
             let name = rustls::pki_types::ServerName::try_from(bare.to_owned())?;
-            let stream = tokio_rustls::TlsConnector::from(Arc::new(tls))
-                .connect(name, tcp)
-                .await?;
+            let stream = self.tls_http1.connect(name, tcp).await?;
             let (sender, connection) = builder.handshake(TokioIo::new(stream)).await?;
             tokio::spawn(connection.with_upgrades());
             sender

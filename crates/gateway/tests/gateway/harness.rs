@@ -674,3 +674,40 @@ pub async fn wait_for_a_fresh_minute() {
         tokio::time::sleep(Duration::from_secs(wait)).await;
     }
 }
+
+/// Reads up to the end of a head; the head (lower case), and what came after it.
+pub async fn read_head(stream: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+            let rest = bytes.split_off(end + 4);
+            return Some((String::from_utf8_lossy(&bytes).to_ascii_lowercase(), rest));
+        }
+        let n = stream.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        bytes.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// An upstream that reads one request head on each connection, writes `answer` as given, then
+/// drops the connection; with the count of connections it accepted.
+pub async fn raw_upstream(answer: &'static [u8]) -> (SocketAddr, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                if read_head(&mut tcp).await.is_some() {
+                    let _ = tcp.write_all(answer).await;
+                }
+            });
+        }
+    });
+    (addr, accepted)
+}

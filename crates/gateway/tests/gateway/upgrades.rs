@@ -100,23 +100,6 @@ async fn a_websocket_opens_after_the_token_check_and_carries_both_ways_until_clo
 /// The request heads a raw upgrading upstream saw, lower case.
 type Heads = Arc<Mutex<Vec<String>>>;
 
-/// Reads up to the end of a head; the head, and what came after it.
-async fn read_head(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
-    let mut bytes = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        if let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
-            let rest = bytes.split_off(end + 4);
-            return Some((String::from_utf8_lossy(&bytes).to_ascii_lowercase(), rest));
-        }
-        let n = stream.read(&mut buf).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        bytes.extend_from_slice(&buf[..n]);
-    }
-}
-
 /// An upstream speaking a made-up protocol, `echo/1`: a request upgrading to it gets 101 and
 /// then its bytes back until it closes its side; `/up/unasked` switches whatever was asked;
 /// `/up/refuse` and requests without the upgrade get a plain 200 `plain`.

@@ -2,11 +2,8 @@
 //! so, over connections it keeps, and never an error for one the upstream dropped meanwhile;
 //! and a stop that lets the requests in flight finish.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::*;
 
@@ -39,38 +36,12 @@ async fn a_route_can_speak_http2_to_its_upstream() {
     }
 }
 
-/// An upstream that answers each request on a connection of its own and then drops it,
-/// without saying `Connection: close`: every connection the gateway keeps for it goes stale.
-/// Counts the connections it accepted.
-async fn one_answer_per_connection() -> (std::net::SocketAddr, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let count = accepted.clone();
-    tokio::spawn(async move {
-        while let Ok((mut tcp, _)) = listener.accept().await {
-            count.fetch_add(1, Ordering::SeqCst);
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match tcp.read(&mut buf).await {
-                        Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
-                        _ => return,
-                    }
-                }
-                let _ = tcp
-                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
-                    .await;
-            });
-        }
-    });
-    (addr, accepted)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kept_connection_the_upstream_dropped_is_never_an_error() {
-    let (upstream, accepted) = one_answer_per_connection().await;
+    // Each request on a connection of its own, dropped after the answer without saying
+    // `Connection: close`: every connection the gateway keeps for it goes stale.
+    let (upstream, accepted) =
+        raw_upstream(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok").await;
     let h = harness_with(&[route("/once", "machines").to(upstream)], &[]).await;
     let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
     h.insert_all(&[&machines], "/once").await;

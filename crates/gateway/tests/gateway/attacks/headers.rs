@@ -411,34 +411,12 @@ async fn request_trailers_never_reach_an_upstream() {
     assert_eq!((r.status, r.body.as_str()), (200, ""), "{r:?}");
 }
 
-/// An upstream answering every request with `answer`, as written, then closing.
-async fn raw_upstream(answer: &'static [u8]) -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut tcp, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match tcp.read(&mut buf).await {
-                        Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
-                        _ => return,
-                    }
-                }
-                let _ = tcp.write_all(answer).await;
-            });
-        }
-    });
-    addr
-}
-
 /// An answer framed both ways by its upstream (chunked, and a `Content-Length` that is not its
 /// length) reaches the client framed one way, by the body it has: a client or a cache in front
 /// reading the stale length would take the rest for the next answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_framed_twice_reaches_the_client_framed_once() {
-    let upstream = raw_upstream(
+    let (upstream, _) = raw_upstream(
         b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\ntransfer-encoding: chunked\r\n\r\n\
           b\r\nhello world\r\n0\r\n\r\n",
     )
