@@ -27,11 +27,16 @@ step_rust() {
     # that the OpenAPI document refuses it too.
     rm -rf "$REFUSED_DIR" && mkdir -p "$REFUSED_DIR"
     export KUBESVC_RECORD_422="$REFUSED_DIR"
-    # The crash-and-restart tests run the real `server` binary as a child process.
-    say "cargo build -p server --bin server (the binary the process tests start)"
-    run_child cargo build -p server --bin server || return $?
+    # The CLI tests check kubeconfigs with kubectl and run a terminal session under script(1).
+    have kubectl || die "kubectl is needed: the CLI tests check the kubeconfig it merges"
+    have script || apt_install bsdutils
+    # The crash-and-restart tests run the real `server` binary as a child process, and the
+    # CLI tests the real `kubesvc`.
+    say "cargo build -p server -p kubesvc (the binaries the process and CLI tests start)"
+    run_child cargo build -p server --bin server -p kubesvc --bin kubesvc || return $?
     KUBESVC_SERVER_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/server"
-    export KUBESVC_SERVER_BIN
+    KUBESVC_CLI_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/kubesvc"
+    export KUBESVC_SERVER_BIN KUBESVC_CLI_BIN
     if cargo nextest --version >/dev/null 2>&1; then
         say "cargo nextest run ${args[*]} --no-fail-fast"
         local status=0

@@ -1,6 +1,7 @@
 //! The black-box harness: a fresh database, the stub account platform over real HTTP and the
 //! full server on a free port, driven only through HTTP (zero2prod's `spawn_app`).
 
+pub mod cli;
 pub mod console;
 pub mod process;
 

@@ -5,6 +5,7 @@
 
 mod access;
 mod auth_servers;
+mod cli;
 mod clusters;
 mod console;
 mod console_auth_servers;

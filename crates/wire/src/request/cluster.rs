@@ -2,7 +2,7 @@
 
 use domain::input::cluster as draft;
 use domain::model::cluster::{Exposure, NetworkMode};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::enums;
@@ -10,11 +10,12 @@ use crate::request::node_pool::NodePoolRequest;
 use crate::request::{nullable, schema::DnsLabelText};
 
 /// `POST /v1/public/clusters`. A control-plane pick is an unknown field (422).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateClusterRequest {
     /// Required: the organization's slug (DNS label) or id (UUID). Header and query are not read.
     #[schema(required = true, nullable = false, min_length = 1, max_length = 63)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub organization: Option<String>,
     #[schema(
         required = true,
@@ -23,23 +24,31 @@ pub struct CreateClusterRequest {
         min_length = 1,
         max_length = 63
     )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Zone id; the default zone when omitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
     /// Kubernetes version id; the zone's recommended version when omitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     #[schema(max_length = 16384)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// DNS labels, at most 64.
     #[schema(value_type = Option<Vec<DnsLabelText>>, max_items = 64)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
     /// Default from the catalog (`public`).
     #[schema(value_type = Option<enums::Exposure>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exposure: Option<Exposure>,
     /// Default `intranet`; immutable.
     #[schema(value_type = Option<enums::NetworkMode>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub network_mode: Option<NetworkMode>,
     #[schema(required = true, nullable = false, min_items = 1, max_items = 20)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub node_pools: Option<Vec<NodePoolRequest>>,
 }
 
@@ -62,16 +71,18 @@ impl From<CreateClusterRequest> for draft::CreateClusterRequest {
 }
 
 /// `PATCH /v1/public/clusters/{id}`: `description` and `tags` only.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterPatch {
     /// A new description; null clears it.
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<String>, max_length = 16384)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<Option<String>>,
     /// Replaces the tags whole; null is refused (send `[]` to clear).
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Vec<DnsLabelText>, required = false, max_items = 64)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<Option<Vec<String>>>,
 }
 
@@ -85,7 +96,7 @@ impl From<ClusterPatch> for draft::ClusterPatch {
 }
 
 /// `PATCH /v1/public/clusters/{id}/exposure`.
-#[derive(Debug, Clone, PartialEq, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExposurePatch {
     #[schema(value_type = enums::Exposure)]

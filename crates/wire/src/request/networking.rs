@@ -2,22 +2,24 @@
 
 use domain::input::{elastic_ip as eip_draft, firewall as rule_draft};
 use domain::model::cluster::Exposure;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::enums;
 use crate::request::{integer, schema::Ipv4CidrText};
 
 /// `POST …/elastic-ips`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateElasticIpRequest {
     /// Optional DNS label, unique among the cluster's alive Elastic IPs.
     #[schema(pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// `private` or `public`; bound by the cluster's network mode. Omitted: the one the
     /// network mode allows.
     #[schema(value_type = Option<enums::Exposure>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exposure: Option<Exposure>,
 }
 
@@ -30,7 +32,7 @@ impl From<CreateElasticIpRequest> for eip_draft::CreateElasticIpRequest {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PortRangeRequest {
     #[serde(deserialize_with = "integer")]
@@ -42,20 +44,24 @@ pub struct PortRangeRequest {
 }
 
 /// `POST …/firewall-rules`: ingress only; tcp/udp with a port range, icmp without.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateFirewallRuleRequest {
     /// Optional DNS label.
     #[schema(pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// At most 255 characters.
     #[schema(max_length = 255)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Only `ingress`; optional.
     #[schema(value_type = Option<enums::Direction>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub direction: Option<String>,
     /// `tcp`, `udp` or `icmp`.
     #[schema(value_type = enums::Protocol, required = true)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
     /// 1-16 IPv4 CIDRs (host bits zero).
     #[schema(
@@ -65,8 +71,10 @@ pub struct CreateFirewallRuleRequest {
         min_items = 1,
         max_items = 16
     )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub source_cidrs: Option<Vec<String>>,
     /// Required for tcp and udp (1-65535, from <= to); forbidden for icmp.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub port_range: Option<PortRangeRequest>,
 }
 

@@ -3,13 +3,13 @@
 use std::collections::BTreeMap;
 
 use domain::input::node_pool as draft;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::request::{nullable, nullable_integer, opt_integer};
 
 /// A pool in a create body, or the body of `POST …/node-pools`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodePoolRequest {
     /// DNS label; `default` when omitted.
@@ -18,24 +18,32 @@ pub struct NodePoolRequest {
         min_length = 1,
         max_length = 63
     )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// A machine tier id from the catalog, e.g. `kube.c5.xlarge`.
     #[schema(required = true, nullable = false, min_length = 1)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<String>,
     /// 0-200; 0 only with auto_scale; required unless auto_scale (then it starts at min_nodes).
     #[schema(minimum = 0, maximum = 200)]
     #[serde(default, deserialize_with = "opt_integer")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub count: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub auto_scale: Option<bool>,
     /// >= 0, default 1, <= max_nodes.
     #[schema(minimum = 0, maximum = 200)]
     #[serde(default, deserialize_with = "opt_integer")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub min_nodes: Option<i64>,
     /// 1-200; required with auto_scale.
     #[schema(minimum = 1, maximum = 200)]
     #[serde(default, deserialize_with = "opt_integer")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_nodes: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<BTreeMap<String, String>>,
 }
 
@@ -55,28 +63,34 @@ impl From<NodePoolRequest> for draft::NodePoolRequest {
 }
 
 /// `PATCH …/node-pools/{pool}`: any of count, auto_scale, min_nodes, max_nodes, labels, tags.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodePoolPatch {
     #[serde(default, deserialize_with = "nullable_integer")]
     #[schema(required = false, value_type = i64, minimum = 0, maximum = 200)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub count: Option<Option<i64>>,
     #[serde(default, deserialize_with = "nullable")]
     #[schema(required = false, value_type = bool)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub auto_scale: Option<Option<bool>>,
     #[serde(default, deserialize_with = "nullable_integer")]
     #[schema(required = false, value_type = i64, minimum = 0, maximum = 200)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub min_nodes: Option<Option<i64>>,
     #[serde(default, deserialize_with = "nullable_integer")]
     #[schema(required = false, value_type = i64, minimum = 1, maximum = 200)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_nodes: Option<Option<i64>>,
     /// Replaces the labels whole; null is refused.
     #[serde(default, deserialize_with = "nullable")]
     #[schema(required = false, value_type = BTreeMap<String, String>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<Option<BTreeMap<String, String>>>,
     /// Replaces the tags whole; null is refused.
     #[serde(default, deserialize_with = "nullable")]
     #[schema(required = false, value_type = BTreeMap<String, String>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<Option<BTreeMap<String, String>>>,
 }
 

@@ -1,0 +1,696 @@
+//! Every command, flag and help text of `kubesvc`.
+//!
+//! This file is also compiled by `build.rs` to write the man page, so it uses nothing but clap
+//! and std: the values here are plain strings and the commands check them against the API.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The exit codes, listed in `--help` and the man page.
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  the operation ran and failed (a cluster or Elastic IP ended Failed), or another error
+  2  usage: a wrong flag or argument, or a request the API refused as invalid (400, 422)
+  3  authentication or permission: no token, a token refused (401) or not allowed (403)
+  4  not found (404)
+  5  conflict (409, 412): a name taken, a change already in flight, the wrong state
+  6  the server or the network failed (5xx, timeouts, connection refused) after retries
+  130 interrupted (Ctrl-C); what was asked of the API is left as it is
+
+Environment:
+  KUBESVC_URL, KUBESVC_TOKEN, KUBESVC_ORGANIZATION override the current context's values;
+  KUBESVC_CONTEXT picks a context; KUBESVC_CONFIG names the config file (default:
+  $XDG_CONFIG_HOME/kubesvc/config.toml); NO_COLOR turns colours off.";
+
+/// A command-line client of the managed-Kubernetes API and the gateway's auth servers.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubesvc",
+    version,
+    about,
+    after_help = EXIT_CODES,
+    after_long_help = EXIT_CODES,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Use this context of the config file instead of the current one.
+    #[arg(long, global = true, env = "KUBESVC_CONTEXT", value_name = "NAME")]
+    pub context: Option<String>,
+    /// The API's base URL, e.g. https://api.example.com.
+    #[arg(long, global = true, env = "KUBESVC_URL", value_name = "URL")]
+    pub url: Option<String>,
+    /// The organization (slug or id) to work in.
+    #[arg(
+        long,
+        short = 'O',
+        global = true,
+        env = "KUBESVC_ORGANIZATION",
+        value_name = "ORG"
+    )]
+    pub organization: Option<String>,
+    /// Output format.
+    #[arg(long, short = 'o', global = true, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Leave the header line out of tables.
+    #[arg(long, global = true)]
+    pub no_header: bool,
+    /// Say more: each request, its answer's status and request id, the idempotency key.
+    #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Give up on a request (and its retries) after this many seconds.
+    #[arg(long, global = true, default_value_t = 60, value_name = "SECONDS")]
+    pub request_timeout: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// Aligned columns, truncated to the terminal.
+    Table,
+    /// The API's own JSON.
+    Json,
+    /// The API's own shapes, as YAML.
+    Yaml,
+    /// Only the name (or id) of each object, one per line: for scripts.
+    Name,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Log in, see who you are, log out.
+    #[command(subcommand)]
+    Auth(AuthCommand),
+    /// The endpoints and organizations you work with.
+    #[command(subcommand)]
+    Context(ContextCommand),
+    /// Zones, Kubernetes versions and machine tiers (recommended ones marked).
+    #[command(after_help = "Example:\n  kubesvc catalog --zone zone-1")]
+    Catalog {
+        /// The zone; the default zone when omitted.
+        #[arg(long)]
+        zone: Option<String>,
+    },
+    /// Create, list, change and delete clusters; their kubeconfig and exposure.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+    /// A cluster's node pools.
+    #[command(subcommand, name = "node-pool")]
+    NodePool(NodePoolCommand),
+    /// A cluster's nodes.
+    #[command(subcommand)]
+    Node(NodeCommand),
+    /// A cluster's Elastic IPs.
+    #[command(subcommand)]
+    Eip(EipCommand),
+    /// A cluster's firewall rules.
+    #[command(subcommand, name = "firewall-rule")]
+    FirewallRule(FirewallCommand),
+    /// The API gateway's auth servers and their credentials.
+    #[command(subcommand, name = "auth-server")]
+    AuthServer(AuthServerCommand),
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Examples:\n  kubesvc completion bash > ~/.local/share/bash-completion/completions/kubesvc\n  kubesvc completion zsh > \"${fpath[1]}/_kubesvc\"\n  kubesvc completion fish > ~/.config/fish/completions/kubesvc.fish"
+    )]
+    Completion {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print the man page (roff), made when the binary was built.
+    #[command(after_help = "Example:\n  kubesvc man > /usr/local/share/man/man1/kubesvc.1")]
+    Man,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// Save a token for an endpoint as a context (the token is read without echo, or from stdin).
+    #[command(
+        after_help = "Examples:\n  kubesvc auth login --url https://api.example.com --organization acme\n  echo \"$TOKEN\" | kubesvc auth login --url https://api.example.com --token-stdin --name prod"
+    )]
+    Login {
+        /// Read the token from standard input (one line) instead of a prompt.
+        #[arg(long)]
+        token_stdin: bool,
+        /// The context to save (default: the current context's name, or `default`).
+        #[arg(long, value_name = "CONTEXT")]
+        name: Option<String>,
+    },
+    /// Which context, endpoint and organization are in use, and whether the token is accepted.
+    #[command(after_help = "Example:\n  kubesvc auth status")]
+    Status,
+    /// Forget the token of the current context (or of --context).
+    #[command(after_help = "Example:\n  kubesvc auth logout")]
+    Logout,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ContextCommand {
+    /// Every context, the current one marked.
+    #[command(after_help = "Example:\n  kubesvc context list")]
+    List,
+    /// Make a context the current one.
+    #[command(after_help = "Example:\n  kubesvc context use staging")]
+    Use { name: String },
+    /// Remove a context and its token.
+    #[command(after_help = "Example:\n  kubesvc context delete old")]
+    Delete { name: String },
+}
+
+/// A node pool given on `cluster create`: `NAME:SIZE:COUNT` (`default:kube.c5.large:3`).
+#[derive(Debug, Args)]
+pub struct PoolFlags {
+    /// A node pool as NAME:SIZE:COUNT; repeat for several. Without it: one pool `default` of
+    /// --size and --count.
+    #[arg(long = "pool", value_name = "NAME:SIZE:COUNT")]
+    pub pools: Vec<String>,
+    /// The machine tier of the single pool when --pool is not given (`kubesvc catalog` lists them).
+    #[arg(long)]
+    pub size: Option<String>,
+    /// The node count of the single pool when --pool is not given.
+    #[arg(long, default_value_t = 3)]
+    pub count: u32,
+}
+
+/// Following a change until it settles.
+#[derive(Debug, Clone, Args)]
+pub struct WaitFlags {
+    /// Follow the change until it settles, showing its progress; the exit code says how it ended.
+    #[arg(long)]
+    pub wait: bool,
+    /// Stop waiting after this many seconds (the change goes on).
+    #[arg(long, default_value_t = 1800, value_name = "SECONDS")]
+    pub wait_timeout: u64,
+}
+
+/// The key that makes a retried write run once.
+#[derive(Debug, Clone, Args)]
+pub struct KeyFlag {
+    /// The Idempotency-Key of this write (default: a fresh one per invocation, printed with -v,
+    /// reused on the CLI's own retries). Run again with the same key to get the first answer back.
+    #[arg(long, value_name = "KEY")]
+    pub idempotency_key: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Create a cluster.
+    #[command(
+        after_help = "Examples:\n  kubesvc cluster create prod-1 --size kube.c5.large --count 3 --wait\n  kubesvc cluster create prod-2 --pool web:kube.c5.large:3 --pool batch:kube.c5.xlarge:2 --exposure private"
+    )]
+    Create {
+        name: String,
+        #[command(flatten)]
+        pools: PoolFlags,
+        /// The zone (default: the catalog's default zone).
+        #[arg(long)]
+        zone: Option<String>,
+        /// The Kubernetes version id (default: the recommended one).
+        #[arg(long, value_name = "VERSION")]
+        kubernetes_version: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+        /// A tag (DNS label); repeat for several.
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// public or private (default: the catalog's default).
+        #[arg(long)]
+        exposure: Option<String>,
+        /// intranet or internet (default intranet); cannot change later.
+        #[arg(long)]
+        network_mode: Option<String>,
+        #[command(flatten)]
+        wait: WaitFlags,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+    /// The organization's clusters.
+    #[command(after_help = "Examples:\n  kubesvc cluster list\n  kubesvc cluster list -o name")]
+    List {
+        /// Only clusters of this zone.
+        #[arg(long)]
+        zone: Option<String>,
+        /// The page, from 1.
+        #[arg(long, default_value_t = 1)]
+        page: u32,
+        /// Clusters per page, 1-100.
+        #[arg(long, default_value_t = 100)]
+        page_size: u32,
+    },
+    /// One cluster, by name or id.
+    #[command(after_help = "Example:\n  kubesvc cluster get prod-1 -o yaml")]
+    Get { cluster: String },
+    /// Change a cluster's description or tags.
+    #[command(
+        after_help = "Examples:\n  kubesvc cluster update prod-1 --description 'payments' --tag team-a --tag prod\n  kubesvc cluster update prod-1 --clear-tags"
+    )]
+    Update {
+        cluster: String,
+        #[arg(long, conflicts_with = "clear_description")]
+        description: Option<String>,
+        #[arg(long)]
+        clear_description: bool,
+        /// The new tags, replacing the old ones; repeat for several.
+        #[arg(long = "tag", conflicts_with = "clear_tags")]
+        tags: Vec<String>,
+        #[arg(long)]
+        clear_tags: bool,
+    },
+    /// Delete a cluster with its pools, nodes, Elastic IPs and firewall rules.
+    #[command(after_help = "Example:\n  kubesvc cluster delete prod-1 --wait")]
+    Delete {
+        cluster: String,
+        #[command(flatten)]
+        wait: WaitFlags,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+    /// Follow a cluster until it settles: Provisioned or Failed, or gone once deleted.
+    #[command(after_help = "Example:\n  kubesvc cluster wait prod-1")]
+    Wait {
+        cluster: String,
+        /// Stop waiting after this many seconds.
+        #[arg(long, default_value_t = 1800, value_name = "SECONDS")]
+        wait_timeout: u64,
+    },
+    /// Get a cluster's kubeconfig.
+    #[command(subcommand)]
+    Kubeconfig(KubeconfigCommand),
+    /// Make the API endpoint public or private.
+    #[command(subcommand)]
+    Exposure(ExposureCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KubeconfigCommand {
+    /// Merge the kubeconfig into ~/.kube/config (or the first file of $KUBECONFIG), as kubectl
+    /// would: a context named after the cluster, existing entries of that name updated.
+    #[command(
+        after_help = "Examples:\n  kubesvc cluster kubeconfig save prod-1 --set-current\n  KUBECONFIG=./prod.yaml kubesvc cluster kubeconfig save prod-1 --context-name prod"
+    )]
+    Save {
+        cluster: String,
+        /// Also make it kubectl's current context.
+        #[arg(long)]
+        set_current: bool,
+        /// The context's name (default: the cluster's name).
+        #[arg(long)]
+        context_name: Option<String>,
+        /// Write to this file instead of $KUBECONFIG or ~/.kube/config.
+        #[arg(long, value_name = "FILE")]
+        kubeconfig: Option<PathBuf>,
+        /// How long to wait for a control plane that is not up yet.
+        #[arg(long, default_value_t = 1800, value_name = "SECONDS")]
+        wait_timeout: u64,
+    },
+    /// Print the kubeconfig (it holds the cluster's credential).
+    #[command(after_help = "Example:\n  kubesvc cluster kubeconfig show prod-1 > prod-1.yaml")]
+    Show { cluster: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExposureCommand {
+    /// Start an exposure change (public or private).
+    #[command(after_help = "Example:\n  kubesvc cluster exposure set prod-1 private --wait")]
+    Set {
+        cluster: String,
+        /// public or private.
+        exposure: String,
+        #[command(flatten)]
+        wait: WaitFlags,
+    },
+}
+
+/// Pool sizes given on `node-pool add` and `node-pool scale`.
+#[derive(Debug, Args)]
+pub struct ScaleFlags {
+    /// The number of nodes.
+    #[arg(long)]
+    pub count: Option<u32>,
+    /// Let the pool scale between --min-nodes and --max-nodes.
+    #[arg(long, overrides_with = "no_auto_scale")]
+    pub auto_scale: bool,
+    /// Turn auto-scaling off (--count then gives the size).
+    #[arg(long)]
+    pub no_auto_scale: bool,
+    #[arg(long)]
+    pub min_nodes: Option<u32>,
+    #[arg(long)]
+    pub max_nodes: Option<u32>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NodePoolCommand {
+    /// Add a node pool.
+    #[command(
+        after_help = "Examples:\n  kubesvc node-pool add prod-1 batch --size kube.c5.xlarge --count 2 --wait\n  kubesvc node-pool add prod-1 web --size kube.c5.large --auto-scale --min-nodes 1 --max-nodes 5 --label tier=web"
+    )]
+    Add {
+        cluster: String,
+        pool: String,
+        /// The machine tier (cannot change later).
+        #[arg(long)]
+        size: String,
+        #[command(flatten)]
+        scale: ScaleFlags,
+        /// A Kubernetes label KEY=VALUE; repeat for several.
+        #[arg(long = "label", value_name = "KEY=VALUE")]
+        labels: Vec<String>,
+        /// A tag KEY=VALUE; repeat for several.
+        #[arg(long = "tag", value_name = "KEY=VALUE")]
+        tags: Vec<String>,
+        #[command(flatten)]
+        wait: WaitFlags,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+    /// A cluster's node pools.
+    #[command(after_help = "Example:\n  kubesvc node-pool list prod-1")]
+    List { cluster: String },
+    /// Change a pool's size or auto-scaling.
+    #[command(
+        after_help = "Examples:\n  kubesvc node-pool scale prod-1 web --count 5 --wait\n  kubesvc node-pool scale prod-1 web --auto-scale --min-nodes 2 --max-nodes 8"
+    )]
+    Scale {
+        cluster: String,
+        pool: String,
+        #[command(flatten)]
+        scale: ScaleFlags,
+        /// A pool's machine tier cannot change: this flag only explains how to replace the pool.
+        #[arg(long, hide = true)]
+        size: Option<String>,
+        #[command(flatten)]
+        wait: WaitFlags,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+    /// Delete a pool and its nodes (a cluster keeps at least one pool).
+    #[command(after_help = "Example:\n  kubesvc node-pool delete prod-1 batch --wait")]
+    Delete {
+        cluster: String,
+        pool: String,
+        #[command(flatten)]
+        wait: WaitFlags,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NodeCommand {
+    /// A cluster's nodes.
+    #[command(after_help = "Example:\n  kubesvc node list prod-1 --pool web")]
+    List {
+        cluster: String,
+        /// Only this pool's nodes.
+        #[arg(long)]
+        pool: Option<String>,
+    },
+    /// Replace a node (its pool keeps its count).
+    #[command(after_help = "Example:\n  kubesvc node delete prod-1 web-7f3k2")]
+    Delete {
+        cluster: String,
+        node: String,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EipCommand {
+    /// Allocate an Elastic IP.
+    #[command(
+        after_help = "Example:\n  kubesvc eip allocate prod-1 --name web --exposure private --wait"
+    )]
+    Allocate {
+        cluster: String,
+        /// A name (DNS label), unique in the cluster.
+        #[arg(long)]
+        name: Option<String>,
+        /// public or private (default: what the cluster's network mode allows).
+        #[arg(long)]
+        exposure: Option<String>,
+        #[command(flatten)]
+        wait: WaitFlags,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+    /// A cluster's Elastic IPs.
+    #[command(after_help = "Example:\n  kubesvc eip list prod-1")]
+    List { cluster: String },
+    /// One Elastic IP, by id or name.
+    #[command(after_help = "Example:\n  kubesvc eip get prod-1 web")]
+    Get { cluster: String, eip: String },
+    /// Release an Elastic IP (its address returns to the pool).
+    #[command(after_help = "Example:\n  kubesvc eip release prod-1 web --wait")]
+    Release {
+        cluster: String,
+        eip: String,
+        #[command(flatten)]
+        wait: WaitFlags,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FirewallCommand {
+    /// Allow ingress traffic from some networks.
+    #[command(
+        after_help = "Examples:\n  kubesvc firewall-rule create prod-1 --name https --protocol tcp --port 443 --source 203.0.113.0/24\n  kubesvc firewall-rule create prod-1 --protocol udp --port 30000-30100 --source 10.0.0.0/8 --source 192.168.0.0/16"
+    )]
+    Create {
+        cluster: String,
+        /// A name (DNS label).
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+        /// tcp, udp or icmp.
+        #[arg(long)]
+        protocol: String,
+        /// A port or a range FROM-TO (tcp and udp only).
+        #[arg(long, value_name = "PORT|FROM-TO")]
+        port: Option<String>,
+        /// A source network in CIDR notation; repeat for several.
+        #[arg(long = "source", value_name = "CIDR", required = true)]
+        sources: Vec<String>,
+        #[command(flatten)]
+        wait: WaitFlags,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+    /// A cluster's firewall rules.
+    #[command(after_help = "Example:\n  kubesvc firewall-rule list prod-1")]
+    List { cluster: String },
+    /// One rule, by id or name.
+    #[command(after_help = "Example:\n  kubesvc firewall-rule get prod-1 https")]
+    Get { cluster: String, rule: String },
+    /// Delete a rule.
+    #[command(after_help = "Example:\n  kubesvc firewall-rule delete prod-1 https")]
+    Delete {
+        cluster: String,
+        rule: String,
+        #[command(flatten)]
+        wait: WaitFlags,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+}
+
+/// Where a secret comes from: a prompt without echo by default, never from the command line
+/// (argv is visible to every user of the machine through ps).
+#[derive(Debug, Clone, Args)]
+pub struct SecretFlags {
+    /// Read the secret (password, token or client secret) from standard input.
+    #[arg(long, conflicts_with = "secret_from_env")]
+    pub secret_stdin: bool,
+    /// Read the secret from this environment variable.
+    #[arg(long, value_name = "VAR", alias = "password-from-env")]
+    pub secret_from_env: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuthServerCommand {
+    /// Create an auth server: token, basic or oidc.
+    #[command(
+        after_help = "Examples:\n  kubesvc auth-server create api-keys --environment production --type token --secret-stdin < token.txt\n  kubesvc auth-server create staff --environment production --type basic --username alice\n  kubesvc auth-server create corp-sso --environment production --type oidc \\\n    --issuer-url https://login.example.com --client-id gw --authorized-domain app.example.com \\\n    --redirect-path /oauth2/callback --secret-from-env CLIENT_SECRET"
+    )]
+    Create {
+        name: String,
+        /// A DNS label, e.g. production.
+        #[arg(long)]
+        environment: String,
+        /// token, basic or oidc.
+        #[arg(long = "type", value_name = "TYPE")]
+        kind: String,
+        /// basic: the first user's name (its password is the secret).
+        #[arg(long)]
+        username: Option<String>,
+        /// basic: the realm of the challenge.
+        #[arg(long)]
+        realm: Option<String>,
+        #[command(flatten)]
+        oidc: OidcFlags,
+        #[command(flatten)]
+        secret: SecretFlags,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+    /// The organization's auth servers.
+    #[command(after_help = "Example:\n  kubesvc auth-server list --environment production")]
+    List {
+        #[arg(long)]
+        environment: Option<String>,
+    },
+    /// One auth server, by id, or by name (with --environment when the name is in several).
+    #[command(after_help = "Example:\n  kubesvc auth-server get corp-sso")]
+    Get {
+        server: String,
+        #[arg(long)]
+        environment: Option<String>,
+    },
+    /// Rename, move or reconfigure an auth server (credentials change with `credential`).
+    #[command(
+        after_help = "Examples:\n  kubesvc auth-server update corp-sso --new-name sso --new-environment staging\n  kubesvc auth-server update corp-sso --client-secret --secret-stdin < secret.txt"
+    )]
+    Update {
+        server: String,
+        #[arg(long)]
+        environment: Option<String>,
+        #[arg(long)]
+        new_name: Option<String>,
+        #[arg(long)]
+        new_environment: Option<String>,
+        /// basic: a new realm.
+        #[arg(long)]
+        realm: Option<String>,
+        #[command(flatten)]
+        oidc: OidcFlags,
+        /// oidc: set a new client secret (read like every secret).
+        #[arg(long)]
+        client_secret: bool,
+        #[command(flatten)]
+        secret: SecretFlags,
+    },
+    /// Delete an auth server (gateway routes naming it fail closed).
+    #[command(after_help = "Example:\n  kubesvc auth-server delete corp-sso")]
+    Delete {
+        server: String,
+        #[arg(long)]
+        environment: Option<String>,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+    /// Add or remove a basic user or a static token.
+    #[command(subcommand)]
+    Credential(CredentialCommand),
+}
+
+/// The OIDC settings of `auth-server create` and `update`.
+#[derive(Debug, Clone, Args)]
+pub struct OidcFlags {
+    /// oidc: the issuer (https, or http on a loopback host).
+    #[arg(long)]
+    pub issuer_url: Option<String>,
+    /// oidc: the client id.
+    #[arg(long)]
+    pub client_id: Option<String>,
+    /// oidc: the host (and port) the gateway answers for, e.g. app.example.com.
+    #[arg(long)]
+    pub authorized_domain: Option<String>,
+    /// oidc: the callback path, e.g. /oauth2/callback.
+    #[arg(long)]
+    pub redirect_path: Option<String>,
+    #[arg(long)]
+    pub username_claim: Option<String>,
+    #[arg(long)]
+    pub email_claim: Option<String>,
+    #[arg(long)]
+    pub role_claim: Option<String>,
+    #[arg(long)]
+    pub group_claim: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CredentialCommand {
+    /// Add a user (basic: --username, the password as the secret) or a token (token servers).
+    #[command(
+        after_help = "Examples:\n  kubesvc auth-server credential add staff --username bob --secret-from-env BOB_PASSWORD\n  kubesvc auth-server credential add api-keys --secret-stdin < new-token.txt"
+    )]
+    Add {
+        server: String,
+        #[arg(long)]
+        environment: Option<String>,
+        #[arg(long)]
+        username: Option<String>,
+        #[command(flatten)]
+        secret: SecretFlags,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+    /// Remove a credential by id (`auth-server get` lists them).
+    #[command(after_help = "Example:\n  kubesvc auth-server credential remove api-keys 6f1c…")]
+    Remove {
+        server: String,
+        credential: String,
+        #[arg(long)]
+        environment: Option<String>,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// Every command a user can run (a leaf of the tree) shows an example in its help.
+    #[test]
+    fn every_command_has_an_example() {
+        fn leaves(cmd: &clap::Command, path: String, out: &mut Vec<(String, bool)>) {
+            let subs: Vec<&clap::Command> = cmd
+                .get_subcommands()
+                .filter(|c| c.get_name() != "help")
+                .collect();
+            if subs.is_empty() {
+                let example = cmd
+                    .get_after_help()
+                    .is_some_and(|h| h.to_string().contains("Example"));
+                out.push((path.clone(), example));
+            }
+            for sub in subs {
+                leaves(sub, format!("{path} {}", sub.get_name()), out);
+            }
+        }
+        let mut all = Vec::new();
+        leaves(&Cli::command(), "kubesvc".into(), &mut all);
+        let missing: Vec<&String> = all.iter().filter(|(_, ok)| !ok).map(|(p, _)| p).collect();
+        assert!(all.len() > 30, "{all:?}");
+        assert!(missing.is_empty(), "no example: {missing:?}");
+    }
+
+    #[test]
+    fn the_definitions_hold_together() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,331 @@
+//! `node-pool add|list|scale|delete` and `node list|delete`.
+
+use domain::model::node_pool::PoolStatus;
+use reqwest::Method;
+use serde_json::{Value, json};
+use wire::cluster::{NodeList, NodePool, NodePoolList};
+use wire::request::node_pool::{NodePoolPatch, NodePoolRequest};
+
+use super::clusters::{follow, to_json};
+use super::{key, pairs};
+use crate::args::{NodeCommand, NodePoolCommand, ScaleFlags, WaitFlags};
+use crate::client::Call;
+use crate::error::CliError;
+use crate::output::{Table, View, age, cell};
+use crate::resolve::{self, ClusterRef};
+use crate::session::Session;
+use crate::wait::Progress;
+
+/// What someone who tries to change a pool's machine size is told.
+const REPLACE_POOL: &str = "a node pool's machine size cannot change. Replace the pool instead: \
+add a pool of the new size (kubesvc node-pool add CLUSTER NEW-POOL --size SIZE --count N --wait), \
+move the workloads to it, then delete the old pool (kubesvc node-pool delete CLUSTER OLD-POOL)";
+
+pub async fn pools(s: &Session, command: NodePoolCommand) -> Result<(), CliError> {
+    match command {
+        NodePoolCommand::Add {
+            cluster,
+            pool,
+            size,
+            scale,
+            labels,
+            tags,
+            wait,
+            key: k,
+        } => {
+            let cluster = resolve::cluster(&s.api, &cluster).await?;
+            let body = NodePoolRequest {
+                name: Some(pool.clone()),
+                size: Some(size),
+                count: scale.count.map(i64::from),
+                auto_scale: auto_scale(&scale),
+                min_nodes: scale.min_nodes.map(i64::from),
+                max_nodes: scale.max_nodes.map(i64::from),
+                labels: (!labels.is_empty())
+                    .then(|| pairs("--label", &labels))
+                    .transpose()?,
+                tags: (!tags.is_empty())
+                    .then(|| pairs("--tag", &tags))
+                    .transpose()?,
+            };
+            let call = Call::new(Method::POST, format!("{}/node-pools", cluster.path()))
+                .body(to_json(&body)?)
+                .key(Some(&key(&k)));
+            let answer = s.api.send(&call).await?;
+            finish(s, &cluster, &pool, answer.json()?, &wait).await
+        }
+        NodePoolCommand::List { cluster } => {
+            let cluster = resolve::cluster(&s.api, &cluster).await?;
+            let answer = s
+                .api
+                .send(&Call::get(format!("{}/node-pools", cluster.path())))
+                .await?;
+            let list: NodePoolList = answer.parse()?;
+            let mut table = Table::new(&[
+                "NAME",
+                "SIZE",
+                "COUNT",
+                "AUTOSCALE",
+                "STATUS",
+                "LABELS",
+                "AGE",
+            ]);
+            for p in &list.items {
+                table.row(row(p));
+            }
+            s.out.show(&View {
+                raw: answer.json()?,
+                names: list.items.iter().map(|p| p.name.clone()).collect(),
+                table,
+            })
+        }
+        NodePoolCommand::Scale {
+            cluster,
+            pool,
+            scale,
+            size,
+            wait,
+            key: k,
+        } => {
+            if size.is_some() {
+                return Err(CliError::usage(REPLACE_POOL));
+            }
+            let patch = NodePoolPatch {
+                count: scale.count.map(|c| Some(i64::from(c))),
+                auto_scale: auto_scale(&scale).map(Some),
+                min_nodes: scale.min_nodes.map(|n| Some(i64::from(n))),
+                max_nodes: scale.max_nodes.map(|n| Some(i64::from(n))),
+                ..NodePoolPatch::default()
+            };
+            if patch == NodePoolPatch::default() {
+                return Err(CliError::usage(
+                    "nothing to change: give --count, --auto-scale/--no-auto-scale, --min-nodes or --max-nodes",
+                ));
+            }
+            let cluster = resolve::cluster(&s.api, &cluster).await?;
+            let call = Call::new(
+                Method::PATCH,
+                format!("{}/node-pools/{pool}", cluster.path()),
+            )
+            .body(to_json(&patch)?)
+            .key(Some(&key(&k)));
+            let answer = s.api.send(&call).await.map_err(advise)?;
+            finish(s, &cluster, &pool, answer.json()?, &wait).await
+        }
+        NodePoolCommand::Delete {
+            cluster,
+            pool,
+            wait,
+            key: k,
+        } => {
+            let cluster = resolve::cluster(&s.api, &cluster).await?;
+            let call = Call::new(
+                Method::DELETE,
+                format!("{}/node-pools/{pool}", cluster.path()),
+            )
+            .key(Some(&key(&k)));
+            let answer = s.api.send(&call).await?;
+            finish(s, &cluster, &pool, answer.json()?, &wait).await
+        }
+    }
+}
+
+/// A 422 about `size` is the server saying what [`REPLACE_POOL`] says.
+fn advise(e: CliError) -> CliError {
+    match &e {
+        CliError::Api {
+            problem: Some(p), ..
+        } if p.errors.iter().flatten().any(|f| f.field == "size") => CliError::usage(REPLACE_POOL),
+        _ => e,
+    }
+}
+
+fn auto_scale(scale: &ScaleFlags) -> Option<bool> {
+    match (scale.auto_scale, scale.no_auto_scale) {
+        (true, _) => Some(true),
+        (false, true) => Some(false),
+        (false, false) => None,
+    }
+}
+
+/// After a pool write: follow it with --wait (Ready, or gone after a delete), then show it.
+async fn finish(
+    s: &Session,
+    cluster: &ClusterRef,
+    pool: &str,
+    raw: Value,
+    wait: &WaitFlags,
+) -> Result<(), CliError> {
+    let mut raw = raw;
+    if wait.wait {
+        let path = format!("{}/node-pools", cluster.path());
+        let what = format!("node pool {pool}");
+        let resume = format!("kubesvc node-pool list {}", cluster.label);
+        let last = follow(s, cluster, wait, what, resume)
+            .until(|| async {
+                let list: NodePoolList = s.api.json(&Call::get(path.clone())).await?;
+                Ok(match list.items.iter().find(|p| p.name == pool) {
+                    None => Progress::Done("deleted".into()),
+                    Some(p) if p.status == PoolStatus::Ready => Progress::Done("Ready".into()),
+                    Some(p) => {
+                        Progress::Pending(format!("{} ({} nodes)", cell(&json!(p.status)), p.count))
+                    }
+                })
+            })
+            .await;
+        match last {
+            Ok(label) if label == "deleted" => {
+                if !s.out.is_data() {
+                    eprintln!("Node pool {pool} is deleted");
+                }
+                return Ok(());
+            }
+            Ok(_) => {
+                let list: Value = s
+                    .api
+                    .send(&Call::get(format!("{}/node-pools", cluster.path())))
+                    .await?
+                    .json()?;
+                if let Some(p) = list["items"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|p| p["name"] == pool)
+                {
+                    raw = p.clone();
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let p: NodePool = serde_json::from_value(raw.clone()).map_err(|e| {
+        CliError::Network(format!(
+            "the API's node pool does not have the expected shape: {e}"
+        ))
+    })?;
+    let mut table = Table::new(&[
+        "NAME",
+        "SIZE",
+        "COUNT",
+        "AUTOSCALE",
+        "STATUS",
+        "LABELS",
+        "AGE",
+    ]);
+    table.row(row(&p));
+    s.out.show(&View {
+        raw,
+        names: vec![p.name],
+        table,
+    })
+}
+
+fn row(p: &NodePool) -> Vec<String> {
+    vec![
+        p.name.clone(),
+        p.size.clone(),
+        p.count.to_string(),
+        autoscale(p.auto_scale, p.min_nodes, p.max_nodes),
+        cell(&json!(p.status)),
+        p.labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+        age(&p.created_at),
+    ]
+}
+
+/// `off`, or `min-max`.
+pub fn autoscale(on: bool, min: u32, max: Option<u32>) -> String {
+    match (on, max) {
+        (false, _) => "off".into(),
+        (true, Some(max)) => format!("{min}-{max}"),
+        (true, None) => format!("{min}-"),
+    }
+}
+
+pub async fn nodes(s: &Session, command: NodeCommand) -> Result<(), CliError> {
+    match command {
+        NodeCommand::List { cluster, pool } => {
+            let cluster = resolve::cluster(&s.api, &cluster).await?;
+            let path = match pool {
+                Some(pool) => format!("{}/node-pools/{pool}/nodes", cluster.path()),
+                None => format!("{}/nodes", cluster.path()),
+            };
+            let answer = s.api.send(&Call::get(path)).await?;
+            let list: NodeList = answer.parse()?;
+            let mut table = Table::new(&["NAME", "POOL", "STATUS", "AGE"]);
+            for n in &list.items {
+                table.row(vec![
+                    n.name.clone(),
+                    n.pool.clone(),
+                    cell(&json!(n.status)),
+                    age(&n.created_at),
+                ]);
+            }
+            s.out.show(&View {
+                raw: answer.json()?,
+                names: list.items.iter().map(|n| n.name.clone()).collect(),
+                table,
+            })
+        }
+        NodeCommand::Delete {
+            cluster,
+            node,
+            key: k,
+        } => {
+            let cluster = resolve::cluster(&s.api, &cluster).await?;
+            let call = Call::new(Method::DELETE, format!("{}/nodes/{node}", cluster.path()))
+                .key(Some(&key(&k)));
+            let raw = s.api.send(&call).await?.json()?;
+            if !s.out.is_data() {
+                eprintln!("Node {node} is being replaced (its pool keeps its count)");
+            }
+            let mut table = Table::new(&["NAME", "POOL", "STATUS"]);
+            table.row(vec![
+                super::field(&raw, "name"),
+                super::field(&raw, "pool"),
+                super::field(&raw, "status"),
+            ]);
+            s.out.show(&View {
+                names: vec![node],
+                raw,
+                table,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scale_body_carries_only_what_was_given() {
+        let scale = ScaleFlags {
+            count: Some(5),
+            auto_scale: false,
+            no_auto_scale: true,
+            min_nodes: None,
+            max_nodes: None,
+        };
+        let patch = NodePoolPatch {
+            count: scale.count.map(|c| Some(i64::from(c))),
+            auto_scale: auto_scale(&scale).map(Some),
+            ..NodePoolPatch::default()
+        };
+        let body = to_json(&patch).unwrap_or_default();
+        assert_eq!(body, json!({"count": 5, "auto_scale": false}));
+        assert_eq!(
+            serde_json::from_value::<NodePoolPatch>(body).ok(),
+            Some(patch)
+        );
+    }
+
+    #[test]
+    fn autoscale_reads_as_a_range() {
+        assert_eq!(autoscale(false, 1, Some(5)), "off");
+        assert_eq!(autoscale(true, 1, Some(5)), "1-5");
+    }
+}

@@ -1,0 +1,62 @@
+//! `kubesvc`: the command-line client of the public API.
+//!
+//! Parsing is clap's (`args`), the calls are `client`'s, each command group is a module of
+//! `commands`; this file only runs one invocation and turns its outcome into an exit code
+//! (`kubesvc --help` lists them).
+
+mod args;
+mod client;
+mod commands;
+mod config;
+mod error;
+mod kubeconfig;
+mod output;
+mod resolve;
+mod secret;
+mod session;
+mod wait;
+mod yaml;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::error::CliError;
+
+fn main() -> ExitCode {
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help and version on stdout (exit 0), mistakes on stderr (exit 2).
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(&CliError::Local(format!("cannot start: {e}"))),
+    };
+    match runtime.block_on(commands::run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    }
+}
+
+/// Prints the failure on stderr (`error:` in red on a terminal) and gives its exit code.
+fn fail(e: &CliError) -> ExitCode {
+    let color = std::io::stderr().is_terminal() && !session::no_color();
+    let label = if color {
+        "\x1b[31merror:\x1b[0m"
+    } else {
+        "error:"
+    };
+    eprintln!("{label} {e}");
+    for line in e.details() {
+        eprintln!("  {line}");
+    }
+    ExitCode::from(e.exit_code())
+}

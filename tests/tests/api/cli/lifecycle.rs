@@ -1,0 +1,237 @@
+//! A cluster's whole life through the binary: login, create --wait, kubeconfig save (checked
+//! by kubectl), a pool added and scaled, an Elastic IP and a firewall rule, delete --wait.
+
+use std::os::unix::fs::PermissionsExt;
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_keeps_the_token_private_and_never_prints_it() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let user = logged_in(&app).await;
+    let mode = std::fs::metadata(user.config_file()).map(|m| m.permissions().mode() & 0o777);
+    assert_eq!(mode.ok(), Some(0o600));
+    let status = user.run(&["auth", "status"]).await.expect(0);
+    assert!(status.stdout.contains("accepted"), "{status:?}");
+    no_token_in(&status);
+    let contexts = json(&user, &["context", "list"]).await;
+    assert_eq!(contexts["current_context"], "default");
+    assert_eq!(contexts["contexts"][0]["token_set"], true);
+    assert!(!contexts.to_string().contains(TOKEN_ACME_SUPER_ADMIN));
+
+    // A refused token is not saved; logout forgets the saved one.
+    let refused = user
+        .run_with(
+            &[
+                "auth",
+                "login",
+                "--url",
+                &app.url,
+                "--token-stdin",
+                "--name",
+                "bad",
+            ],
+            "not-a-token\n",
+            &[],
+        )
+        .await
+        .expect(3);
+    assert!(refused.stderr.contains("refused"), "{refused:?}");
+    user.run(&["auth", "logout"]).await.expect(0);
+    let after = user.run(&["cluster", "list"]).await.expect(3);
+    assert!(after.stderr.contains("kubesvc auth login"), "{after:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_lives_its_whole_life_through_the_cli() {
+    let app = TestApp::spawn().await;
+    let user = logged_in(&app).await;
+
+    let created = user
+        .run(&[
+            "cluster",
+            "create",
+            "life-1",
+            "--size",
+            "kube.c5.large",
+            "--count",
+            "1",
+            "--wait",
+            "-o",
+            "json",
+        ])
+        .await
+        .expect(0);
+    assert_eq!(created.json()["phase"], "Provisioned");
+    // Off a terminal each phase is a plain line on stderr, with no escape codes.
+    assert!(
+        created.stderr.contains("cluster life-1: Provisioned"),
+        "{created:?}"
+    );
+    assert!(!created.stderr.contains('\x1b'), "{created:?}");
+    let names = user.run(&["cluster", "list", "-o", "name"]).await.expect(0);
+    assert_eq!(names.stdout, "life-1\n");
+
+    kubeconfig_is_merged_beside_an_unrelated_context(&user).await;
+
+    user.run(&[
+        "node-pool",
+        "add",
+        "life-1",
+        "batch",
+        "--size",
+        "kube.c5.large",
+        "--count",
+        "1",
+        "--wait",
+    ])
+    .await
+    .expect(0);
+    let scaled = json(
+        &user,
+        &[
+            "node-pool",
+            "scale",
+            "life-1",
+            "batch",
+            "--count",
+            "2",
+            "--wait",
+        ],
+    )
+    .await;
+    assert_eq!(
+        (scaled["count"].as_u64(), scaled["status"].as_str()),
+        (Some(2), Some("Ready"))
+    );
+    let advice = user
+        .run(&[
+            "node-pool",
+            "scale",
+            "life-1",
+            "batch",
+            "--size",
+            "kube.c5.xlarge",
+        ])
+        .await
+        .expect(2);
+    assert!(
+        advice.stderr.contains("add a pool of the new size"),
+        "{advice:?}"
+    );
+    let nodes = json(&user, &["node", "list", "life-1", "--pool", "batch"]).await;
+    assert_eq!(nodes["items"].as_array().map(Vec::len), Some(2));
+
+    let eip = json(
+        &user,
+        &["eip", "allocate", "life-1", "--name", "web", "--wait"],
+    )
+    .await;
+    assert_eq!(eip["status"], "Ready");
+    assert!(eip["address"].is_string(), "{eip}");
+    user.run(&["eip", "release", "life-1", "web", "--wait"])
+        .await
+        .expect(0);
+    assert_eq!(
+        json(&user, &["eip", "list", "life-1"]).await["items"],
+        serde_json::json!([])
+    );
+
+    let rule = json(
+        &user,
+        &[
+            "firewall-rule",
+            "create",
+            "life-1",
+            "--name",
+            "https",
+            "--protocol",
+            "tcp",
+            "--port",
+            "443",
+            "--source",
+            "203.0.113.0/24",
+            "--wait",
+        ],
+    )
+    .await;
+    assert_eq!(
+        (rule["status"].as_str(), rule["port_range"]["to"].as_u64()),
+        (Some("Active"), Some(443))
+    );
+    user.run(&["firewall-rule", "delete", "life-1", "https", "--wait"])
+        .await
+        .expect(0);
+
+    let deleted = user
+        .run(&["cluster", "delete", "life-1", "--wait"])
+        .await
+        .expect(0);
+    assert!(deleted.stderr.contains("is deleted"), "{deleted:?}");
+    user.run(&["cluster", "get", "life-1"]).await.expect(4);
+}
+
+/// `kubeconfig save` into a KUBECONFIG that already has a context kubectl made (with a user
+/// named `y`, which YAML 1.1 would read as a boolean if written bare): both contexts are there
+/// for kubectl afterwards, and ours is current only with --set-current.
+async fn kubeconfig_is_merged_beside_an_unrelated_context(user: &CliUser) {
+    user.other(
+        "kubectl",
+        &["config", "set-context", "other", "--cluster=x", "--user=y"],
+    )
+    .await
+    .expect(0);
+    user.other("kubectl", &["config", "use-context", "other"])
+        .await
+        .expect(0);
+    let saved = user
+        .run(&["cluster", "kubeconfig", "save", "life-1"])
+        .await
+        .expect(0);
+    assert!(
+        saved.stderr.contains("Added context \"life-1\""),
+        "{saved:?}"
+    );
+    let contexts = user
+        .other("kubectl", &["config", "get-contexts", "-o", "name"])
+        .await
+        .expect(0);
+    assert_eq!(contexts.stdout, "life-1\nother\n");
+    let current = user
+        .other("kubectl", &["config", "current-context"])
+        .await
+        .expect(0);
+    assert_eq!(current.stdout, "other\n");
+
+    user.run(&["cluster", "kubeconfig", "save", "life-1", "--set-current"])
+        .await
+        .expect(0);
+    let minified = user
+        .other("kubectl", &["config", "view", "--minify", "-o", "jsonpath={.contexts[0].name} {.clusters[0].cluster.server} {.contexts[0].context.user}"])
+        .await
+        .expect(0);
+    let fields: Vec<&str> = minified.stdout.split(' ').collect();
+    assert_eq!(fields.first(), Some(&"life-1"), "{minified:?}");
+    assert!(
+        fields
+            .get(1)
+            .is_some_and(|s| s.starts_with("https://life-1")),
+        "{minified:?}"
+    );
+    assert_eq!(fields.get(2), Some(&"life-1-admin"));
+    let other = user
+        .other(
+            "kubectl",
+            &[
+                "config",
+                "view",
+                "-o",
+                "jsonpath={.contexts[?(@.name==\"other\")].context.user}",
+            ],
+        )
+        .await
+        .expect(0);
+    assert_eq!(other.stdout, "y", "the unrelated context is intact");
+    let mode = std::fs::metadata(user.kubeconfig()).map(|m| m.permissions().mode() & 0o777);
+    assert_eq!(mode.ok(), Some(0o600));
+}

@@ -1,0 +1,49 @@
+//! The `kubesvc` binary driven as its users drive it, against the real server: a whole
+//! lifecycle, the kubeconfig merge checked by kubectl, the exit codes, the retries, and a
+//! session on a terminal. Helpers: `blackbox::cli`.
+
+mod auth_servers;
+mod failures;
+mod lifecycle;
+mod terminal;
+
+use blackbox::cli::{CliUser, Run};
+use blackbox::*;
+
+/// A user logged in to `app` as acme's super_admin, by `auth login --token-stdin`.
+async fn logged_in(app: &TestApp) -> CliUser {
+    let user = CliUser::new();
+    user.run_with(
+        &[
+            "auth",
+            "login",
+            "--url",
+            &app.url,
+            "--organization",
+            "acme",
+            "--token-stdin",
+        ],
+        &format!("{TOKEN_ACME_SUPER_ADMIN}\n"),
+        &[],
+    )
+    .await
+    .expect(0);
+    user
+}
+
+/// `kubesvc ARGS -o json`, exit 0, the JSON.
+async fn json(user: &CliUser, args: &[&str]) -> serde_json::Value {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json"]);
+    user.run(&all).await.expect(0).json()
+}
+
+/// No token of the demo platform in anything the CLI printed.
+fn no_token_in(run: &Run) {
+    for token in [TOKEN_ACME_SUPER_ADMIN, TOKEN_ACME_MEMBER] {
+        assert!(
+            !run.stdout.contains(token) && !run.stderr.contains(token),
+            "a token was printed: {run:?}"
+        );
+    }
+}
