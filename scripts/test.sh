@@ -27,9 +27,11 @@ step_rust() {
     # that the OpenAPI document refuses it too.
     rm -rf "$REFUSED_DIR" && mkdir -p "$REFUSED_DIR"
     export KUBESVC_RECORD_422="$REFUSED_DIR"
-    # The CLI tests check kubeconfigs with kubectl and run a terminal session under script(1).
+    # The CLI tests check kubeconfigs with kubectl and run terminal sessions under script(1)
+    # and tmux.
     have kubectl || die "kubectl is needed: the CLI tests check the kubeconfig it merges"
     have script || apt_install bsdutils
+    have tmux || apt_install tmux
     # The crash-and-restart tests run the real `server` binary as a child process, and the
     # CLI tests the real `kubesvc`.
     say "cargo build -p server -p kubesvc (the binaries the process and CLI tests start)"

@@ -135,6 +135,46 @@ impl CliUser {
         .unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// Runs `kubesvc ARGS`, sends it SIGINT (what Ctrl-C sends) once its stderr shows
+    /// `after`, and gives what it did then.
+    pub async fn interrupted(&self, args: &[&str], after: &str) -> Run {
+        let mut cmd = self.command(&cli_bin(), args, &[]);
+        let (shown, after) = (args.join(" "), after.to_owned());
+        tokio::task::spawn_blocking(move || {
+            let mut child = cmd
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| panic!("kubesvc {shown}: {e}"));
+            let mut stderr =
+                std::io::BufReader::new(child.stderr.take().unwrap_or_else(|| panic!("no stderr")));
+            let mut seen = String::new();
+            while !seen.contains(&after) {
+                let mut line = String::new();
+                if std::io::BufRead::read_line(&mut stderr, &mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                seen.push_str(&line);
+            }
+            let _ = Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status();
+            let mut rest = String::new();
+            let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
+            let out = child
+                .wait_with_output()
+                .unwrap_or_else(|e| panic!("kubesvc {shown}: {e}"));
+            Run {
+                code: out.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: seen + &rest,
+            }
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
     pub async fn run(&self, args: &[&str]) -> Run {
         self.run_with(args, "", &[]).await
     }

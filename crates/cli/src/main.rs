@@ -54,9 +54,10 @@ fn fail(e: &CliError) -> ExitCode {
     } else {
         "error:"
     };
-    eprintln!("{label} {e}");
+    // The API's words, like everything it holds, are shown, never obeyed by the terminal.
+    eprintln!("{label} {}", output::printable(&e.to_string()));
     for line in e.details() {
-        eprintln!("  {line}");
+        eprintln!("  {}", output::printable(&line));
     }
     ExitCode::from(e.exit_code())
 }

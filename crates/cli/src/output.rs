@@ -67,7 +67,7 @@ impl Printer {
                 let cells = table
                     .rows
                     .iter()
-                    .map(|r| r.get(c).map_or(0, |s| s.chars().count()));
+                    .map(|r| r.get(c).map_or(0, |s| printable(s).chars().count()));
                 let head = if self.header {
                     table.header[c].len()
                 } else {
@@ -94,7 +94,7 @@ impl Printer {
         let last = widths.len().saturating_sub(1);
         let mut line = String::new();
         for (i, width) in widths.iter().enumerate() {
-            let cell = cut(cells.get(i).map_or("", String::as_str), *width);
+            let cell = cut(&printable(cells.get(i).map_or("", String::as_str)), *width);
             let pad = width.saturating_sub(cell.chars().count());
             // Colour after padding: escape codes take no columns.
             let shown = match (self.color, header) {
@@ -119,10 +119,11 @@ impl Printer {
         pairs
             .iter()
             .map(|(label, value)| {
+                let value = printable(value);
                 let value = if self.color {
-                    paint(value)
+                    paint(&value)
                 } else {
-                    value.clone()
+                    value.into_owned()
                 };
                 format!("{label:width$}  {value}\n")
             })
@@ -149,6 +150,26 @@ fn fit(widths: &mut [usize], total: usize, header: Option<&Vec<&'static str>>) {
             None => break,
         }
     }
+}
+
+/// `text` with every control character written out as its escape (`\u{1b}`), so that what
+/// the API holds (a description any super_admin of the organization may set) cannot drive
+/// the reader's terminal: move the cursor, hide text, set the title, write the clipboard.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_unicode().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
 }
 
 /// `text` cut to `width` characters, ending in `…` when cut.
@@ -279,6 +300,20 @@ mod tests {
             .replace("\x1b[33m", "");
         assert_eq!(plain, printer(None, true).render(&table()));
         assert!(text.contains("\x1b[32mProvisioned\x1b[0m"));
+    }
+
+    #[test]
+    fn control_characters_from_the_api_are_shown_not_obeyed() {
+        let mut t = Table::new(&["NAME", "DESCRIPTION"]);
+        t.row(vec![
+            "prod-1".into(),
+            "\x1b]52;c;cm0gLXJmIH4=\x07 \x1b[8mhidden".into(),
+        ]);
+        let text = printer(None, true).render(&t);
+        assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
+        assert!(text.contains("\\u{1b}]52;c;"), "{text:?}");
+        let details = printer(None, true).details(&[("Description:", "a\rb".into())]);
+        assert_eq!(details, "Description:  a\\u{d}b\n");
     }
 
     #[test]

@@ -13,6 +13,7 @@ use wire::cluster::ClusterState;
 
 use crate::client::{Api, Call};
 use crate::error::CliError;
+use crate::output::printable;
 use crate::resolve::ClusterRef;
 
 /// The longest a single long-poll is held.
@@ -58,6 +59,12 @@ impl Follow<'_> {
             ))),
         };
         bar.finish_and_clear();
+        // The line drawn in place is gone: where it settled stays, as a line of its own.
+        if let Ok(label) = &outcome
+            && !bar.is_hidden()
+        {
+            eprintln!("{}: {}", self.what, printable(label));
+        }
         outcome
     }
 
@@ -130,9 +137,9 @@ impl Follow<'_> {
         // indicatif draws nothing where it sees no capable terminal (TERM unset or dumb):
         // plain lines there.
         if !bar.is_hidden() {
-            bar.set_message(format!("{}: {label}", self.what));
+            bar.set_message(format!("{}: {}", self.what, printable(label)));
         } else {
-            eprintln!("{}: {label}", self.what);
+            eprintln!("{}: {}", self.what, printable(label));
         }
     }
 }

@@ -162,7 +162,13 @@ fn forbidden_text(f: &Forbidden) -> &'static str {
 fn conflict_text(c: &Conflict) -> String {
     match c {
         Conflict::NameTaken { resource, name } => {
-            format!("a {} named {name:?} already exists", resource.noun())
+            let noun = resource.noun();
+            let article = if noun.starts_with(['a', 'e', 'i', 'o', 'u', 'E']) {
+                "an"
+            } else {
+                "a"
+            };
+            format!("{article} {noun} named {name:?} already exists")
         }
         Conflict::IdempotencyKeyReused => {
             "this idempotency key was used with a different request".into()
@@ -319,6 +325,28 @@ mod tests {
             DomainError::CapacityExhausted(Capacity::PublicPoolDisabled)
                 .retry_after_seconds()
                 .is_some()
+        );
+    }
+
+    #[test]
+    fn a_taken_name_reads_with_its_article() {
+        let taken = |resource| {
+            conflict_text(&Conflict::NameTaken {
+                resource,
+                name: "web".into(),
+            })
+        };
+        assert_eq!(
+            taken(Resource::Cluster),
+            "a cluster named \"web\" already exists"
+        );
+        assert_eq!(
+            taken(Resource::AuthServer),
+            "an auth server named \"web\" already exists"
+        );
+        assert_eq!(
+            taken(Resource::ElasticIp),
+            "an Elastic IP named \"web\" already exists"
         );
     }
 }

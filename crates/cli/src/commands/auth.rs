@@ -60,6 +60,7 @@ async fn login(global: &Global, token_stdin: bool, name: Option<String>) -> Resu
         .or_else(|| Some(old.url.clone()).filter(|u| !u.is_empty()))
         .ok_or_else(|| CliError::usage("no URL for this context: pass --url https://…"))?;
     let organization = global.organization.clone().or(old.organization.clone());
+    warn_if_cleartext(&url);
     let from = if token_stdin {
         secret::From::Stdin
     } else {
@@ -92,6 +93,23 @@ async fn login(global: &Global, token_stdin: bool, name: Option<String>) -> Resu
         path.display()
     );
     Ok(())
+}
+
+/// A token sent over plain HTTP to another machine can be read on the way: said, not
+/// refused (a development server on a private network is a fair use).
+fn warn_if_cleartext(url: &str) {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return;
+    };
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    if parsed.scheme() == "http" && !loopback {
+        eprintln!("warning: {url} is plain HTTP: the token travels unencrypted on every request");
+    }
 }
 
 async fn status(global: &Global) -> Result<(), CliError> {

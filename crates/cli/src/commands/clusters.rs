@@ -168,9 +168,6 @@ pub async fn run(s: &Session, command: ClusterCommand) -> Result<(), CliError> {
             }
             if wait.wait {
                 settle(s, &cluster, &wait).await?;
-                if !s.out.is_data() {
-                    eprintln!("Cluster {} is deleted", cluster.label);
-                }
                 return Ok(());
             }
             print_cluster(s, answer.json()?)
@@ -186,9 +183,6 @@ pub async fn run(s: &Session, command: ClusterCommand) -> Result<(), CliError> {
             };
             let gone = settle(s, &cluster, &wait).await? == GONE;
             if gone {
-                if !s.out.is_data() {
-                    eprintln!("Cluster {} is deleted", cluster.label);
-                }
                 return Ok(());
             }
             show_cluster(s, &cluster).await

@@ -234,19 +234,9 @@ async fn settle(
         })
         .await?;
     if last == "deleted" {
-        if !s.out.is_data() {
-            eprintln!("{} {label} is gone", capital(kind.what));
-        }
         return Ok(None);
     }
     Ok(Some(s.api.send(&Call::get(path)).await?.json()?))
-}
-
-fn capital(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 fn parse<T: serde::de::DeserializeOwned>(raw: Value) -> Result<T, CliError> {

@@ -167,19 +167,17 @@ async fn finish(
                 Ok(match list.items.iter().find(|p| p.name == pool) {
                     None => Progress::Done("deleted".into()),
                     Some(p) if p.status == PoolStatus::Ready => Progress::Done("Ready".into()),
-                    Some(p) => {
-                        Progress::Pending(format!("{} ({} nodes)", cell(&json!(p.status)), p.count))
-                    }
+                    Some(p) => Progress::Pending(format!(
+                        "{} ({} node{})",
+                        cell(&json!(p.status)),
+                        p.count,
+                        if p.count == 1 { "" } else { "s" }
+                    )),
                 })
             })
             .await;
         match last {
-            Ok(label) if label == "deleted" => {
-                if !s.out.is_data() {
-                    eprintln!("Node pool {pool} is deleted");
-                }
-                return Ok(());
-            }
+            Ok(label) if label == "deleted" => return Ok(()),
             Ok(_) => {
                 let list: Value = s
                     .api

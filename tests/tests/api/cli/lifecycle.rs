@@ -71,6 +71,19 @@ async fn a_cluster_lives_its_whole_life_through_the_cli() {
     assert!(!created.stderr.contains('\x1b'), "{created:?}");
     let names = user.run(&["cluster", "list", "-o", "name"]).await.expect(0);
     assert_eq!(names.stdout, "life-1\n");
+    let bare = user
+        .run(&["cluster", "list", "--no-header"])
+        .await
+        .expect(0);
+    assert!(bare.stdout.starts_with("life-1  Provisioned"), "{bare:?}");
+    let yaml = user
+        .run(&["cluster", "get", "life-1", "-o", "yaml"])
+        .await
+        .expect(0);
+    assert!(
+        yaml.stdout.contains("\nphase: \"Provisioned\"\n"),
+        "{yaml:?}"
+    );
 
     kubeconfig_is_merged_beside_an_unrelated_context(&user).await;
 
@@ -121,6 +134,32 @@ async fn a_cluster_lives_its_whole_life_through_the_cli() {
     );
     let nodes = json(&user, &["node", "list", "life-1", "--pool", "batch"]).await;
     assert_eq!(nodes["items"].as_array().map(Vec::len), Some(2));
+    let node = nodes["items"][0]["name"].as_str().unwrap_or_default();
+    let replaced = json(&user, &["node", "delete", "life-1", node]).await;
+    assert_eq!(replaced["status"], "Deleting");
+    user.run(&["node-pool", "delete", "life-1", "batch", "--wait"])
+        .await
+        .expect(0);
+    assert_eq!(
+        user.run(&["node-pool", "list", "life-1", "-o", "name"])
+            .await
+            .expect(0)
+            .stdout,
+        "default\n"
+    );
+
+    let private = json(
+        &user,
+        &["cluster", "exposure", "set", "life-1", "private", "--wait"],
+    )
+    .await;
+    assert_eq!(
+        (
+            private["exposure"].as_str(),
+            private["exposure_change"].is_null()
+        ),
+        (Some("private"), true)
+    );
 
     let eip = json(
         &user,
@@ -167,7 +206,10 @@ async fn a_cluster_lives_its_whole_life_through_the_cli() {
         .run(&["cluster", "delete", "life-1", "--wait"])
         .await
         .expect(0);
-    assert!(deleted.stderr.contains("is deleted"), "{deleted:?}");
+    assert!(
+        deleted.stderr.contains("cluster life-1: deleted"),
+        "{deleted:?}"
+    );
     user.run(&["cluster", "get", "life-1"]).await.expect(4);
 }
 
@@ -234,4 +276,63 @@ async fn kubeconfig_is_merged_beside_an_unrelated_context(user: &CliUser) {
     assert_eq!(other.stdout, "y", "the unrelated context is intact");
     let mode = std::fs::metadata(user.kubeconfig()).map(|m| m.permissions().mode() & 0o777);
     assert_eq!(mode.ok(), Some(0o600));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeconfig_save_waits_for_the_control_plane_and_ctrl_c_leaves_a_wait_alone() {
+    // Slow steps: the kubeconfig is not ready when asked for.
+    let app = TestApp::spawn_with(&[("PROVISIONER_STEP_MS", "1500")]).await;
+    let user = logged_in(&app).await;
+    user.run(&[
+        "cluster",
+        "create",
+        "slow-1",
+        "--size",
+        "kube.c5.large",
+        "--count",
+        "1",
+    ])
+    .await
+    .expect(0);
+    let saved = user
+        .run(&["cluster", "kubeconfig", "save", "slow-1"])
+        .await
+        .expect(0);
+    assert!(
+        saved.stderr.contains("waiting for its control plane"),
+        "{saved:?}"
+    );
+    user.other(
+        "kubectl",
+        &["config", "view", "--minify", "--context", "slow-1"],
+    )
+    .await
+    .expect(0);
+
+    // A cluster that never settles (no provisioning at all): Ctrl-C ends the wait, not the cluster.
+    let idle = TestApp::spawn_api_only(&[]).await;
+    let waiter = logged_in(&idle).await;
+    waiter
+        .run(&[
+            "cluster",
+            "create",
+            "idle-1",
+            "--size",
+            "kube.c5.large",
+            "--count",
+            "1",
+        ])
+        .await
+        .expect(0);
+    let run = waiter
+        .interrupted(&["cluster", "wait", "idle-1"], "cluster idle-1: Pending")
+        .await;
+    assert_eq!(run.code, 130, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("Follow it again with: kubesvc cluster wait idle-1"),
+        "{run:?}"
+    );
+    let still = json(&waiter, &["cluster", "get", "idle-1"]).await;
+    assert_eq!(still["phase"], "Pending");
 }

@@ -84,3 +84,109 @@ async fn completion_scripts_and_the_man_page_are_there() {
         "{help:?}"
     );
 }
+
+/// Another super_admin of the organization writes escape sequences into a description (set
+/// the window title, write the clipboard, hide text): a reader's `cluster get` and `list`
+/// show them as text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_api_holds_cannot_drive_the_readers_terminal() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let mut body = cluster_body("acme", "esc-1");
+    body["description"] =
+        serde_json::json!("\u{1b}]0;pwned\u{7}\u{1b}]52;c;cm0gLXJmIH4=\u{7}\u{1b}[8mhidden");
+    let created = app.post(CLUSTERS, TOKEN_ACME_SUPER_ADMIN, &body).await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    let reader = CliUser::with_env(&app.url, TOKEN_ACME_MEMBER, "acme");
+    let bin = blackbox::cli::cli_bin();
+    let shown = reader
+        .other(
+            "script",
+            &[
+                "-qec",
+                &format!("TERM=xterm {} cluster get esc-1", bin.display()),
+                "/dev/null",
+            ],
+        )
+        .await
+        .expect(0);
+    assert!(shown.stdout.contains("\\u{1b}]0;pwned\\u{7}"), "{shown:?}");
+    assert!(
+        !shown.stdout.contains("\u{1b}]") && !shown.stdout.contains('\u{7}'),
+        "{shown:?}"
+    );
+}
+
+/// `auth login` on a terminal (a tmux pane): it asks for the token, the keys typed are not
+/// echoed, and the token is saved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_asks_for_the_token_on_the_terminal_without_echoing_it() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let user = CliUser::new();
+    let socket = format!("kubesvc-test-{}", uuid::Uuid::new_v4());
+    let login = format!(
+        "{} auth login --url {} --organization acme; sleep 60",
+        blackbox::cli::cli_bin().display(),
+        app.url
+    );
+    let tmux = |args: &[&str]| {
+        let mut all = vec!["-L", socket.as_str()];
+        all.extend_from_slice(args);
+        all.iter().map(|a| (*a).to_owned()).collect::<Vec<String>>()
+    };
+    let run = |args: Vec<String>| {
+        let user = &user;
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            user.other("tmux", &args).await
+        }
+    };
+    run(tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "login",
+        "-x",
+        "150",
+        "-y",
+        "20",
+        &login,
+    ]))
+    .await
+    .expect(0);
+    let screen_shows = |wanted: &'static str| {
+        let run = &run;
+        let tmux = &tmux;
+        async move {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            loop {
+                let screen = run(tmux(&["capture-pane", "-p", "-t", "login"]))
+                    .await
+                    .stdout;
+                if screen.contains(wanted) || std::time::Instant::now() > deadline {
+                    return screen;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let prompt = screen_shows("Token:").await;
+    assert!(prompt.contains("Token:"), "{prompt}");
+    run(tmux(&[
+        "send-keys",
+        "-t",
+        "login",
+        TOKEN_ACME_SUPER_ADMIN,
+        "Enter",
+    ]))
+    .await
+    .expect(0);
+    let done = screen_shows("Logged in").await;
+    run(tmux(&["kill-server"])).await;
+    assert!(done.contains("Logged in to"), "{done}");
+    assert!(
+        !done.contains(TOKEN_ACME_SUPER_ADMIN),
+        "the token was echoed: {done}"
+    );
+    let status = user.run(&["auth", "status"]).await.expect(0);
+    assert!(status.stdout.contains("accepted"), "{status:?}");
+}
