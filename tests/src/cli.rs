@@ -35,6 +35,16 @@ pub struct Run {
     pub stderr: String,
 }
 
+impl From<std::process::Output> for Run {
+    fn from(out: std::process::Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
 impl Run {
     /// Standard output as JSON (for `-o json` runs).
     pub fn json(&self) -> serde_json::Value {
@@ -125,11 +135,7 @@ impl CliUser {
             let out = child
                 .wait_with_output()
                 .unwrap_or_else(|e| panic!("kubesvc {shown}: {e}"));
-            Run {
-                code: out.status.code().unwrap_or(-1),
-                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            }
+            Run::from(out)
         })
         .await
         .unwrap_or_else(|e| panic!("{e}"))
@@ -188,11 +194,7 @@ impl CliUser {
                 .stdin(Stdio::null())
                 .output()
                 .unwrap_or_else(|e| panic!("{shown}: {e}"));
-            Run {
-                code: out.status.code().unwrap_or(-1),
-                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            }
+            Run::from(out)
         })
         .await
         .unwrap_or_else(|e| panic!("{e}"))

@@ -61,23 +61,7 @@ pub async fn pools(s: &Session, command: NodePoolCommand) -> Result<(), CliError
                 .send(&Call::get(format!("{}/node-pools", cluster.path())))
                 .await?;
             let list: NodePoolList = answer.parse()?;
-            let mut table = Table::new(&[
-                "NAME",
-                "SIZE",
-                "COUNT",
-                "AUTOSCALE",
-                "STATUS",
-                "LABELS",
-                "AGE",
-            ]);
-            for p in &list.items {
-                table.row(row(p));
-            }
-            s.out.show(&View {
-                raw: answer.json()?,
-                names: list.items.iter().map(|p| p.name.clone()).collect(),
-                table,
-            })
+            s.out.show(&pool_view(&list.items, answer.json()?))
         }
         NodePoolCommand::Scale {
             cluster,
@@ -201,6 +185,11 @@ async fn finish(
             "the API's node pool does not have the expected shape: {e}"
         ))
     })?;
+    s.out.show(&pool_view(&[p], raw))
+}
+
+/// Pools as a table and as names; `raw` as the API sent it.
+fn pool_view(pools: &[NodePool], raw: Value) -> View {
     let mut table = Table::new(&[
         "NAME",
         "SIZE",
@@ -210,12 +199,14 @@ async fn finish(
         "LABELS",
         "AGE",
     ]);
-    table.row(row(&p));
-    s.out.show(&View {
+    for p in pools {
+        table.row(row(p));
+    }
+    View {
         raw,
-        names: vec![p.name],
+        names: pools.iter().map(|p| p.name.clone()).collect(),
         table,
-    })
+    }
 }
 
 fn row(p: &NodePool) -> Vec<String> {

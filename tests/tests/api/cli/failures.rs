@@ -248,3 +248,35 @@ async fn reads_and_keyed_writes_are_retried_after_a_503_and_a_plain_patch_is_not
     );
     assert_eq!(patch.seen().len(), 1, "a PATCH without a key is sent once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_that_ends_failed_exits_1_with_the_reason() {
+    let app = TestApp::spawn_with(&[("PROVISIONER_FAIL_STEPS", "create_control_plane")]).await;
+    let user = CliUser::with_env(&app.url, TOKEN_ACME_SUPER_ADMIN, "acme");
+    let run = user
+        .run(&[
+            "cluster",
+            "create",
+            "doomed",
+            "--size",
+            "kube.c5.large",
+            "--count",
+            "1",
+            "--wait",
+        ])
+        .await
+        .expect(1);
+    assert!(
+        run.stderr.contains("error: cluster doomed failed: "),
+        "{run:?}"
+    );
+    // A Failed cluster's kubeconfig is a conflict (5), not something to wait for.
+    let show = user
+        .run(&["cluster", "kubeconfig", "show", "doomed"])
+        .await
+        .expect(5);
+    assert!(show.stdout.is_empty(), "{show:?}");
+    user.run(&["cluster", "delete", "doomed", "--wait"])
+        .await
+        .expect(0);
+}

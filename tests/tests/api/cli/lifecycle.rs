@@ -86,6 +86,14 @@ async fn a_cluster_lives_its_whole_life_through_the_cli() {
     );
 
     kubeconfig_is_merged_beside_an_unrelated_context(&user).await;
+    let shown = user
+        .run(&["cluster", "kubeconfig", "show", "life-1"])
+        .await
+        .expect(0);
+    assert!(
+        shown.stdout.starts_with("apiVersion: v1\nkind: Config\n"),
+        "{shown:?}"
+    );
 
     user.run(&[
         "node-pool",
