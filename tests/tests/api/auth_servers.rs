@@ -396,6 +396,45 @@ async fn patch_merges_config_and_rotates_the_client_secret() {
     );
 }
 
+/// Every change answers the object as a read shows it next, `updated_at` included (a PATCH
+/// answered the old one, a credential change too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_answers_what_a_read_shows_next() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let o = create(&app, &oidc("sso", "production")).await;
+    let t = create(&app, &token("keys")).await;
+    let credential = json!({"token": "another-token-0123456789"});
+    let changes = [
+        (
+            &o,
+            path(&o),
+            json!({"config": {"client_secret": NEW_SECRET}}),
+        ),
+        (&o, path(&o), json!({"name": "sso-2"})),
+        (&t, format!("{}/credentials", path(&t)), credential),
+    ];
+    for (server, url, body) in changes {
+        let answer = if url.ends_with("/credentials") {
+            app.post(&url, TOKEN_ACME_SUPER_ADMIN, &body).await
+        } else {
+            app.patch(&url, TOKEN_ACME_SUPER_ADMIN, &body).await
+        };
+        assert!(
+            answer.status == 200 || answer.status == 201,
+            "{}",
+            answer.text()
+        );
+        let read = app.get(&path(server), TOKEN_ACME_SUPER_ADMIN).await.json();
+        assert!(
+            read["updated_at"].as_str() > server["updated_at"].as_str(),
+            "{read}"
+        );
+        if answer.status == 200 {
+            assert_eq!(answer.json(), read, "{url} {body}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn credentials_add_remove_and_their_conflicts() {
     let app = TestApp::spawn_api_only(&[]).await;

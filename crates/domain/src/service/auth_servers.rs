@@ -221,17 +221,21 @@ impl Services {
             if attempt > 0 {
                 server = self.load_auth_server(server.id).await?;
             }
+            // The change is decided on the server as it will be stored, stamped already, so
+            // the answer it builds shows the `updated_at` a read will show next.
+            let mut stamped = server.clone();
+            stamped.updated_at = self
+                .ports
+                .clock
+                .now()
+                .max(server.updated_at + chrono::Duration::microseconds(1));
             let ServerChange {
                 mut next,
                 action,
                 details,
                 answer: value,
-            } = decide(&server).await?;
-            next.updated_at = self
-                .ports
-                .clock
-                .now()
-                .max(server.updated_at + chrono::Duration::microseconds(1));
+            } = decide(&stamped).await?;
+            next.updated_at = stamped.updated_at;
             let audit = self.audit(caller, &next, action, details);
             let name = next.name.as_str().to_owned();
             let write = AuthServerWrite {

@@ -124,6 +124,86 @@ async fn auth_servers_and_their_credentials_through_the_cli() {
         "{listed:?}"
     );
 
+    let sso = user
+        .run_with(
+            &[
+                "auth-server",
+                "create",
+                "corp-sso",
+                "--environment",
+                "staging",
+                "--type",
+                "oidc",
+                "--issuer-url",
+                "https://login.example.com",
+                "--client-id",
+                "gw",
+                "--authorized-domain",
+                "app.example.com",
+                "--redirect-path",
+                "/oauth2/callback",
+                "--group-claim",
+                "groups",
+                "--secret-from-env",
+                "CLIENT_SECRET",
+                "-o",
+                "json",
+            ],
+            "",
+            &[("CLIENT_SECRET", "oidc-client-secret-value")],
+        )
+        .await
+        .expect(0);
+    let config = &sso.json()["config"];
+    assert_eq!(
+        (
+            config["client_secret_set"].as_bool(),
+            config["group_claim"].as_str()
+        ),
+        (Some(true), Some("groups"))
+    );
+    assert!(!sso.stdout.contains("oidc-client-secret-value"));
+    let missing = user
+        .run(&[
+            "auth-server",
+            "create",
+            "x",
+            "--environment",
+            "staging",
+            "--type",
+            "oidc",
+            "--client-id",
+            "gw",
+        ])
+        .await
+        .expect(2);
+    assert!(
+        missing
+            .stderr
+            .contains("--issuer-url, --authorized-domain, --redirect-path"),
+        "{missing:?}"
+    );
+    let rotated = user
+        .run_with(
+            &[
+                "auth-server",
+                "update",
+                "corp-sso",
+                "--client-secret",
+                "--secret-stdin",
+                "-o",
+                "json",
+            ],
+            "a-new-client-secret\n",
+            &[],
+        )
+        .await
+        .expect(0);
+    assert!(
+        rotated.json()["updated_at"] != sso.json()["updated_at"],
+        "{rotated:?}"
+    );
+
     // A secret is never taken from the command line: no flag for it, and no terminal to ask on.
     let no_secret = user
         .run(&[

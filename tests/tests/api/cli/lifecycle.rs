@@ -42,6 +42,73 @@ async fn login_keeps_the_token_private_and_never_prints_it() {
     assert!(after.stderr.contains("kubesvc auth login"), "{after:?}");
 }
 
+/// Two contexts (two organizations here; two endpoints work the same), one current; a flag
+/// or a variable picks another for one command without changing the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contexts_pick_the_endpoint_and_organization() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let user = logged_in(&app).await;
+    user.run(&[
+        "cluster",
+        "create",
+        "in-acme",
+        "--size",
+        "kube.c5.large",
+        "--count",
+        "1",
+    ])
+    .await
+    .expect(0);
+    user.run_with(
+        &[
+            "auth",
+            "login",
+            "--url",
+            &app.url,
+            "--organization",
+            "initech",
+            "--name",
+            "initech",
+            "--token-stdin",
+        ],
+        &format!("{TOKEN_INITECH_SUPER_ADMIN}\n"),
+        &[],
+    )
+    .await
+    .expect(0);
+    // The new context is current: initech has no clusters.
+    assert_eq!(
+        user.run(&["cluster", "list", "-o", "name"])
+            .await
+            .expect(0)
+            .stdout,
+        ""
+    );
+    let acme = user
+        .run(&["cluster", "list", "-o", "name", "--context", "default"])
+        .await
+        .expect(0);
+    assert_eq!(acme.stdout, "in-acme\n");
+    let by_env = user
+        .run_with(
+            &["cluster", "list", "-o", "name"],
+            "",
+            &[("KUBESVC_CONTEXT", "default")],
+        )
+        .await
+        .expect(0);
+    assert_eq!(by_env.stdout, "in-acme\n");
+    user.run(&["context", "use", "default"]).await.expect(0);
+    let listed = json(&user, &["context", "list"]).await;
+    assert_eq!(listed["current_context"], "default");
+    assert_eq!(listed["contexts"].as_array().map(Vec::len), Some(2));
+    user.run(&["context", "delete", "initech"]).await.expect(0);
+    user.run(&["cluster", "list", "--context", "initech"])
+        .await
+        .expect(2);
+    user.run(&["context", "use", "nowhere"]).await.expect(2);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_lives_its_whole_life_through_the_cli() {
     let app = TestApp::spawn().await;
@@ -71,6 +138,41 @@ async fn a_cluster_lives_its_whole_life_through_the_cli() {
     assert!(!created.stderr.contains('\x1b'), "{created:?}");
     let names = user.run(&["cluster", "list", "-o", "name"]).await.expect(0);
     assert_eq!(names.stdout, "life-1\n");
+    let updated = json(
+        &user,
+        &[
+            "cluster",
+            "update",
+            "life-1",
+            "--description",
+            "payments",
+            "--tag",
+            "team-a",
+        ],
+    )
+    .await;
+    assert_eq!(
+        (updated["description"].as_str(), updated["tags"][0].as_str()),
+        (Some("payments"), Some("team-a"))
+    );
+    let cleared = json(
+        &user,
+        &[
+            "cluster",
+            "update",
+            "life-1",
+            "--clear-description",
+            "--clear-tags",
+        ],
+    )
+    .await;
+    assert_eq!(
+        (
+            cleared["description"].is_null(),
+            cleared["tags"].as_array().map(Vec::len)
+        ),
+        (true, Some(0))
+    );
     let bare = user
         .run(&["cluster", "list", "--no-header"])
         .await
