@@ -47,6 +47,7 @@ can switch on. A 422 also has `errors`: one `{field, message}` per problem, `fie
 | 403 | `forbidden`, `assistant_not_allowed` | not a member (reads) or not super_admin (writes); the AI assistant's limits |
 | 404 | `not_found` | unknown, gone, or not yours to see (existence is never revealed) |
 | 409 | `name_conflict`, `idempotency_key_reused`, `idempotency_key_in_progress`, `change_in_flight`, `last_pool`, `exposure_mismatch`, `invalid_state`, `cluster_not_provisioned`, `cluster_deleting`, `cluster_failed`, `last_credential`, `concurrent_modification` | the state of things forbids it now |
+| 412 | `precondition_failed` | an `If-Match` write on an object that changed since it was read (see Concurrent edits) |
 | 413 | `payload_too_large` | a body over 1 MiB |
 | 415 | `unsupported_media_type` | a body that is not `application/json` |
 | 422 | `validation_failed` | every other body rule |
@@ -83,6 +84,25 @@ same key with a different request is 409 `idempotency_key_reused`; while the fir
 still running, 409 `idempotency_key_in_progress`; if the first request died, the key is taken
 over after its 60 s lease. A 5xx is never remembered: the retry runs anew.
 
+### Concurrent edits
+
+Every answer that is one cluster, node pool, node, Elastic IP, firewall rule or auth server
+carries an `ETag`: a hash of that answer's bytes, so it changes exactly when what you would read
+changes (a node elsewhere finishing does not change a pool's tag). Send it back:
+
+- `If-Match: <etag>` on a change (PATCH or DELETE of a cluster, its exposure, a node pool, an
+  Elastic IP, a firewall rule, an auth server) applies it only if the object is still as you
+  read it; otherwise 412 `precondition_failed` and nothing changes: read again, decide again.
+  The condition is checked on the object the change is decided on, in the same transaction as
+  the write, so of several writers holding one tag exactly one succeeds. `*` matches whatever
+  the object is now; a weak tag (`W/"…"`) or anything that is not an entity tag matches nothing.
+  Without `If-Match`, changes work as always (last writer wins).
+- `If-None-Match: <etag>` on a read of one object answers 304 with no body while it still has
+  that tag.
+
+An idempotent replay answers the stored first answer, its `ETag` included, whatever the object
+is now.
+
 ### Registration reasons
 
 A cluster's `hub_registration` and `default_environment` carry a `reason` only when not ready,
@@ -108,7 +128,7 @@ run() {
     local raw
     raw=$(curl -sS -i "$@")
     local head body
-    head=$(printf '%s' "$raw" | sed -n '1,/^\r$/p' | tr -d '\r' | grep -iE '^(HTTP/|location|retry-after|idempotency-replay|content-type|www-authenticate|allow)' || true)
+    head=$(printf '%s' "$raw" | sed -n '1,/^\r$/p' | tr -d '\r' | grep -iE '^(HTTP/|location|retry-after|idempotency-replay|content-type|www-authenticate|allow|etag)' || true)
     body=$(printf '%s' "$raw" | sed '1,/^\r$/d')
     {
         printf '\n### %s\n\n```sh\n%s\n```\n\n```\n%s\n\n' "$title" "$shown" "$head"
@@ -120,7 +140,11 @@ run() {
         printf '```\n'
     } >>"$OUT"
     LAST_BODY=$body
+    LAST_HEAD=$head
 }
+
+# The ETag of the last answer.
+last_etag() { printf '%s\n' "$LAST_HEAD" | sed -n 's/^[Ee][Tt][Aa][Gg]: //p'; }
 
 field() { printf '%s' "$LAST_BODY" | python3 -c "import sys,json; print(json.load(sys.stdin)$1)"; }
 
@@ -157,7 +181,10 @@ run "GET /v1/public/clusters/{id}/state (long-poll: answers at once when version
 run "GET /v1/public/clusters/{id}/kubeconfig before the control plane is up: 202" "${M[@]}" "$BASE/v1/public/clusters/$ID/kubeconfig"
 wait_phase "$ID" Provisioned
 run "GET /v1/public/clusters/{id}" "${M[@]}" "$BASE/v1/public/clusters/$ID"
+SEEN=$(last_etag)
+run "GET /v1/public/clusters/{id} with If-None-Match: 304 while unchanged" "${M[@]}" -H "If-None-Match: $SEEN" "$BASE/v1/public/clusters/$ID"
 run "PATCH /v1/public/clusters/{id} (description and tags only)" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID" -d '{"description":"changed","tags":["team-a","prod"]}'
+run "PATCH with the If-Match of the version read before that change: 412, nothing changed" "${A[@]}" "${J[@]}" -H "If-Match: $SEEN" -X PATCH "$BASE/v1/public/clusters/$ID" -d '{"description":"overwritten?"}'
 run "GET /v1/public/clusters/{id}/kubeconfig (YAML)" "${M[@]}" "$BASE/v1/public/clusters/$ID/kubeconfig"
 run "GET /v1/public/clusters/{id}/kubeconfig?format=json" "${M[@]}" "$BASE/v1/public/clusters/$ID/kubeconfig?format=json" -o /dev/null -w '%{http_code} %{content_type}\n'
 

@@ -1,6 +1,7 @@
 //! The HTTP adapter: actix-web routes over the domain's use cases. Handlers stay thin:
 //! extract and validate, call the use case, map the answer to HTTP.
 
+pub mod conditional;
 pub mod extract;
 pub mod metrics;
 pub mod middleware;

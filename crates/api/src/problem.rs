@@ -25,6 +25,7 @@ pub fn status_of(e: &DomainError) -> StatusCode {
         DomainError::Forbidden(_) => StatusCode::FORBIDDEN,
         DomainError::NotFound(_) => StatusCode::NOT_FOUND,
         DomainError::Conflict(_) => StatusCode::CONFLICT,
+        DomainError::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
         DomainError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
         DomainError::CapacityExhausted(_) | DomainError::ServiceUnavailable => {
             StatusCode::SERVICE_UNAVAILABLE

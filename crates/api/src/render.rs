@@ -70,14 +70,21 @@ shown_as! {
 
 impl<T: Shown> Render<T> for JsonRender<T> {
     fn ok(&self, value: &T) -> StoredResponse {
-        let mut headers = vec![(header::CONTENT_TYPE.to_string(), JSON.to_owned())];
+        let body = serde_json::to_vec(&value.wire()).unwrap_or_default();
+        let mut headers = vec![
+            (header::CONTENT_TYPE.to_string(), JSON.to_owned()),
+            (
+                header::ETAG.to_string(),
+                crate::conditional::entity_tag(&body),
+            ),
+        ];
         if let Some(f) = &self.location {
             headers.push((header::LOCATION.to_string(), f(value)));
         }
         StoredResponse {
             status: self.status.as_u16(),
             headers,
-            body: serde_json::to_vec(&value.wire()).unwrap_or_default(),
+            body,
         }
     }
 

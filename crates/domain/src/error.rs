@@ -134,6 +134,9 @@ pub enum DomainError {
 
     #[error("{}", conflict_text(.0))]
     Conflict(Conflict),
+    /// A conditional write found the object changed since its caller last saw it.
+    #[error("the object changed since you last read it: read it again, then decide again")]
+    PreconditionFailed,
 
     #[error("{0}")]
     Validation(Violations),
@@ -266,6 +269,7 @@ impl DomainError {
                 Conflict::LastCredential => "last_credential",
                 Conflict::ConcurrentModification => "concurrent_modification",
             },
+            DomainError::PreconditionFailed => "precondition_failed",
             DomainError::Validation(_) => "validation_failed",
             DomainError::CapacityExhausted(_) => "capacity_exhausted",
             DomainError::ServiceUnavailable => "service_unavailable",

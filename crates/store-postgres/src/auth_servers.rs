@@ -319,6 +319,21 @@ fn write_in(conn: &mut PgConnection, w: &AuthServerWrite) -> Result<(), TxError>
             diesel::delete(s::table.find(id)).execute(conn)?;
             *id
         }
+        AuthServerChange::DeleteIfUnchanged {
+            id,
+            expected_updated_at,
+        } => {
+            let n = diesel::delete(
+                s::table
+                    .find(id)
+                    .filter(s::updated_at.eq(expected_updated_at)),
+            )
+            .execute(conn)?;
+            if n == 0 {
+                return Err(StoreError::RevisionMismatch.into());
+            }
+            *id
+        }
     };
     let AuditEvent {
         id,

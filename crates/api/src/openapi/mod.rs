@@ -70,6 +70,9 @@ pub fn error_statuses(r: &RouteSpec) -> Vec<u16> {
     if r.path.ends_with("/kubeconfig") {
         s.push(409);
     }
+    if r.if_match {
+        s.push(412);
+    }
     s.sort_unstable();
     s.dedup();
     s
@@ -182,6 +185,36 @@ fn replay_header(op: &mut Operation) {
     }
 }
 
+/// `ETag` on every success that answers an object; on a GET, the 304 for `If-None-Match`.
+fn etag_header(op: &mut Operation, read: bool) {
+    let etag = || {
+        utoipa::openapi::HeaderBuilder::new()
+            .schema(ObjectBuilder::new().schema_type(Type::String))
+            .description(Some(
+                "The object's entity tag (a hash of this representation): send it back in \
+                 `If-Match` to change the object only as you saw it, or `If-None-Match` to read it \
+                 only when it changed",
+            ))
+            .build()
+    };
+    for (status, response) in op.responses.responses.iter_mut() {
+        let (true, RefOr::T(response)) = (status.starts_with('2') && status != "204", response)
+        else {
+            continue;
+        };
+        response.headers.insert("ETag".into(), etag());
+    }
+    if read {
+        let mut not_modified = ResponseBuilder::new()
+            .description("Not modified: the object still has an `ETag` sent in `If-None-Match`")
+            .build();
+        not_modified.headers.insert("ETag".into(), etag());
+        op.responses
+            .responses
+            .insert("304".into(), RefOr::T(not_modified));
+    }
+}
+
 /// Builds the document once.
 pub fn document() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
@@ -222,6 +255,9 @@ pub fn document() -> utoipa::openapi::OpenApi {
         if r.idempotent {
             replay_header(op);
         }
+        if r.tagged {
+            etag_header(op, r.method == "GET");
+        }
         if r.role != RequiredRole::Public {
             op.security = Some(vec![SecurityRequirement::new(
                 "bearer",
@@ -242,6 +278,20 @@ pub fn document() -> utoipa::openapi::OpenApi {
             params.push(header(
                 "X-Platform-Organization",
                 "Organization slug or id, when the query does not name one",
+            ));
+        }
+        if r.if_match {
+            params.push(header(
+                "If-Match",
+                "The `ETag` of the object as you last read it (or `*`): the change applies only if \
+                 the object is still so, else 412 `precondition_failed` and nothing changes. A weak \
+                 tag (`W/\"…\"`) never matches.",
+            ));
+        }
+        if r.tagged && r.method == "GET" {
+            params.push(header(
+                "If-None-Match",
+                "`ETag`s you hold: 304 without a body when the object still has one of them",
             ));
         }
         if r.idempotent {

@@ -5,6 +5,7 @@ use actix_web::web::Path;
 use actix_web::{HttpRequest, HttpResponse};
 use wire::request::auth_server::{AuthServerPatch, CreateAuthServerRequest, CredentialRequest};
 
+use crate::conditional::{Conditional, tagged};
 use crate::extract::{Body, Ctx, Id, Idempotency, Query};
 use crate::problem::ApiError;
 use crate::query;
@@ -63,13 +64,17 @@ pub async fn create_auth_server(
 #[utoipa::path(get, path = "/v1/public/gateway/auth-servers/{id}", tag = "gateway auth servers",
     params(("id" = String, Path, description = "Auth server id")),
     responses((status = 200, description = "The auth server", body = AuthServerView)))]
-pub async fn get_auth_server(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, ApiError> {
+pub async fn get_auth_server(
+    ctx: Ctx,
+    id: Path<Id>,
+    cond: Conditional,
+) -> Result<HttpResponse, ApiError> {
     let v = ctx
         .services
         .get_auth_server(&ctx.caller, id.0)
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &AuthServerView::from(&v)))
+    Ok(cond.read(&AuthServerView::from(&v)))
 }
 
 /// Changes name, environment, non-secret config fields, or sets a new client secret.
@@ -80,13 +85,14 @@ pub async fn patch_auth_server(
     ctx: Ctx,
     id: Path<Id>,
     body: Body<AuthServerPatch>,
+    cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
     let v = ctx
         .services
-        .patch_auth_server(&ctx.caller, id.0, body.value.into())
+        .patch_auth_server(&ctx.caller, id.0, body.value.into(), cond.expect())
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &AuthServerView::from(&v)))
+    Ok(tagged(StatusCode::OK, &AuthServerView::from(&v)))
 }
 
 /// Deletes an auth server.
@@ -98,11 +104,17 @@ pub async fn delete_auth_server(
     idem: Idempotency,
     req: HttpRequest,
     id: Path<Id>,
+    cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
     let render = EmptyRender::new(&ctx.request_id);
     let a = ctx
         .services
-        .delete_auth_server(&ctx.caller, id.0, idem.request(&req, None, &render))
+        .delete_auth_server(
+            &ctx.caller,
+            id.0,
+            idem.request(&req, None, &render),
+            cond.expect(),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))

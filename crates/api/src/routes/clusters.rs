@@ -9,6 +9,7 @@ use domain::model::cluster::Cluster;
 use domain::service::KubeconfigAnswer;
 use wire::request::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
 
+use crate::conditional::{Conditional, tagged};
 use crate::extract::{Body, Ctx, Id, Idempotency, Query, ReadFreshness};
 use crate::problem::ApiError;
 use crate::render::{JsonRender, answer, json};
@@ -94,13 +95,14 @@ pub async fn get_cluster(
     ctx: Ctx,
     id: Path<Id>,
     fresh: ReadFreshness,
+    cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
     let c = ctx
         .services
         .get_cluster(&ctx.caller, id.0, fresh.0)
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &w::Cluster::from(&c)))
+    Ok(cond.read(&w::Cluster::from(&c)))
 }
 
 /// Changes the description or tags.
@@ -111,13 +113,14 @@ pub async fn patch_cluster(
     ctx: Ctx,
     id: Path<Id>,
     body: Body<ClusterPatch>,
+    cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
     let c = ctx
         .services
-        .patch_cluster(&ctx.caller, id.0, body.value.into())
+        .patch_cluster(&ctx.caller, id.0, body.value.into(), cond.expect())
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &w::Cluster::from(&c)))
+    Ok(tagged(StatusCode::OK, &w::Cluster::from(&c)))
 }
 
 /// Starts an exposure change (202), or answers 200 when the cluster already has it.
@@ -129,10 +132,11 @@ pub async fn change_exposure(
     ctx: Ctx,
     id: Path<Id>,
     body: Body<ExposurePatch>,
+    cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
     let o = ctx
         .services
-        .change_exposure(&ctx.caller, id.0, body.value.into())
+        .change_exposure(&ctx.caller, id.0, body.value.into(), cond.expect())
         .await
         .map_err(|e| ctx.error(e))?;
     let status = if o.started {
@@ -140,7 +144,7 @@ pub async fn change_exposure(
     } else {
         StatusCode::OK
     };
-    Ok(json(status, &w::Cluster::from(&o.cluster)))
+    Ok(tagged(status, &w::Cluster::from(&o.cluster)))
 }
 
 /// Deletes a cluster: 202 with the cluster `Deleting`; gone (404) once deletion completes.
@@ -152,11 +156,17 @@ pub async fn delete_cluster(
     idem: Idempotency,
     req: HttpRequest,
     id: Path<Id>,
+    cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
     let a = ctx
         .services
-        .delete_cluster(&ctx.caller, id.0, idem.request(&req, None, &render))
+        .delete_cluster(
+            &ctx.caller,
+            id.0,
+            idem.request(&req, None, &render),
+            cond.expect(),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))

@@ -57,6 +57,10 @@ pub struct RouteSpec {
     pub capacity: bool,
     /// Refused to the assistant.
     pub assistant_restricted: bool,
+    /// Answers one object with its `ETag`; a GET also honours `If-None-Match` (304).
+    pub tagged: bool,
+    /// Honours `If-Match` (412 when the object changed); answers with the new `ETag`.
+    pub if_match: bool,
 }
 
 /// What a route does beyond its role and organization source.
@@ -70,6 +74,10 @@ pub enum Trait {
     Capacity,
     /// Refused to the AI assistant.
     NoAssistant,
+    /// Answers one object with its `ETag` (a GET: `If-None-Match` gives 304).
+    Tagged,
+    /// Honours `If-Match`: 412 when the object is no longer as the caller saw it.
+    IfMatch,
 }
 
 const fn spec(
@@ -88,6 +96,8 @@ const fn spec(
         body: false,
         capacity: false,
         assistant_restricted: false,
+        tagged: false,
+        if_match: false,
     };
     let mut i = 0;
     while i < traits.len() {
@@ -96,6 +106,11 @@ const fn spec(
             Trait::Body => s.body = true,
             Trait::Capacity => s.capacity = true,
             Trait::NoAssistant => s.assistant_restricted = true,
+            Trait::Tagged => s.tagged = true,
+            Trait::IfMatch => {
+                s.if_match = true;
+                s.tagged = true;
+            }
         }
         i += 1;
     }
@@ -140,34 +155,34 @@ routes! {
     GET    "/v1/openapi.json" => system::openapi, Public, None;
     GET    "/v1/catalog" => catalog::get_catalog, Member, Collection;
     GET    "/v1/public/clusters" => clusters::list_clusters, Member, Collection;
-    POST   "/v1/public/clusters" => clusters::create_cluster, SuperAdmin, Body, Idempotent, Body, Capacity;
-    GET    "/v1/public/clusters/{id}" => clusters::get_cluster, Member, Object;
-    PATCH  "/v1/public/clusters/{id}" => clusters::patch_cluster, SuperAdmin, Object, Body;
-    DELETE "/v1/public/clusters/{id}" => clusters::delete_cluster, SuperAdmin, Object, Idempotent;
-    PATCH  "/v1/public/clusters/{id}/exposure" => clusters::change_exposure, SuperAdmin, Object, Body;
+    POST   "/v1/public/clusters" => clusters::create_cluster, SuperAdmin, Body, Idempotent, Body, Capacity, Tagged;
+    GET    "/v1/public/clusters/{id}" => clusters::get_cluster, Member, Object, Tagged;
+    PATCH  "/v1/public/clusters/{id}" => clusters::patch_cluster, SuperAdmin, Object, Body, IfMatch;
+    DELETE "/v1/public/clusters/{id}" => clusters::delete_cluster, SuperAdmin, Object, Idempotent, IfMatch;
+    PATCH  "/v1/public/clusters/{id}/exposure" => clusters::change_exposure, SuperAdmin, Object, Body, IfMatch;
     GET    "/v1/public/clusters/{id}/state" => clusters::cluster_state, Member, Object;
     GET    "/v1/public/clusters/{id}/kubeconfig" => clusters::kubeconfig, Member, Object;
     GET    "/v1/public/clusters/{id}/node-pools" => node_pools::list_node_pools, Member, Object;
-    POST   "/v1/public/clusters/{id}/node-pools" => node_pools::create_node_pool, SuperAdmin, Object, Idempotent, Body, Capacity;
-    PATCH  "/v1/public/clusters/{id}/node-pools/{pool}" => node_pools::patch_node_pool, SuperAdmin, Object, Idempotent, Body, Capacity;
-    DELETE "/v1/public/clusters/{id}/node-pools/{pool}" => node_pools::delete_node_pool, SuperAdmin, Object, Idempotent;
+    POST   "/v1/public/clusters/{id}/node-pools" => node_pools::create_node_pool, SuperAdmin, Object, Idempotent, Body, Capacity, Tagged;
+    PATCH  "/v1/public/clusters/{id}/node-pools/{pool}" => node_pools::patch_node_pool, SuperAdmin, Object, Idempotent, Body, Capacity, IfMatch;
+    DELETE "/v1/public/clusters/{id}/node-pools/{pool}" => node_pools::delete_node_pool, SuperAdmin, Object, Idempotent, IfMatch;
     GET    "/v1/public/clusters/{id}/node-pools/{pool}/nodes" => node_pools::list_pool_nodes, Member, Object;
     GET    "/v1/public/clusters/{id}/nodes" => node_pools::list_nodes, Member, Object;
-    DELETE "/v1/public/clusters/{id}/nodes/{node}" => node_pools::delete_node, SuperAdmin, Object, Idempotent;
+    DELETE "/v1/public/clusters/{id}/nodes/{node}" => node_pools::delete_node, SuperAdmin, Object, Idempotent, Tagged;
     GET    "/v1/public/clusters/{id}/elastic-ips" => networking::list_elastic_ips, Member, Object;
-    POST   "/v1/public/clusters/{id}/elastic-ips" => networking::create_elastic_ip, SuperAdmin, Object, Idempotent, Body, Capacity, NoAssistant;
-    GET    "/v1/public/clusters/{id}/elastic-ips/{eip}" => networking::get_elastic_ip, Member, Object;
-    DELETE "/v1/public/clusters/{id}/elastic-ips/{eip}" => networking::release_elastic_ip, SuperAdmin, Object, Idempotent, NoAssistant;
+    POST   "/v1/public/clusters/{id}/elastic-ips" => networking::create_elastic_ip, SuperAdmin, Object, Idempotent, Body, Capacity, NoAssistant, Tagged;
+    GET    "/v1/public/clusters/{id}/elastic-ips/{eip}" => networking::get_elastic_ip, Member, Object, Tagged;
+    DELETE "/v1/public/clusters/{id}/elastic-ips/{eip}" => networking::release_elastic_ip, SuperAdmin, Object, Idempotent, NoAssistant, IfMatch;
     GET    "/v1/public/clusters/{id}/firewall-rules" => networking::list_firewall_rules, Member, Object;
-    POST   "/v1/public/clusters/{id}/firewall-rules" => networking::create_firewall_rule, SuperAdmin, Object, Idempotent, Body, NoAssistant;
-    GET    "/v1/public/clusters/{id}/firewall-rules/{rule}" => networking::get_firewall_rule, Member, Object;
-    DELETE "/v1/public/clusters/{id}/firewall-rules/{rule}" => networking::delete_firewall_rule, SuperAdmin, Object, Idempotent, NoAssistant;
+    POST   "/v1/public/clusters/{id}/firewall-rules" => networking::create_firewall_rule, SuperAdmin, Object, Idempotent, Body, NoAssistant, Tagged;
+    GET    "/v1/public/clusters/{id}/firewall-rules/{rule}" => networking::get_firewall_rule, Member, Object, Tagged;
+    DELETE "/v1/public/clusters/{id}/firewall-rules/{rule}" => networking::delete_firewall_rule, SuperAdmin, Object, Idempotent, NoAssistant, IfMatch;
     GET    "/v1/public/gateway/auth-servers" => auth_servers::list_auth_servers, Member, Collection;
-    POST   "/v1/public/gateway/auth-servers" => auth_servers::create_auth_server, SuperAdmin, Body, Idempotent, Body;
-    GET    "/v1/public/gateway/auth-servers/{id}" => auth_servers::get_auth_server, Member, Object;
-    PATCH  "/v1/public/gateway/auth-servers/{id}" => auth_servers::patch_auth_server, SuperAdmin, Object, Body;
-    DELETE "/v1/public/gateway/auth-servers/{id}" => auth_servers::delete_auth_server, SuperAdmin, Object, Idempotent;
-    POST   "/v1/public/gateway/auth-servers/{id}/credentials" => auth_servers::add_credential, SuperAdmin, Object, Idempotent, Body;
+    POST   "/v1/public/gateway/auth-servers" => auth_servers::create_auth_server, SuperAdmin, Body, Idempotent, Body, Tagged;
+    GET    "/v1/public/gateway/auth-servers/{id}" => auth_servers::get_auth_server, Member, Object, Tagged;
+    PATCH  "/v1/public/gateway/auth-servers/{id}" => auth_servers::patch_auth_server, SuperAdmin, Object, Body, IfMatch;
+    DELETE "/v1/public/gateway/auth-servers/{id}" => auth_servers::delete_auth_server, SuperAdmin, Object, Idempotent, IfMatch;
+    POST   "/v1/public/gateway/auth-servers/{id}/credentials" => auth_servers::add_credential, SuperAdmin, Object, Idempotent, Body, Tagged;
     DELETE "/v1/public/gateway/auth-servers/{id}/credentials/{credential_id}" => auth_servers::remove_credential, SuperAdmin, Object, Idempotent;
 }
 

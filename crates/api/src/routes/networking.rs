@@ -6,6 +6,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use wire::request::networking::CreateElasticIpRequest;
 use wire::request::networking::CreateFirewallRuleRequest;
 
+use crate::conditional::Conditional;
 use crate::extract::{Body, Ctx, Id, Idempotency};
 use crate::problem::ApiError;
 use crate::render::{JsonRender, answer, json};
@@ -33,14 +34,18 @@ pub async fn list_elastic_ips(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, Ap
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/elastic-ips/{eip}", tag = "elastic ips",
     params(("id" = String, Path, description = "Cluster id"), ("eip" = String, Path, description = "Elastic IP id")),
     responses((status = 200, description = "The Elastic IP", body = ElasticIpView)))]
-pub async fn get_elastic_ip(ctx: Ctx, path: Path<(Id, Id)>) -> Result<HttpResponse, ApiError> {
+pub async fn get_elastic_ip(
+    ctx: Ctx,
+    path: Path<(Id, Id)>,
+    cond: Conditional,
+) -> Result<HttpResponse, ApiError> {
     let (id, eip) = path.into_inner();
     let v = ctx
         .services
         .get_elastic_ip(&ctx.caller, id.0, eip.0)
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &ElasticIpView::from(&v)))
+    Ok(cond.read(&ElasticIpView::from(&v)))
 }
 
 /// Allocates an Elastic IP: 202 with it `Pending`.
@@ -77,12 +82,19 @@ pub async fn release_elastic_ip(
     idem: Idempotency,
     req: HttpRequest,
     path: Path<(Id, Id)>,
+    cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
     let (id, eip) = path.into_inner();
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
     let a = ctx
         .services
-        .release_elastic_ip(&ctx.caller, id.0, eip.0, idem.request(&req, None, &render))
+        .release_elastic_ip(
+            &ctx.caller,
+            id.0,
+            eip.0,
+            idem.request(&req, None, &render),
+            cond.expect(),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))
@@ -110,14 +122,18 @@ pub async fn list_firewall_rules(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse,
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/firewall-rules/{rule}", tag = "firewall rules",
     params(("id" = String, Path, description = "Cluster id"), ("rule" = String, Path, description = "Rule id")),
     responses((status = 200, description = "The rule", body = FirewallRule)))]
-pub async fn get_firewall_rule(ctx: Ctx, path: Path<(Id, Id)>) -> Result<HttpResponse, ApiError> {
+pub async fn get_firewall_rule(
+    ctx: Ctx,
+    path: Path<(Id, Id)>,
+    cond: Conditional,
+) -> Result<HttpResponse, ApiError> {
     let (id, rule) = path.into_inner();
     let r = ctx
         .services
         .get_firewall_rule(&ctx.caller, id.0, rule.0)
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(json(StatusCode::OK, &FirewallRule::from(&r)))
+    Ok(cond.read(&FirewallRule::from(&r)))
 }
 
 /// Creates an ingress rule (the cluster must be Provisioned): 202 with it `Pending`.
@@ -154,12 +170,19 @@ pub async fn delete_firewall_rule(
     idem: Idempotency,
     req: HttpRequest,
     path: Path<(Id, Id)>,
+    cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
     let (id, rule) = path.into_inner();
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
     let a = ctx
         .services
-        .delete_firewall_rule(&ctx.caller, id.0, rule.0, idem.request(&req, None, &render))
+        .delete_firewall_rule(
+            &ctx.caller,
+            id.0,
+            rule.0,
+            idem.request(&req, None, &render),
+            cond.expect(),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))

@@ -5,6 +5,7 @@ use actix_web::web::Path;
 use actix_web::{HttpRequest, HttpResponse};
 use wire::request::node_pool::{NodePoolPatch, NodePoolRequest};
 
+use crate::conditional::Conditional;
 use crate::extract::{Body, Ctx, Id, Idempotency};
 use crate::problem::ApiError;
 use crate::render::{JsonRender, answer, json};
@@ -63,6 +64,7 @@ pub async fn patch_node_pool(
     req: HttpRequest,
     path: Path<(Id, String)>,
     body: Body<NodePoolPatch>,
+    cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
     let (id, pool) = path.into_inner();
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
@@ -74,6 +76,7 @@ pub async fn patch_node_pool(
             &pool,
             body.value.into(),
             idem.request(&req, Some(&body.json), &render),
+            cond.expect(),
         )
         .await
         .map_err(|e| ctx.error(e))?;
@@ -89,12 +92,19 @@ pub async fn delete_node_pool(
     idem: Idempotency,
     req: HttpRequest,
     path: Path<(Id, String)>,
+    cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
     let (id, pool) = path.into_inner();
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
     let a = ctx
         .services
-        .delete_node_pool(&ctx.caller, id.0, &pool, idem.request(&req, None, &render))
+        .delete_node_pool(
+            &ctx.caller,
+            id.0,
+            &pool,
+            idem.request(&req, None, &render),
+            cond.expect(),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))

@@ -578,7 +578,7 @@ pub async fn edit(
         };
         state
             .services()
-            .patch_auth_server(&signed.caller, id.0, patch)
+            .patch_auth_server(&signed.caller, id.0, patch, None)
             .await?;
         Ok::<_, DomainError>(see_other(&format!("{PREFIX}/auth-servers/{}", id.0)))
     }
@@ -617,7 +617,7 @@ pub async fn delete(
         .run(back, async |request| {
             state
                 .services()
-                .delete_auth_server(&signed.caller, id.0, Some(request))
+                .delete_auth_server(&signed.caller, id.0, Some(request), None)
                 .await
         })
         .await?;

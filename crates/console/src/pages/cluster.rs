@@ -218,7 +218,7 @@ pub async fn edit(
     };
     let outcome = state
         .services()
-        .patch_cluster(&signed.caller, id.0, patch)
+        .patch_cluster(&signed.caller, id.0, patch, None)
         .await;
     refused_or_back(&state, &signed, id.0, outcome.map(|_| ())).await
 }
@@ -248,7 +248,7 @@ pub async fn exposure(
     };
     let outcome = state
         .services()
-        .change_exposure(&signed.caller, id.0, ExposurePatch { exposure })
+        .change_exposure(&signed.caller, id.0, ExposurePatch { exposure }, None)
         .await;
     refused_or_back(&state, &signed, id.0, outcome.map(|_| ())).await
 }
@@ -359,7 +359,9 @@ pub async fn delete(
             Some("The name typed does not match the cluster's: nothing was deleted."),
         ));
     }
-    services.delete_cluster(&signed.caller, id.0, None).await?;
+    services
+        .delete_cluster(&signed.caller, id.0, None, None)
+        .await?;
     Ok(see_other(&format!(
         "{PREFIX}/clusters?organization={}",
         super::urlencode(&cluster.organization_slug)

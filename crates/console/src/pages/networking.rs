@@ -179,7 +179,7 @@ pub async fn release(
         .run(back, async |request| {
             state
                 .services()
-                .release_elastic_ip(&signed.caller, id.0, eip.0, Some(request))
+                .release_elastic_ip(&signed.caller, id.0, eip.0, Some(request), None)
                 .await
         })
         .await?;

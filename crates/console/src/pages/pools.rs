@@ -228,7 +228,7 @@ pub async fn scale_pool(
                 .run(back, async |request| {
                     state
                         .services()
-                        .patch_node_pool(&signed.caller, id.0, &pool, patch, Some(request))
+                        .patch_node_pool(&signed.caller, id.0, &pool, patch, Some(request), None)
                         .await
                 })
                 .await?
@@ -251,7 +251,7 @@ pub async fn delete_pool(
         .run(back, async |request| {
             state
                 .services()
-                .delete_node_pool(&signed.caller, id.0, &pool, Some(request))
+                .delete_node_pool(&signed.caller, id.0, &pool, Some(request), None)
                 .await
         })
         .await?;

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod elastic_ip;
 pub mod firewall;
 pub mod node_pool;
+pub mod precondition;
 
 pub(crate) fn check_len(
     v: &mut crate::validation::Violations,

@@ -310,6 +310,12 @@ pub enum AuthServerChange {
         expected_updated_at: DateTime<Utc>,
     },
     Delete(Uuid),
+    /// Deletes the server only if its `updated_at` is still `expected_updated_at`
+    /// (`RevisionMismatch` otherwise): a conditional delete.
+    DeleteIfUnchanged {
+        id: Uuid,
+        expected_updated_at: DateTime<Utc>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

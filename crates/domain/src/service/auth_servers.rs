@@ -14,6 +14,7 @@ use crate::input::auth_server::{
     AuthServerPatch, ConfigChanges, ConfigSpec, CreateAuthServerRequest, CredentialRequest,
     check_password, check_token, check_username,
 };
+use crate::input::precondition::{Expect, check};
 use crate::model::auth_server::{
     AuthServer, AuthServerConfig, AuthServerView, BasicConfig, BasicCredential, CredentialView,
     OidcConfig, TokenConfig, TokenCredential,
@@ -216,11 +217,14 @@ impl Services {
         caller: &Caller,
         mut decide: impl AsyncFnMut(&AuthServer) -> Result<ServerChange<T>, DomainError>,
         held: Option<&Held<'_, T>>,
+        expect: Expect<'_, AuthServerView>,
     ) -> Result<T, DomainError> {
         for attempt in 0..MAX_ATTEMPTS {
             if attempt > 0 {
                 server = self.load_auth_server(server.id).await?;
             }
+            // On the server as it is stored: the write below applies only to that version.
+            check(expect, &server.view())?;
             // The change is decided on the server as it will be stored, stamped already, so
             // the answer it builds shows the `updated_at` a read will show next.
             let mut stamped = server.clone();
@@ -270,6 +274,7 @@ impl Services {
         caller: &Caller,
         id: Uuid,
         body: AuthServerPatch,
+        expect: Expect<'_, AuthServerView>,
     ) -> Result<AuthServerView, DomainError> {
         let server = self.auth_server_for_write(caller, id).await?;
         let changes = body.validate(server.config.kind())?;
@@ -350,16 +355,18 @@ impl Services {
                 })
             },
             None,
+            expect,
         )
         .await
     }
 
-    /// Deletes an auth server.
+    /// Deletes an auth server (only while it is as `expect` says).
     pub async fn delete_auth_server(
         &self,
         caller: &Caller,
         id: Uuid,
         idempotency: Option<IdempotencyRequest<'_, Deleted>>,
+        expect: Expect<'_, AuthServerView>,
     ) -> Result<Answer<Deleted>, DomainError> {
         access::require_writer_somewhere(caller)?;
         let found = self
@@ -373,14 +380,23 @@ impl Services {
         };
         access::authorize_object(caller, &server.organization_id, Access::Write)?;
         self.idempotently(server.organization_id, idempotency, async |held| {
+            check(expect, &server.view())?;
             let audit = self.audit(
                 caller,
                 &server,
                 "deleted",
                 json!({"name": server.name.as_str(), "environment": server.environment.as_str()}),
             );
+            // With a condition, only the version it was checked on is deleted.
+            let change = match expect {
+                Some(_) => AuthServerChange::DeleteIfUnchanged {
+                    id: server.id,
+                    expected_updated_at: server.updated_at,
+                },
+                None => AuthServerChange::Delete(server.id),
+            };
             let write = AuthServerWrite {
-                change: AuthServerChange::Delete(server.id),
+                change,
                 audit,
                 idempotency: held.map(|h| h.completion(&Deleted)),
             };
@@ -388,7 +404,10 @@ impl Services {
                 .auth_servers
                 .write_auth_server(write)
                 .await
-                .map_err(store_error)?;
+                .map_err(|e| match e {
+                    StoreError::RevisionMismatch => DomainError::PreconditionFailed,
+                    e => store_error(e),
+                })?;
             held.inspect(|h| h.committed());
             Ok(Deleted)
         })
@@ -499,6 +518,7 @@ impl Services {
                     })
                 },
                 held,
+                None,
             )
             .await
         })
@@ -547,6 +567,7 @@ impl Services {
                     })
                 },
                 held,
+                None,
             )
             .await
         })

@@ -9,6 +9,7 @@ use super::idempotency::Held;
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
 use crate::input::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch, ListClusters};
+use crate::input::precondition::{Expect, check};
 use crate::model::cluster::{
     Cluster, ClusterPhase, Exposure, ExposureDecision, ExposureRefusal, PhaseEvent, Registration,
 };
@@ -320,12 +321,13 @@ impl Services {
         Err(DomainError::Conflict(Conflict::ConcurrentModification))
     }
 
-    /// Changes a cluster's description and tags.
+    /// Changes a cluster's description and tags (only while it is as `expect` says).
     pub async fn patch_cluster(
         &self,
         caller: &Caller,
         id: Uuid,
         body: ClusterPatch,
+        expect: Expect<'_, Cluster>,
     ) -> Result<Cluster, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
         let changes = body.validate()?;
@@ -333,6 +335,7 @@ impl Services {
         self.change_cluster(
             cluster,
             async |c: &Cluster| {
+                check(expect, c)?;
                 require_changeable(c)?;
                 let mut next = c.clone();
                 if let Some(d) = &changes.description {
@@ -353,18 +356,21 @@ impl Services {
         .await
     }
 
-    /// Changes a cluster's exposure.
+    /// Changes a cluster's exposure (only while it is as `expect` says).
     pub async fn change_exposure(
         &self,
         caller: &Caller,
         id: Uuid,
         body: ExposurePatch,
+        expect: Expect<'_, Cluster>,
     ) -> Result<ExposureOutcome, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
         let now = self.ports.clock.now();
         self.change_cluster(
             cluster,
-            async |c: &Cluster| match c.request_exposure(body.exposure) {
+            async |c: &Cluster| match check(expect, c)
+                .map(|()| c.request_exposure(body.exposure))?
+            {
                 Err(ExposureRefusal::Deleting) => {
                     Err(DomainError::Conflict(Conflict::ClusterDeleting))
                 }
@@ -406,12 +412,13 @@ impl Services {
     }
 
     /// Deletes a cluster: answers with the cluster in `Deleting`; a second deletion answers
-    /// with the cluster as it is.
+    /// with the cluster as it is. Only while it is as `expect` says.
     pub async fn delete_cluster(
         &self,
         caller: &Caller,
         id: Uuid,
         idempotency: Option<IdempotencyRequest<'_, Cluster>>,
+        expect: Expect<'_, Cluster>,
     ) -> Result<Answer<Cluster>, DomainError> {
         access::require_writer_somewhere(caller)?;
         let cluster = self.any_cluster(id).await?;
@@ -424,6 +431,7 @@ impl Services {
             self.change_cluster(
                 cluster,
                 async |c: &Cluster| {
+                    check(expect, c)?;
                     if c.phase == ClusterPhase::Deleting {
                         return Ok(Decision::nothing(c.clone()));
                     }

@@ -5,6 +5,7 @@ use uuid::Uuid;
 use crate::access::{self, Access};
 use crate::error::{Capacity, Conflict, DomainError, Resource};
 use crate::input::elastic_ip::CreateElasticIpRequest;
+use crate::input::precondition::{Expect, check};
 use crate::model::cluster::{Cluster, Exposure};
 use crate::model::elastic_ip::{ElasticIp, ElasticIpEvent, ElasticIpStatus, ElasticIpView};
 use crate::model::identity::Caller;
@@ -163,6 +164,7 @@ impl Services {
         id: Uuid,
         eip: Uuid,
         idempotency: Option<IdempotencyRequest<'_, ElasticIpView>>,
+        expect: Expect<'_, ElasticIpView>,
     ) -> Result<Answer<ElasticIpView>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
@@ -175,6 +177,7 @@ impl Services {
                         .into_iter()
                         .find(|e| e.id == eip)
                         .ok_or(DomainError::NotFound(Resource::ElasticIp))?;
+                    check(expect, &self.elastic_ip_view(&current))?;
                     require_changeable(c)?;
                     let status = current.status.apply(ElasticIpEvent::Release).map_err(|_| {
                         DomainError::Conflict(Conflict::InvalidState {

@@ -5,6 +5,7 @@ use uuid::Uuid;
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
 use crate::input::firewall::CreateFirewallRuleRequest;
+use crate::input::precondition::{Expect, check};
 use crate::model::cluster::{Cluster, ClusterPhase};
 use crate::model::firewall::{FirewallEvent, FirewallRule, FirewallRuleStatus};
 use crate::model::identity::Caller;
@@ -123,6 +124,7 @@ impl Services {
         id: Uuid,
         rule: Uuid,
         idempotency: Option<IdempotencyRequest<'_, FirewallRule>>,
+        expect: Expect<'_, FirewallRule>,
     ) -> Result<Answer<FirewallRule>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
@@ -139,6 +141,7 @@ impl Services {
                         .into_iter()
                         .find(|r| r.id == rule)
                         .ok_or(DomainError::NotFound(Resource::FirewallRule))?;
+                    check(expect, &current)?;
                     require_changeable(c)?;
                     let status = current.status.apply(FirewallEvent::Delete).map_err(|_| {
                         DomainError::Conflict(Conflict::InvalidState {

@@ -5,6 +5,7 @@ use uuid::Uuid;
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
 use crate::input::node_pool::{NodePoolPatch, NodePoolRequest, check_sizing};
+use crate::input::precondition::{Expect, check};
 use crate::model::cluster::Cluster;
 use crate::model::identity::Caller;
 use crate::model::node_pool::{NodePool, PoolEvent, PoolStatus};
@@ -120,6 +121,7 @@ impl Services {
         pool_name: &str,
         body: NodePoolPatch,
         idempotency: Option<IdempotencyRequest<'_, NodePool>>,
+        expect: Expect<'_, NodePool>,
     ) -> Result<Answer<NodePool>, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
@@ -129,6 +131,7 @@ impl Services {
                 cluster,
                 async |c: &Cluster| {
                     let current = pool_of(c, pool_name)?;
+                    check(expect, current)?;
                     require_changeable(c)?;
                     if current.status.is_deleting() {
                         return Err(pool_invalid_state(current, "changed"));
@@ -179,6 +182,7 @@ impl Services {
         id: Uuid,
         pool_name: &str,
         idempotency: Option<IdempotencyRequest<'_, NodePool>>,
+        expect: Expect<'_, NodePool>,
     ) -> Result<Answer<NodePool>, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
@@ -186,6 +190,7 @@ impl Services {
                 cluster,
                 async |c: &Cluster| {
                     let current = pool_of(c, pool_name)?;
+                    check(expect, current)?;
                     require_changeable(c)?;
                     let status = current
                         .status

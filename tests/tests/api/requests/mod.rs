@@ -2,6 +2,7 @@
 //! limits of query parameters and keys, and what schema fuzzing found.
 
 mod bad_input;
+mod conditional;
 mod errors;
 mod limits;
 mod regressions;

@@ -320,6 +320,7 @@ fn auth_server_patch_merges_and_is_audited_without_secrets() {
         &super_admin_a(),
         uuid::Uuid::from_u128(0xa5),
         patch,
+        None,
     ))
     .unwrap();
     assert!(

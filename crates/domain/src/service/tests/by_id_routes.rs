@@ -79,21 +79,24 @@ fn write_by_id_by_super_admin_nowhere_is_403_before_the_cluster_is_loaded() {
     let id = CLUSTER_1;
     let patch = description_patch("x");
     assert_eq!(
-        code(block_on(s.patch_cluster(&member, id, patch))),
+        code(block_on(s.patch_cluster(&member, id, patch, None))),
         "forbidden"
     );
     assert_eq!(
-        code(block_on(s.delete_cluster(&member, id, None))),
+        code(block_on(s.delete_cluster(&member, id, None, None))),
         "forbidden"
     );
     assert_eq!(
-        code(block_on(s.delete_node_pool(&member, id, "default", None))),
+        code(block_on(
+            s.delete_node_pool(&member, id, "default", None, None)
+        )),
         "forbidden"
     );
     assert_eq!(
         code(block_on(s.delete_cluster(
             &member,
             uuid::Uuid::from_u128(5),
+            None,
             None
         ))),
         "forbidden",
@@ -113,7 +116,7 @@ fn write_by_member_of_the_organization_is_403() {
         tags: Some(Some(vec!["a".into()])),
     };
     assert_eq!(
-        code(block_on(s.patch_cluster(&who, CLUSTER_1, patch))),
+        code(block_on(s.patch_cluster(&who, CLUSTER_1, patch, None))),
         "forbidden"
     );
 }
@@ -127,6 +130,7 @@ fn write_to_another_organizations_cluster_is_403_and_to_an_unknown_one_404() {
         code(block_on(s.delete_cluster(
             &super_admin_a(),
             CLUSTER_1,
+            None,
             None
         ))),
         "forbidden"
@@ -137,6 +141,7 @@ fn write_to_another_organizations_cluster_is_403_and_to_an_unknown_one_404() {
         code(block_on(m.services().delete_cluster(
             &super_admin_a(),
             CLUSTER_1,
+            None,
             None
         ))),
         "not_found"

@@ -149,6 +149,7 @@ fn elastic_ip_release_only_from_ready_or_failed() {
             CLUSTER_1,
             uuid::Uuid::from_u128(0xe1),
             None,
+            None,
         ));
         assert_eq!(code(r.clone()), expected, "{from:?}");
         if let Ok(a) = r {
@@ -186,6 +187,7 @@ fn assistant_may_list_but_not_allocate_or_release_elastic_ips() {
             &who,
             id,
             uuid::Uuid::from_u128(0xe1),
+            None,
             None
         ))),
         "assistant_not_allowed"
@@ -200,6 +202,7 @@ fn assistant_may_list_but_not_allocate_or_release_elastic_ips() {
             &who,
             id,
             uuid::Uuid::from_u128(1),
+            None,
             None
         ))),
         "assistant_not_allowed"

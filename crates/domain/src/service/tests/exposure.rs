@@ -14,8 +14,12 @@ fn exposure_before_provisioned_is_400() {
         ClusterPhase::ControlPlaneReady,
     ] {
         let s = Mocks::new().with_cluster(cluster(ORG_A, phase)).services();
-        let r =
-            block_on(s.change_exposure(&super_admin_a(), CLUSTER_1, exposure(Exposure::Public)));
+        let r = block_on(s.change_exposure(
+            &super_admin_a(),
+            CLUSTER_1,
+            exposure(Exposure::Public),
+            None,
+        ));
         assert_eq!(code(r), "phase_not_provisioned", "{phase:?}");
     }
 }
@@ -31,6 +35,7 @@ fn exposure_change_starts_and_shows_the_target() {
         &super_admin_a(),
         CLUSTER_1,
         exposure(Exposure::Public),
+        None,
     ))
     .unwrap();
     assert!(o.started);
@@ -53,6 +58,7 @@ fn exposure_to_the_current_value_is_200_nothing_started() {
         &super_admin_a(),
         CLUSTER_1,
         exposure(Exposure::Private),
+        None,
     ))
     .unwrap();
     assert!(!o.started);
@@ -71,7 +77,8 @@ fn exposure_while_another_change_is_in_flight_is_409() {
             code(block_on(s.change_exposure(
                 &super_admin_a(),
                 CLUSTER_1,
-                exposure(to)
+                exposure(to),
+                None
             ))),
             "change_in_flight"
         );
@@ -88,6 +95,11 @@ fn exposure_public_needs_a_zone_with_public_exposure() {
     let m = Mocks::new().with_cluster(cluster(ORG_A, ClusterPhase::Provisioned));
     let base = m.services();
     let s = crate::service::Services::new(base.ports().clone(), catalog, Default::default());
-    let r = block_on(s.change_exposure(&super_admin_a(), CLUSTER_1, exposure(Exposure::Public)));
+    let r = block_on(s.change_exposure(
+        &super_admin_a(),
+        CLUSTER_1,
+        exposure(Exposure::Public),
+        None,
+    ));
     assert_eq!(code(r), "public_exposure_unavailable");
 }

@@ -84,10 +84,11 @@ fn an_answer_that_no_commit_carried_is_stored_on_the_key() {
         fingerprint: fingerprint(),
         render: &render,
     };
-    let answer = block_on(
-        m.services()
-            .delete_cluster(&super_admin_a(), CLUSTER_1, Some(req)),
-    );
+    let answer =
+        block_on(
+            m.services()
+                .delete_cluster(&super_admin_a(), CLUSTER_1, Some(req), None),
+        );
     assert_eq!(
         answer.unwrap().fresh().map(|c| c.phase),
         Some(ClusterPhase::Deleting)

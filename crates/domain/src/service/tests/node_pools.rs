@@ -7,7 +7,7 @@ fn last_pool_cannot_be_deleted() {
     let s = Mocks::new()
         .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
         .services();
-    let r = block_on(s.delete_node_pool(&super_admin_a(), CLUSTER_1, "default", None));
+    let r = block_on(s.delete_node_pool(&super_admin_a(), CLUSTER_1, "default", None, None));
     assert_eq!(code(r), "last_pool");
 }
 
@@ -23,6 +23,7 @@ fn a_deleting_pool_does_not_count_toward_the_last_pool() {
             &super_admin_a(),
             CLUSTER_1,
             "default",
+            None,
             None
         ))),
         "last_pool"
@@ -35,13 +36,14 @@ fn pool_delete_answers_the_pool_deleting() {
     c.node_pools.push(pool("second", 2));
     let mut m = Mocks::new().with_cluster(c);
     m.clusters.expect_commit().returning(|_| Ok(6));
-    let p = block_on(
-        m.services()
-            .delete_node_pool(&super_admin_a(), CLUSTER_1, "second", None),
-    )
-    .unwrap()
-    .fresh()
-    .unwrap();
+    let p =
+        block_on(
+            m.services()
+                .delete_node_pool(&super_admin_a(), CLUSTER_1, "second", None, None),
+        )
+        .unwrap()
+        .fresh()
+        .unwrap();
     assert_eq!(p.status, PoolStatus::Deleting);
 }
 
@@ -141,6 +143,7 @@ fn scale_up_needs_credit_scale_down_never_does() {
         "default",
         patch(5),
         None,
+        None,
     ));
     assert_eq!(code(up), "insufficient_credit");
     let down = block_on(pool_ready(Plan::Prepaid, 0).services().patch_node_pool(
@@ -148,6 +151,7 @@ fn scale_up_needs_credit_scale_down_never_does() {
         CLUSTER_1,
         "default",
         patch(1),
+        None,
         None,
     ));
     let p = down.unwrap().fresh().unwrap();
@@ -175,6 +179,7 @@ fn scale_past_zone_capacity_is_503() {
             CLUSTER_1,
             "default",
             patch,
+            None,
             None
         ))),
         "capacity_exhausted"
@@ -194,14 +199,17 @@ fn pool_patch_while_scaling_replaces_the_target() {
         count: Some(Some(7)),
         ..Default::default()
     };
-    let p =
-        block_on(
-            m.services()
-                .patch_node_pool(&super_admin_a(), CLUSTER_1, "default", patch, None),
-        )
-        .unwrap()
-        .fresh()
-        .unwrap();
+    let p = block_on(m.services().patch_node_pool(
+        &super_admin_a(),
+        CLUSTER_1,
+        "default",
+        patch,
+        None,
+        None,
+    ))
+    .unwrap()
+    .fresh()
+    .unwrap();
     assert_eq!((p.count, p.status), (7, PoolStatus::Scaling));
 }
 
@@ -223,6 +231,7 @@ fn pool_patch_turning_auto_scale_off_needs_count_at_least_one() {
             CLUSTER_1,
             "default",
             patch,
+            None,
             None
         ))),
         "validation_failed"
@@ -246,6 +255,7 @@ fn pool_patch_unknown_pool_is_404_and_deleting_pool_409() {
             CLUSTER_1,
             "nosuch",
             patch(),
+            None,
             None
         ))),
         "not_found"
@@ -256,6 +266,7 @@ fn pool_patch_unknown_pool_is_404_and_deleting_pool_409() {
             CLUSTER_1,
             "going",
             patch(),
+            None,
             None
         ))),
         "invalid_state"

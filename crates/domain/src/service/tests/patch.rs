@@ -7,7 +7,7 @@ fn patch_empty_body_is_422() {
     let s = Mocks::new()
         .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
         .services();
-    let r = block_on(s.patch_cluster(&super_admin_a(), CLUSTER_1, ClusterPatch::default()));
+    let r = block_on(s.patch_cluster(&super_admin_a(), CLUSTER_1, ClusterPatch::default(), None));
     assert_eq!(code(r), "validation_failed");
 }
 
@@ -24,7 +24,7 @@ fn patch_replaces_tags_and_description() {
     };
     let c = block_on(
         m.services()
-            .patch_cluster(&super_admin_a(), CLUSTER_1, patch),
+            .patch_cluster(&super_admin_a(), CLUSTER_1, patch, None),
     )
     .unwrap();
     assert_eq!(c.description.as_deref(), Some("new"));
@@ -51,7 +51,8 @@ fn concurrent_change_is_decided_again_on_a_fresh_read() {
         code(block_on(m.services().patch_cluster(
             &super_admin_a(),
             CLUSTER_1,
-            patch
+            patch,
+            None
         ))),
         "ok"
     );
@@ -67,7 +68,8 @@ fn change_to_a_deleting_cluster_is_409_cluster_deleting() {
         code(block_on(s.patch_cluster(
             &super_admin_a(),
             CLUSTER_1,
-            patch
+            patch,
+            None
         ))),
         "cluster_deleting"
     );
@@ -91,7 +93,7 @@ fn failed_cluster_can_only_be_read_and_deleted() {
     let id = CLUSTER_1;
     let patch = description_patch("x");
     assert_eq!(
-        code(block_on(s.patch_cluster(&super_admin_a(), id, patch))),
+        code(block_on(s.patch_cluster(&super_admin_a(), id, patch, None))),
         "cluster_failed"
     );
     assert_eq!(
@@ -106,7 +108,7 @@ fn failed_cluster_can_only_be_read_and_deleted() {
         ))),
         "ok"
     );
-    let d = block_on(s.delete_cluster(&super_admin_a(), id, None))
+    let d = block_on(s.delete_cluster(&super_admin_a(), id, None, None))
         .unwrap()
         .fresh()
         .unwrap();
@@ -123,7 +125,7 @@ fn delete_answers_deleting_and_a_second_delete_answers_as_it_is() {
         .returning(|_| Ok(6));
     let d = block_on(
         m.services()
-            .delete_cluster(&super_admin_a(), CLUSTER_1, None),
+            .delete_cluster(&super_admin_a(), CLUSTER_1, None, None),
     )
     .unwrap()
     .fresh()
@@ -133,7 +135,7 @@ fn delete_answers_deleting_and_a_second_delete_answers_as_it_is() {
     m.clusters.expect_commit().never();
     let d = block_on(
         m.services()
-            .delete_cluster(&super_admin_a(), CLUSTER_1, None),
+            .delete_cluster(&super_admin_a(), CLUSTER_1, None, None),
     )
     .unwrap()
     .fresh()
