@@ -103,6 +103,28 @@ changes (a node elsewhere finishing does not change a pool's tag). Send it back:
 An idempotent replay answers the stored first answer, its `ETag` included, whatever the object
 is now.
 
+### Rate limits
+
+Each bearer token may make `RATE_LIMIT_PER_TOKEN` requests a minute (600 by default) and, of
+those, `RATE_LIMIT_WRITES_PER_TOKEN` writes (120): a burst of that many at once, refilled
+evenly over the minute. Requests without a token count against their address. Every answer of
+the public routes says where the token stands, in the IETF `RateLimit-Policy` and `RateLimit`
+fields (draft-ietf-httpapi-ratelimit-headers):
+
+```
+ratelimit-policy: "token";q=600;w=60, "token-writes";q=120;w=60
+ratelimit: "token";r=597;t=3, "token-writes";r=119;t=30
+```
+
+`q` requests per `w` seconds; `r` left now, `t` seconds until the quota is whole again. Over a
+limit: 429 `rate_limited` with `Retry-After` (seconds), and the refused request counts for
+nothing. A long-poll counts once, when it arrives, however long it is held. Health checks, the
+metrics and the OpenAPI document are not limited.
+
+Behind a load balancer, each process enforces its share of the limits (`RATE_LIMIT_REPLICAS`
+processes: ⌈limit / replicas⌉ each, which its headers state), so a client spread evenly over
+them gets the limit once, not once per process; a client stuck to one process gets its share.
+
 ### Registration reasons
 
 A cluster's `hub_registration` and `default_environment` carry a `reason` only when not ready,
@@ -128,7 +150,7 @@ run() {
     local raw
     raw=$(curl -sS -i "$@")
     local head body
-    head=$(printf '%s' "$raw" | sed -n '1,/^\r$/p' | tr -d '\r' | grep -iE '^(HTTP/|location|retry-after|idempotency-replay|content-type|www-authenticate|allow|etag)' || true)
+    head=$(printf '%s' "$raw" | sed -n '1,/^\r$/p' | tr -d '\r' | grep -iE '^(HTTP/|location|retry-after|idempotency-replay|content-type|www-authenticate|allow|etag|ratelimit-policy|ratelimit)' || true)
     body=$(printf '%s' "$raw" | sed '1,/^\r$/d')
     {
         printf '\n### %s\n\n```sh\n%s\n```\n\n```\n%s\n\n' "$title" "$shown" "$head"
@@ -233,6 +255,13 @@ run "DELETE /v1/public/clusters/{id} (202, then gone: 404)" "${A[@]}" -X DELETE 
 run "A member cannot write: 403" "${M[@]}" -X DELETE "$BASE/v1/public/clusters/$ID"
 run "No token: 401" "$BASE/v1/public/clusters"
 run "An unknown field: 422 with the field's path" "${A[@]}" "${J[@]}" -X POST "$BASE/v1/public/clusters" -d '{"organization":"acme","name":"x","node_pools":[{"size":"kube.c5.large","count":0}],"control_plane_option_id":"cp-ha"}'
+# Fair use: another token's writes until the limit (a project_admin may not write, but every
+# write counts), then the refusal.
+P=(-H "Authorization: Bearer dev-only-token-acme-project-admin-5a9c7e3b1d2f4a6c8e0b")
+for _ in $(seq 1 200); do
+    [[ $(curl -s -o /dev/null -w '%{http_code}' "${P[@]}" -X DELETE "$BASE/v1/public/clusters/$ID") == 429 ]] && break
+done
+run "Over a token's write limit: 429 with Retry-After (the writes just before were refused with 403 and counted)" "${P[@]}" -X DELETE "$BASE/v1/public/clusters/$ID"
 echo "wrote $OUT" >&2
 # The kubeconfig's bearer token is a real credential of the example cluster: keep it off the page.
 sed -i 's/^\(    token: \)".*"$/\1"<the cluster'"'"'s bearer token>"/' "$OUT"

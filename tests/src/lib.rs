@@ -156,6 +156,9 @@ async fn start_server(db_url: &str, platform: &StubHandle, settings: &[(&str, &s
         ("BIND_ADDR", "127.0.0.1:0"),
         ("PROVISIONER_STEP_MS", "0"),
         ("DATABASE_POOL_SIZE", "4"),
+        // Tests send far more than a person would; the rate-limit tests set their own.
+        ("RATE_LIMIT_PER_TOKEN", "0"),
+        ("RATE_LIMIT_WRITES_PER_TOKEN", "0"),
     ];
     for (k, v) in settings {
         pairs.retain(|(name, _)| name != k);

@@ -50,8 +50,8 @@ impl Drop for Scratch {
 }
 
 /// The `server` binary on `127.0.0.1:<port>` with exactly these settings (plus `PATH`,
-/// `BIND_ADDR` and `RUST_LOG=info` unless given), stdout and stderr appended to `log`. Killed
-/// on drop.
+/// `BIND_ADDR`, `RUST_LOG=info` and the rate limits off unless given), stdout and stderr
+/// appended to `log`. Killed on drop.
 pub struct ServerProcess {
     child: Child,
     pub base: String,
@@ -78,6 +78,9 @@ impl ServerProcess {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("BIND_ADDR", format!("127.0.0.1:{port}"))
             .env("RUST_LOG", "info")
+            // As in-process test servers: no fair-use limits unless a test sets them.
+            .env("RATE_LIMIT_PER_TOKEN", "0")
+            .env("RATE_LIMIT_WRITES_PER_TOKEN", "0")
             .stdin(Stdio::null())
             .stdout(Stdio::from(open()))
             .stderr(Stdio::from(open()));

@@ -8,6 +8,7 @@ pub mod middleware;
 pub mod openapi;
 pub mod problem;
 pub mod query;
+pub mod ratelimit;
 pub mod render;
 pub mod routes;
 pub mod state;

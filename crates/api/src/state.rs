@@ -26,4 +26,6 @@ pub struct AppState {
     pub readiness: Arc<dyn Readiness>,
     pub metrics: Arc<Metrics>,
     pub refresh: Vec<Arc<dyn MetricsRefresh>>,
+    /// Each token's requests and writes per minute (`ratelimit::limit`).
+    pub limiter: Arc<crate::ratelimit::RateLimiter>,
 }

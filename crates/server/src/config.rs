@@ -107,6 +107,8 @@ pub struct Config {
     pub reconciler_poll: Duration,
     /// The simulated cloud's settings (provisioning speed, capacity, address pools, faults).
     pub sim: provisioner_sim::SimConfig,
+    /// Requests and writes per token per minute, and the processes sharing them.
+    pub rate_limits: api::ratelimit::Limits,
 }
 
 impl Config {
@@ -196,6 +198,27 @@ impl Config {
                 )?
                 .max(10),
             ),
+            rate_limits: api::ratelimit::Limits {
+                per_token: parse(
+                    src,
+                    "RATE_LIMIT_PER_TOKEN",
+                    600u32,
+                    "a whole number of requests per minute (0 switches the limit off)",
+                )?,
+                writes_per_token: parse(
+                    src,
+                    "RATE_LIMIT_WRITES_PER_TOKEN",
+                    120u32,
+                    "a whole number of writes per minute (0 switches the limit off)",
+                )?,
+                replicas: parse(
+                    src,
+                    "RATE_LIMIT_REPLICAS",
+                    1u32,
+                    "the number of server processes sharing the limits",
+                )?
+                .max(1),
+            },
             sim: provisioner_sim::SimConfig::from_settings(|name| src.raw(name)).map_err(|e| {
                 ConfigError::Invalid {
                     name: "provisioner",

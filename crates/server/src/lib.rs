@@ -140,6 +140,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         readiness: Arc::new(StoreReadiness(store.clone())),
         metrics: Arc::new(registry),
         refresh: vec![queue],
+        limiter: Arc::new(api::ratelimit::RateLimiter::new(config.rate_limits)),
     };
     system::spawn_idempotency_purge(store.clone());
     let console_state = console::ConsoleState::new(
@@ -155,6 +156,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
 
     let server = HttpServer::new(move || {
         App::new()
+            // Inside `observe`, so a refusal has its request id and is logged and counted.
+            .wrap(from_fn(api::ratelimit::limit))
             .wrap(from_fn(api::middleware::observe))
             .configure(console::configure(console_state.clone()))
             .configure(api::configure(state.clone()))

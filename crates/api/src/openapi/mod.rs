@@ -43,7 +43,8 @@ pub fn error_statuses(r: &RouteSpec) -> Vec<u16> {
         }
         return s;
     }
-    s.extend([401, 403, 500, 502, 503]);
+    // Every authenticated route is under the per-token limits (`ratelimit`).
+    s.extend([401, 403, 429, 500, 502, 503]);
     match r.org {
         OrgSource::Collection => s.extend([400, 404]),
         OrgSource::Object => s.push(404),
@@ -185,6 +186,35 @@ fn replay_header(op: &mut Operation) {
     }
 }
 
+/// `RateLimit-Policy` and `RateLimit` on every answer of a limited route, `Retry-After` on its 429.
+fn rate_limit_headers(op: &mut Operation) {
+    let header = |description: &str| {
+        utoipa::openapi::HeaderBuilder::new()
+            .schema(ObjectBuilder::new().schema_type(Type::String))
+            .description(Some(description))
+            .build()
+    };
+    for (status, response) in op.responses.responses.iter_mut() {
+        let RefOr::T(response) = response else {
+            continue;
+        };
+        response.headers.insert(
+            "RateLimit-Policy".into(),
+            header("The limits this process applies to the token, e.g. `\"token\";q=600;w=60` (and `\"token-writes\";q=120;w=60` on writes): q requests per w seconds"),
+        );
+        response.headers.insert(
+            "RateLimit".into(),
+            header("Where the token stands in each policy, e.g. `\"token\";r=599;t=1`: r requests left, t seconds until the quota is whole again"),
+        );
+        if status == "429" {
+            response.headers.insert(
+                "Retry-After".into(),
+                header("Seconds until a request is allowed again"),
+            );
+        }
+    }
+}
+
 /// `ETag` on every success that answers an object; on a GET, the 304 for `If-None-Match`.
 fn etag_header(op: &mut Operation, read: bool) {
     let etag = || {
@@ -257,6 +287,9 @@ pub fn document() -> utoipa::openapi::OpenApi {
         }
         if r.tagged {
             etag_header(op, r.method == "GET");
+        }
+        if r.role != RequiredRole::Public {
+            rate_limit_headers(op);
         }
         if r.role != RequiredRole::Public {
             op.security = Some(vec![SecurityRequirement::new(

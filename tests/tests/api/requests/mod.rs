@@ -5,4 +5,5 @@ mod bad_input;
 mod conditional;
 mod errors;
 mod limits;
+mod rate_limits;
 mod regressions;

@@ -1,0 +1,389 @@
+//! Fair use: each token may make so many requests a minute, and so many writes, so a script
+//! that hammers the API slows down rather than slowing everyone down.
+//!
+//! Each limit is a GCRA (the token bucket's arithmetic, one instant per key): `q` requests
+//! at once, refilled evenly over the minute. State is per process: behind a load balancer
+//! that spreads requests over `RATE_LIMIT_REPLICAS` processes, each enforces its share,
+//! ⌈q / replicas⌉, so the total stays within `q` (docs/api.md, "Rate limits"). Every answer of
+//! the public routes says the policy and what is left, in the IETF `RateLimit-Policy` and
+//! `RateLimit` fields; over a limit: 429 `rate_limited` with `Retry-After`. A long-poll counts
+//! once, when it arrives, however long it is held.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::Method;
+use actix_web::http::header::{AUTHORIZATION, HeaderName, HeaderValue, RETRY_AFTER};
+use actix_web::middleware::Next;
+use actix_web::web::Data;
+use actix_web::{Error, HttpMessage, HttpResponse};
+use sha2::{Digest, Sha256};
+
+use crate::extract::RequestId;
+use crate::problem::{self, PROBLEM_JSON};
+use crate::state::AppState;
+
+/// The window every limit is stated over.
+const WINDOW: Duration = Duration::from_secs(60);
+/// Keys held before the idle ones are forgotten; past it with none idle (a flood of distinct
+/// tokens), all are forgotten: limiting fails open rather than memory growing without bound.
+const MAX_KEYS: usize = 100_000;
+
+/// The limits of one process, per minute; 0 switches a limit off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Requests per token (all methods).
+    pub per_token: u32,
+    /// Writes (POST, PUT, PATCH, DELETE) per token, counted on top.
+    pub writes_per_token: u32,
+    /// Processes sharing the limits behind one load balancer.
+    pub replicas: u32,
+}
+
+impl Limits {
+    /// No limit at all.
+    pub const OFF: Limits = Limits {
+        per_token: 0,
+        writes_per_token: 0,
+        replicas: 1,
+    };
+
+    /// This process's share of a limit.
+    fn share(&self, q: u32) -> u32 {
+        q.div_ceil(self.replicas.max(1))
+    }
+}
+
+/// One policy: its name in the headers and its quota.
+#[derive(Debug, Clone, Copy)]
+struct Policy {
+    name: &'static str,
+    quota: u32,
+}
+
+/// Each policy that applies to a request, with where the request stands in it.
+type Standings = Vec<(Policy, Standing)>;
+
+/// Where a key stands after a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Standing {
+    /// Requests left now.
+    pub remaining: u32,
+    /// Seconds until the quota is whole again.
+    pub reset: u64,
+    /// Seconds until a request is allowed again, when this one was refused.
+    pub retry_after: Option<u64>,
+}
+
+/// The keys' state: for each, the instant its bucket is full again (GCRA's theoretical
+/// arrival time).
+#[derive(Debug, Default)]
+pub struct RateLimiter {
+    limits: Option<Limits>,
+    tat: Mutex<HashMap<[u8; 17], Instant>>,
+}
+
+impl RateLimiter {
+    pub fn new(limits: Limits) -> RateLimiter {
+        RateLimiter {
+            limits: Some(limits),
+            tat: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Where `key`'s bucket of `quota` a minute stands if it takes one more request, and
+    /// its next state when it may (taken only once every policy agreed).
+    fn peek(
+        map: &HashMap<[u8; 17], Instant>,
+        key: &[u8; 17],
+        quota: u32,
+        now: Instant,
+    ) -> (Standing, Option<Instant>) {
+        let interval = WINDOW / quota.max(1);
+        let tat = map.get(key).copied().unwrap_or(now).max(now);
+        // The bucket holds `quota`: a request fits while the debt after it stays within the window.
+        let debt_after = (tat + interval).saturating_duration_since(now);
+        if debt_after > WINDOW {
+            let standing = Standing {
+                remaining: 0,
+                reset: ceil_secs(tat.saturating_duration_since(now)),
+                retry_after: Some(ceil_secs(debt_after - WINDOW).max(1)),
+            };
+            return (standing, None);
+        }
+        let room = WINDOW - debt_after;
+        let standing = Standing {
+            remaining: (room.as_nanos() / interval.as_nanos().max(1)) as u32,
+            reset: ceil_secs(debt_after),
+            retry_after: None,
+        };
+        (standing, Some(tat + interval))
+    }
+
+    /// The policies that apply to a request, with where it stands in each; `Err` with the
+    /// standings when one refuses it. Nothing when limiting is off.
+    fn check(&self, key: [u8; 16], write: bool, now: Instant) -> Result<Standings, Standings> {
+        let Some(limits) = self.limits else {
+            return Ok(Vec::new());
+        };
+        let mut policies = Vec::new();
+        if limits.per_token > 0 {
+            policies.push((
+                0u8,
+                Policy {
+                    name: "token",
+                    quota: limits.share(limits.per_token),
+                },
+            ));
+        }
+        if write && limits.writes_per_token > 0 {
+            policies.push((
+                1u8,
+                Policy {
+                    name: "token-writes",
+                    quota: limits.share(limits.writes_per_token),
+                },
+            ));
+        }
+        let mut map = self.tat.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_KEYS {
+            map.retain(|_, tat| *tat > now);
+            if map.len() >= MAX_KEYS {
+                tracing::warn!(
+                    keys = map.len(),
+                    "rate limiter: too many keys, forgetting them all"
+                );
+                map.clear();
+            }
+        }
+        let mut out = Vec::new();
+        let mut next = Vec::new();
+        for (class, policy) in policies {
+            let mut k = [0u8; 17];
+            k[0] = class;
+            k[1..].copy_from_slice(&key);
+            let (standing, tat) = Self::peek(&map, &k, policy.quota, now);
+            next.push((k, tat));
+            out.push((policy, standing));
+        }
+        // A request one policy refuses takes nothing from the others, which say so.
+        if next.iter().any(|(_, tat)| tat.is_none()) {
+            for (policy, standing) in &mut out {
+                if standing.retry_after.is_none() {
+                    standing.remaining = (standing.remaining + 1).min(policy.quota);
+                }
+            }
+            return Err(out);
+        }
+        for (k, tat) in next {
+            if let Some(tat) = tat {
+                map.insert(k, tat);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn ceil_secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+/// Whose bucket a request draws from: its bearer token (hashed; no token is kept), else its
+/// peer address.
+fn key_of(req: &ServiceRequest) -> [u8; 16] {
+    let mut h = Sha256::new();
+    match req.headers().get(AUTHORIZATION) {
+        Some(v) => {
+            h.update(b"token:");
+            h.update(v.as_bytes());
+        }
+        None => {
+            h.update(b"peer:");
+            h.update(
+                req.peer_addr()
+                    .map(|a| a.ip().to_string())
+                    .unwrap_or_default(),
+            );
+        }
+    }
+    let digest = h.finalize();
+    let mut key = [0u8; 16];
+    key.copy_from_slice(&digest[..16]);
+    key
+}
+
+/// The limited routes: the public API (not health, metrics, the document or the console).
+fn limited(path: &str) -> bool {
+    path.starts_with("/v1/public/") || path == "/v1/public" || path == "/v1/catalog"
+}
+
+fn is_write(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    )
+}
+
+/// `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers) for `standings`.
+fn headers(standings: &[(Policy, Standing)]) -> Option<(HeaderValue, HeaderValue)> {
+    if standings.is_empty() {
+        return None;
+    }
+    let policy: Vec<String> = standings
+        .iter()
+        .map(|(p, _)| format!("\"{}\";q={};w={}", p.name, p.quota, WINDOW.as_secs()))
+        .collect();
+    let now: Vec<String> = standings
+        .iter()
+        .map(|(p, s)| format!("\"{}\";r={};t={}", p.name, s.remaining, s.reset))
+        .collect();
+    Some((
+        HeaderValue::from_str(&policy.join(", ")).ok()?,
+        HeaderValue::from_str(&now.join(", ")).ok()?,
+    ))
+}
+
+fn set_headers(h: &mut actix_web::http::header::HeaderMap, standings: &[(Policy, Standing)]) {
+    if let Some((policy, now)) = headers(standings) {
+        h.insert(HeaderName::from_static("ratelimit-policy"), policy);
+        h.insert(HeaderName::from_static("ratelimit"), now);
+    }
+}
+
+/// The middleware: counts the request, refuses it over a limit, and says the standing on
+/// every answer.
+pub async fn limit(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let limiter = req.app_data::<Data<AppState>>().map(|s| s.limiter.clone());
+    let (Some(limiter), true) = (limiter, limited(req.path())) else {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    };
+    let write = is_write(req.method());
+    match limiter.check(key_of(&req), write, Instant::now()) {
+        Ok(standings) => {
+            let mut res = next.call(req).await?.map_into_boxed_body();
+            set_headers(res.headers_mut(), &standings);
+            Ok(res)
+        }
+        Err(standings) => {
+            let wait = standings
+                .iter()
+                .filter_map(|(_, s)| s.retry_after)
+                .max()
+                .unwrap_or(1);
+            let request_id = req
+                .extensions()
+                .get::<RequestId>()
+                .map(|r| r.0.clone())
+                .unwrap_or_default();
+            let body = problem::problem(
+                actix_web::http::StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!("too many requests for this token: retry in {wait} s"),
+                None,
+                &request_id,
+            );
+            let mut res = HttpResponse::TooManyRequests()
+                .content_type(PROBLEM_JSON)
+                .insert_header((RETRY_AFTER, wait.to_string()))
+                .body(body.to_json());
+            set_headers(res.headers_mut(), &standings);
+            Ok(req.into_response(res))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limiter(per_token: u32, writes: u32, replicas: u32) -> RateLimiter {
+        RateLimiter::new(Limits {
+            per_token,
+            writes_per_token: writes,
+            replicas,
+        })
+    }
+
+    #[test]
+    fn a_burst_of_the_quota_passes_then_one_more_waits_for_its_share_of_the_minute() {
+        let l = limiter(6, 0, 1);
+        let now = Instant::now();
+        let left: Vec<u32> = (0..6)
+            .map(|_| {
+                l.check([1; 16], false, now)
+                    .map(|s| s[0].1.remaining)
+                    .unwrap_or(99)
+            })
+            .collect();
+        assert_eq!(left, [5, 4, 3, 2, 1, 0]);
+        let refused = l.check([1; 16], false, now).err().map(|s| s[0].1);
+        assert_eq!(
+            refused.and_then(|s| s.retry_after),
+            Some(10),
+            "one request per 10 s refills"
+        );
+        assert!(
+            l.check([2; 16], false, now).is_ok(),
+            "another token has its own bucket"
+        );
+        assert!(
+            l.check([1; 16], false, now + Duration::from_secs(10))
+                .is_ok()
+        );
+        assert!(
+            l.check([1; 16], false, now + Duration::from_secs(10))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn writes_have_their_own_quota_on_top_and_a_refusal_takes_nothing_else() {
+        let l = limiter(10, 2, 1);
+        let now = Instant::now();
+        assert!(l.check([1; 16], true, now).is_ok());
+        assert!(l.check([1; 16], true, now).is_ok());
+        let third = l.check([1; 16], true, now).err().unwrap_or_default();
+        assert_eq!(
+            third.iter().map(|(p, _)| p.name).collect::<Vec<_>>(),
+            ["token", "token-writes"]
+        );
+        let reads = l.check([1; 16], false, now).map(|s| s[0].1.remaining);
+        assert_eq!(
+            reads.ok(),
+            Some(7),
+            "two writes and this read counted; the refused write took nothing"
+        );
+    }
+
+    #[test]
+    fn each_replica_enforces_its_share_and_zero_switches_off() {
+        let l = limiter(5, 0, 2);
+        let now = Instant::now();
+        let passed = (0..10)
+            .filter(|_| l.check([1; 16], false, now).is_ok())
+            .count();
+        assert_eq!(passed, 3, "⌈5 / 2⌉");
+        let off = limiter(0, 0, 1);
+        assert!((0..1000).all(|_| {
+            off.check([1; 16], true, now)
+                .map(|s| s.is_empty())
+                .unwrap_or(false)
+        }));
+    }
+
+    #[test]
+    fn the_headers_say_each_policy_and_what_is_left() {
+        let l = limiter(60, 6, 1);
+        let s = l.check([1; 16], true, Instant::now()).unwrap_or_default();
+        let (policy, now) =
+            headers(&s).unwrap_or((HeaderValue::from_static(""), HeaderValue::from_static("")));
+        assert_eq!(policy, "\"token\";q=60;w=60, \"token-writes\";q=6;w=60");
+        assert_eq!(now, "\"token\";r=59;t=1, \"token-writes\";r=5;t=10");
+    }
+}

@@ -1,0 +1,136 @@
+//! Fair use: requests and writes per token per minute, 429 `rate_limited` with `Retry-After`
+//! over a limit, the IETF `RateLimit-Policy`/`RateLimit` fields on every answer, and the
+//! limits shared by the processes behind one load balancer.
+
+use reqwest::Method;
+use serde_json::json;
+
+use blackbox::*;
+
+fn limits(per_token: &'static str, writes: &'static str) -> [(&'static str, &'static str); 2] {
+    [
+        ("RATE_LIMIT_PER_TOKEN", per_token),
+        ("RATE_LIMIT_WRITES_PER_TOKEN", writes),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_over_its_quota_waits_and_is_told_how_long() {
+    let app = TestApp::spawn_api_only(&limits("5", "0")).await;
+    let mut left = Vec::new();
+    for _ in 0..5 {
+        let a = app.get(CLUSTERS, TOKEN_ACME_MEMBER).await;
+        assert_eq!(a.status, 200, "{}", a.text());
+        assert_eq!(
+            a.header("ratelimit-policy").as_deref(),
+            Some("\"token\";q=5;w=60")
+        );
+        left.push(a.header("ratelimit").unwrap_or_default());
+    }
+    assert_eq!(left[0], "\"token\";r=4;t=12");
+    assert!(left[4].starts_with("\"token\";r=0;"), "{left:?}");
+
+    let refused = app.get(CLUSTERS, TOKEN_ACME_MEMBER).await;
+    expect(&refused, 429, "rate_limited");
+    assert_eq!(refused.header("retry-after").as_deref(), Some("12"));
+    assert!(
+        refused
+            .header("ratelimit")
+            .is_some_and(|v| v.starts_with("\"token\";r=0;"))
+    );
+    assert!(
+        refused.header("x-request-id").is_some(),
+        "refusals are traced like any answer"
+    );
+
+    // Another token has its own budget; health and the document are not limited.
+    assert_eq!(app.get(CLUSTERS, TOKEN_ACME_SUPER_ADMIN).await.status, 200);
+    let health = app.send(app.request(Method::GET, "/healthz", None)).await;
+    assert_eq!((health.status, health.header("ratelimit")), (200, None));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_have_a_quota_of_their_own_and_a_long_poll_counts_once() {
+    let app = TestApp::spawn_api_only(&limits("20", "2")).await;
+    let c = app.create_cluster("budget").await;
+    let path = format!("{CLUSTERS}/{}", id(&c));
+    let second = app
+        .patch(&path, TOKEN_ACME_SUPER_ADMIN, &json!({"description": "a"}))
+        .await;
+    assert_eq!(second.status, 200);
+    assert_eq!(
+        second.header("ratelimit").as_deref(),
+        Some("\"token\";r=18;t=6, \"token-writes\";r=0;t=60")
+    );
+    let third = app
+        .patch(&path, TOKEN_ACME_SUPER_ADMIN, &json!({"description": "b"}))
+        .await;
+    expect(&third, 429, "rate_limited");
+    assert_eq!(third.header("retry-after").as_deref(), Some("30"));
+    assert!(
+        third
+            .header("ratelimit")
+            .is_some_and(|h| h.starts_with("\"token\";r=18;")),
+        "the refusal took nothing from the other policy: {third:?}"
+    );
+    assert_eq!(
+        app.get(&path, TOKEN_ACME_SUPER_ADMIN).await.json()["description"],
+        "a",
+        "the refused write did nothing"
+    );
+
+    // A long-poll held for a second counts as one request, like any read.
+    let before = app
+        .get(&path, TOKEN_ACME_SUPER_ADMIN)
+        .await
+        .header("ratelimit");
+    let poll = app
+        .get(
+            &format!("{path}/state?since=999&timeout_seconds=1"),
+            TOKEN_ACME_SUPER_ADMIN,
+        )
+        .await;
+    assert_eq!(poll.status, 200);
+    assert!(before.is_some_and(|b| b.starts_with("\"token\";r=16;")));
+    assert!(
+        poll.header("ratelimit")
+            .is_some_and(|h| h.starts_with("\"token\";r=15;")),
+        "{poll:?}"
+    );
+}
+
+/// Two processes behind one load balancer, each told there are two: together they allow the
+/// quota, not twice it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_sharing_a_quota_allow_it_once_between_them() {
+    let settings = [
+        ("RATE_LIMIT_PER_TOKEN", "10"),
+        ("RATE_LIMIT_WRITES_PER_TOKEN", "0"),
+        ("RATE_LIMIT_REPLICAS", "2"),
+    ];
+    let app = TestApp::spawn_api_only(&settings).await;
+    let other = app.second_server(&settings).await;
+    let mut allowed = 0;
+    for i in 0..20 {
+        let base = if i % 2 == 0 { &app.url } else { &other.url };
+        let a = app
+            .send(
+                app.client
+                    .get(format!("{base}{CLUSTERS}"))
+                    .bearer_auth(TOKEN_ACME_MEMBER),
+            )
+            .await;
+        match a.status {
+            200 => {
+                allowed += 1;
+                assert_eq!(
+                    a.header("ratelimit-policy").as_deref(),
+                    Some("\"token\";q=5;w=60")
+                );
+            }
+            429 => assert_eq!(a.problem_code(), "rate_limited"),
+            s => panic!("{s}: {}", a.text()),
+        }
+    }
+    assert_eq!(allowed, 10);
+}
