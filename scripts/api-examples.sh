@@ -118,7 +118,13 @@ ratelimit: "token";r=597;t=3, "token-writes";r=119;t=30
 
 `q` requests per `w` seconds; `r` left now, `t` seconds until the quota is whole again. Over a
 limit: 429 `rate_limited` with `Retry-After` (seconds), and the refused request counts for
-nothing. A long-poll counts once, when it arrives, however long it is held. Health checks, the
+nothing.
+
+An organization may also make `RATE_LIMIT_WRITES_PER_ORGANIZATION` changes a minute (300),
+whichever of its members make them and through whichever face (the API, the console). A write
+counts once the caller is known to be allowed to make it, so a member's refused write, or
+anyone outside the organization, spends nothing of it. Over it: the same 429 `rate_limited`
+with `Retry-After`, its detail naming the organization's limit. A long-poll counts once, when it arrives, however long it is held. Health checks, the
 metrics and the OpenAPI document are not limited.
 
 Behind a load balancer, each process enforces its share of the limits (`RATE_LIMIT_REPLICAS`

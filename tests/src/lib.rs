@@ -159,6 +159,7 @@ async fn start_server(db_url: &str, platform: &StubHandle, settings: &[(&str, &s
         // Tests send far more than a person would; the rate-limit tests set their own.
         ("RATE_LIMIT_PER_TOKEN", "0"),
         ("RATE_LIMIT_WRITES_PER_TOKEN", "0"),
+        ("RATE_LIMIT_WRITES_PER_ORGANIZATION", "0"),
     ];
     for (k, v) in settings {
         pairs.retain(|(name, _)| name != k);

@@ -81,6 +81,7 @@ impl ServerProcess {
             // As in-process test servers: no fair-use limits unless a test sets them.
             .env("RATE_LIMIT_PER_TOKEN", "0")
             .env("RATE_LIMIT_WRITES_PER_TOKEN", "0")
+            .env("RATE_LIMIT_WRITES_PER_ORGANIZATION", "0")
             .stdin(Stdio::null())
             .stdout(Stdio::from(open()))
             .stderr(Stdio::from(open()));

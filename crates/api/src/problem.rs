@@ -26,6 +26,7 @@ pub fn status_of(e: &DomainError) -> StatusCode {
         DomainError::NotFound(_) => StatusCode::NOT_FOUND,
         DomainError::Conflict(_) => StatusCode::CONFLICT,
         DomainError::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
+        DomainError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
         DomainError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
         DomainError::CapacityExhausted(_) | DomainError::ServiceUnavailable => {
             StatusCode::SERVICE_UNAVAILABLE

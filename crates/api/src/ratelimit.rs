@@ -96,9 +96,9 @@ impl RateLimiter {
 
     /// Where `key`'s bucket of `quota` a minute stands if it takes one more request, and
     /// its next state when it may (taken only once every policy agreed).
-    fn peek(
-        map: &HashMap<[u8; 17], Instant>,
-        key: &[u8; 17],
+    fn peek<K: std::hash::Hash + Eq>(
+        map: &HashMap<K, Instant>,
+        key: &K,
         quota: u32,
         now: Instant,
     ) -> (Standing, Option<Instant>) {
@@ -184,6 +184,46 @@ impl RateLimiter {
             }
         }
         Ok(out)
+    }
+}
+
+/// Each organization's writes per minute (`RATE_LIMIT_WRITES_PER_ORGANIZATION`), for the
+/// domain, which counts a write once the caller is authorized for the organization.
+#[derive(Debug)]
+pub struct OrganizationWrites {
+    /// This process's share; 0: unlimited.
+    quota: u32,
+    tat: Mutex<HashMap<uuid::Uuid, Instant>>,
+}
+
+impl OrganizationWrites {
+    /// `per_minute` writes shared by `replicas` processes (0: unlimited).
+    pub fn new(per_minute: u32, replicas: u32) -> OrganizationWrites {
+        OrganizationWrites {
+            quota: per_minute.div_ceil(replicas.max(1)),
+            tat: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl domain::ports::budget::WriteBudget for OrganizationWrites {
+    fn take(&self, organization: uuid::Uuid) -> Result<(), u64> {
+        if self.quota == 0 {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let mut map = self.tat.lock().unwrap_or_else(|e| e.into_inner());
+        // Only authorized callers reach here, so keys are real organizations; idle ones go.
+        if map.len() >= MAX_KEYS {
+            map.retain(|_, tat| *tat > now);
+        }
+        match RateLimiter::peek(&map, &organization, self.quota, now) {
+            (_, Some(tat)) => {
+                map.insert(organization, tat);
+                Ok(())
+            }
+            (standing, None) => Err(standing.retry_after.unwrap_or(1)),
+        }
     }
 }
 
@@ -375,6 +415,24 @@ mod tests {
                 .map(|s| s.is_empty())
                 .unwrap_or(false)
         }));
+    }
+
+    #[test]
+    fn an_organization_has_its_share_of_writes() {
+        use domain::ports::budget::WriteBudget;
+        let org = uuid::Uuid::from_u128(7);
+        let writes = OrganizationWrites::new(4, 2);
+        assert_eq!(
+            (0..3).map(|_| writes.take(org).is_ok()).collect::<Vec<_>>(),
+            [true, true, false]
+        );
+        assert_eq!(writes.take(org), Err(30), "2 a minute: one every 30 s");
+        assert!(
+            writes.take(uuid::Uuid::from_u128(8)).is_ok(),
+            "each organization its own"
+        );
+        let off = OrganizationWrites::new(0, 1);
+        assert!((0..100).all(|_| off.take(org).is_ok()));
     }
 
     #[test]

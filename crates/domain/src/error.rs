@@ -134,6 +134,9 @@ pub enum DomainError {
 
     #[error("{}", conflict_text(.0))]
     Conflict(Conflict),
+    /// The organization made more changes this minute than its fair share.
+    #[error("too many changes for this organization: retry in {retry_after_seconds} s")]
+    RateLimited { retry_after_seconds: u64 },
     /// A conditional write found the object changed since its caller last saw it.
     #[error("the object changed since you last read it: read it again, then decide again")]
     PreconditionFailed,
@@ -270,6 +273,7 @@ impl DomainError {
                 Conflict::ConcurrentModification => "concurrent_modification",
             },
             DomainError::PreconditionFailed => "precondition_failed",
+            DomainError::RateLimited { .. } => "rate_limited",
             DomainError::Validation(_) => "validation_failed",
             DomainError::CapacityExhausted(_) => "capacity_exhausted",
             DomainError::ServiceUnavailable => "service_unavailable",
@@ -289,6 +293,9 @@ impl DomainError {
     pub fn retry_after_seconds(&self) -> Option<u64> {
         match self {
             DomainError::CapacityExhausted(_) | DomainError::ServiceUnavailable => Some(5),
+            DomainError::RateLimited {
+                retry_after_seconds,
+            } => Some(*retry_after_seconds),
             _ => None,
         }
     }

@@ -109,6 +109,8 @@ pub struct Config {
     pub sim: provisioner_sim::SimConfig,
     /// Requests and writes per token per minute, and the processes sharing them.
     pub rate_limits: api::ratelimit::Limits,
+    /// Writes per organization per minute (0: unlimited).
+    pub writes_per_organization: u32,
 }
 
 impl Config {
@@ -219,6 +221,12 @@ impl Config {
                 )?
                 .max(1),
             },
+            writes_per_organization: parse(
+                src,
+                "RATE_LIMIT_WRITES_PER_ORGANIZATION",
+                300u32,
+                "a whole number of writes per minute (0 switches the limit off)",
+            )?,
             sim: provisioner_sim::SimConfig::from_settings(|name| src.raw(name)).map_err(|e| {
                 ConfigError::Invalid {
                     name: "provisioner",

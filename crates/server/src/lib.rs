@@ -121,7 +121,12 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         annotation_domain: config.annotation_domain.clone(),
         kubeconfig_requires_super_admin: config.kubeconfig_requires_super_admin,
     };
-    let services = Services::new(ports.clone(), catalog, settings);
+    let services = Services::new(ports.clone(), catalog, settings).with_write_budget(Arc::new(
+        api::ratelimit::OrganizationWrites::new(
+            config.writes_per_organization,
+            config.rate_limits.replicas,
+        ),
+    ));
     let reconciler = reconciler::Reconciler::start(
         ports,
         store_arc.clone(),

@@ -108,6 +108,7 @@ impl ServerEnv {
             // The load comes from one token by design: measured without fair-use limits.
             ("RATE_LIMIT_PER_TOKEN", "0"),
             ("RATE_LIMIT_WRITES_PER_TOKEN", "0"),
+            ("RATE_LIMIT_WRITES_PER_ORGANIZATION", "0"),
             ("RUST_LOG", "warn"),
         ]);
         let mut proc = Proc::spawn(&format!("server-{name}"), cmd, &self.logs)?;

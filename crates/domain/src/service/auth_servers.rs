@@ -80,6 +80,7 @@ impl Services {
         access::require_writer_somewhere(caller)?;
         let server = self.load_auth_server(id).await?;
         access::authorize_object(caller, &server.organization_id, Access::Write)?;
+        self.spend_write(&server.organization_id)?;
         Ok(server)
     }
 
@@ -142,6 +143,7 @@ impl Services {
         let org =
             access::resolve_create_org(self.ports.identity.as_ref(), caller, &spec.organization)
                 .await?;
+        self.spend_write(&org.id)?;
         self.idempotently(org.id, idempotency, async |held| {
             let config = match &spec.config {
                 ConfigSpec::Oidc(o) => AuthServerConfig::Oidc(OidcConfig {
@@ -379,6 +381,7 @@ impl Services {
             return Err(DomainError::NotFound(Resource::AuthServer));
         };
         access::authorize_object(caller, &server.organization_id, Access::Write)?;
+        self.spend_write(&server.organization_id)?;
         self.idempotently(server.organization_id, idempotency, async |held| {
             check(expect, &server.view())?;
             let audit = self.audit(

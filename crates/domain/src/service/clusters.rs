@@ -110,6 +110,7 @@ impl Services {
         let org =
             access::resolve_create_org(self.ports.identity.as_ref(), caller, &spec.organization)
                 .await?;
+        self.spend_write(&org.id)?;
         self.idempotently(org.id, idempotency, async |held| {
             let zone = match &spec.zone {
                 None => self.catalog.default_zone(),
@@ -242,6 +243,7 @@ impl Services {
         access::require_writer_somewhere(caller)?;
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Write)?;
+        self.spend_write(&cluster.organization_id)?;
         Ok(cluster)
     }
 
@@ -258,6 +260,7 @@ impl Services {
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
         access::require_not_assistant(caller)?;
         access::authorize_object(caller, &cluster.organization_id, Access::Write)?;
+        self.spend_write(&cluster.organization_id)?;
         Ok(cluster)
     }
 
@@ -423,6 +426,7 @@ impl Services {
         access::require_writer_somewhere(caller)?;
         let cluster = self.any_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Write)?;
+        self.spend_write(&cluster.organization_id)?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
             let now = self.ports.clock.now();
             if cluster.is_gone() {

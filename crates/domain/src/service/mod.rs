@@ -27,6 +27,7 @@ use uuid::Uuid;
 use crate::error::{Capacity, Conflict, DomainError, Resource};
 use crate::model::catalog::Catalog;
 use crate::model::cluster::Cluster;
+use crate::ports::budget::{Unlimited, WriteBudget};
 use crate::ports::clock::{Clock, IdSource};
 use crate::ports::identity::IdentityProvider;
 use crate::ports::provisioning::CloudProvider;
@@ -80,6 +81,8 @@ pub struct Services {
     /// The request these use cases serve, when a face gave one: recorded as the cause of the
     /// provisioning work a change schedules.
     request_id: Option<Arc<str>>,
+    /// Each organization's writes per minute (unlimited unless a face sets one).
+    writes: Arc<dyn WriteBudget>,
 }
 
 /// What a use case decided about one cluster: the changes to commit, whether they need
@@ -143,7 +146,26 @@ impl Services {
             catalog: Arc::new(catalog),
             settings: Arc::new(settings),
             request_id: None,
+            writes: Arc::new(Unlimited),
         }
+    }
+
+    /// The same use cases, counting each organization's writes against `budget`.
+    pub fn with_write_budget(self, budget: Arc<dyn WriteBudget>) -> Services {
+        Services {
+            writes: budget,
+            ..self
+        }
+    }
+
+    /// Counts a write against the organization it changes: called once the caller is
+    /// authorized for it, so no outsider spends an organization's budget.
+    pub(crate) fn spend_write(&self, organization: &Uuid) -> Result<(), DomainError> {
+        self.writes
+            .take(*organization)
+            .map_err(|retry_after_seconds| DomainError::RateLimited {
+                retry_after_seconds,
+            })
     }
 
     /// The same use cases serving one request: the changes they make name it as their cause.

@@ -134,3 +134,38 @@ async fn processes_sharing_a_quota_allow_it_once_between_them() {
     }
     assert_eq!(allowed, 10);
 }
+
+/// An organization's writes, whoever makes them; only its own writers spend them (a member's
+/// refused write or another organization's do not).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_organizations_writes_are_shared_by_its_writers_and_spent_by_no_one_else() {
+    let app = TestApp::spawn_api_only(&[("RATE_LIMIT_WRITES_PER_ORGANIZATION", "2")]).await;
+    for _ in 0..3 {
+        let refused = app
+            .post(CLUSTERS, TOKEN_ACME_MEMBER, &cluster_body("acme", "nope"))
+            .await;
+        expect(&refused, 403, "forbidden");
+    }
+    app.create_cluster_as(TOKEN_ACME_SUPER_ADMIN, "acme", "one")
+        .await;
+    app.create_cluster_as(TOKEN_ACME_ASSISTANT, "acme", "two")
+        .await;
+    let third = app
+        .post(
+            CLUSTERS,
+            TOKEN_ACME_SUPER_ADMIN,
+            &cluster_body("acme", "three"),
+        )
+        .await;
+    expect(&third, 429, "rate_limited");
+    assert_eq!(third.header("retry-after").as_deref(), Some("30"));
+    assert!(
+        third.json()["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("organization"))
+    );
+    // Another organization's writer is not held back by acme's budget.
+    app.create_cluster_as(TOKEN_TWO_ORGS, "globex", "elsewhere")
+        .await;
+    assert_eq!(app.count_rows("clusters"), 3);
+}

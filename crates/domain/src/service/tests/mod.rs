@@ -45,6 +45,7 @@ mod kubeconfig;
 mod node_pools;
 mod patch;
 mod state_long_poll;
+mod write_budget;
 
 const FIRST_PAGE: PageRequest = PageRequest { page: 1, size: 20 };
 
