@@ -148,6 +148,9 @@ impl RateLimiter {
                 },
             ));
         }
+        if policies.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut map = self.tat.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() >= MAX_KEYS {
             map.retain(|_, tat| *tat > now);

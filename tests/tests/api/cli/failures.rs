@@ -11,18 +11,7 @@ use super::*;
 async fn each_class_of_failure_has_its_exit_code_and_says_why() {
     let app = TestApp::spawn_api_only(&[]).await;
     let admin = CliUser::with_env(&app.url, TOKEN_ACME_SUPER_ADMIN, "acme");
-    admin
-        .run(&[
-            "cluster",
-            "create",
-            "taken",
-            "--size",
-            "kube.c5.large",
-            "--count",
-            "1",
-        ])
-        .await
-        .expect(0);
+    create_small(&admin, "taken").await;
     let member = CliUser::with_env(&app.url, TOKEN_ACME_MEMBER, "acme");
     let stranger = CliUser::with_env(&app.url, "dev-only-token-nobody-0000000000", "acme");
     let nowhere = CliUser::with_env(

@@ -48,17 +48,7 @@ async fn login_keeps_the_token_private_and_never_prints_it() {
 async fn contexts_pick_the_endpoint_and_organization() {
     let app = TestApp::spawn_api_only(&[]).await;
     let user = logged_in(&app).await;
-    user.run(&[
-        "cluster",
-        "create",
-        "in-acme",
-        "--size",
-        "kube.c5.large",
-        "--count",
-        "1",
-    ])
-    .await
-    .expect(0);
+    create_small(&user, "in-acme").await;
     user.run_with(
         &[
             "auth",
@@ -393,17 +383,7 @@ async fn kubeconfig_save_waits_for_the_control_plane_and_ctrl_c_leaves_a_wait_al
     // Slow steps: the kubeconfig is not ready when asked for.
     let app = TestApp::spawn_with(&[("PROVISIONER_STEP_MS", "1500")]).await;
     let user = logged_in(&app).await;
-    user.run(&[
-        "cluster",
-        "create",
-        "slow-1",
-        "--size",
-        "kube.c5.large",
-        "--count",
-        "1",
-    ])
-    .await
-    .expect(0);
+    create_small(&user, "slow-1").await;
     let saved = user
         .run(&["cluster", "kubeconfig", "save", "slow-1"])
         .await
@@ -422,18 +402,7 @@ async fn kubeconfig_save_waits_for_the_control_plane_and_ctrl_c_leaves_a_wait_al
     // A cluster that never settles (no provisioning at all): Ctrl-C ends the wait, not the cluster.
     let idle = TestApp::spawn_api_only(&[]).await;
     let waiter = logged_in(&idle).await;
-    waiter
-        .run(&[
-            "cluster",
-            "create",
-            "idle-1",
-            "--size",
-            "kube.c5.large",
-            "--count",
-            "1",
-        ])
-        .await
-        .expect(0);
+    create_small(&waiter, "idle-1").await;
     let run = waiter
         .interrupted(&["cluster", "wait", "idle-1"], "cluster idle-1: Pending")
         .await;

@@ -31,6 +31,21 @@ async fn logged_in(app: &TestApp) -> CliUser {
     user
 }
 
+/// `kubesvc cluster create NAME` with one small node, without waiting; exit 0.
+async fn create_small(user: &CliUser, name: &str) -> Run {
+    user.run(&[
+        "cluster",
+        "create",
+        name,
+        "--size",
+        "kube.c5.large",
+        "--count",
+        "1",
+    ])
+    .await
+    .expect(0)
+}
+
 /// `kubesvc ARGS -o json`, exit 0, the JSON.
 async fn json(user: &CliUser, args: &[&str]) -> serde_json::Value {
     let mut all = args.to_vec();
