@@ -1,5 +1,5 @@
-//! Around every request: the request id (echoed or made), the access log line and the
-//! metrics. The log carries method, route template, status, latency and request id; never a
+//! Around every request: the request id (echoed or made), the fair-use limits
+//! (`ratelimit`), the access log line and the metrics. The log carries method, route template, status, latency and request id; never a
 //! header value, so no token can reach it.
 
 use std::time::Instant;
@@ -13,11 +13,12 @@ use actix_web::{Error, HttpMessage};
 use tracing::Instrument;
 
 use crate::extract::RequestId;
+use crate::ratelimit::{self, Admission};
 use crate::state::AppState;
 
 pub async fn observe(
     req: ServiceRequest,
-    next: Next<impl MessageBody>,
+    next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, Error> {
     let started = Instant::now();
     let id = RequestId::from_header(
@@ -44,7 +45,18 @@ pub async fn observe(
     let state = req.app_data::<Data<AppState>>().cloned();
     let in_flight = state.as_ref().map(|s| s.metrics.clone());
     let guard = in_flight.as_deref().map(api_metrics_start);
-    let mut res = next.call(req).instrument(span.clone()).await?;
+    let admission = state
+        .as_ref()
+        .map(|s| ratelimit::admit(&s.limiter, &req, &id.0))
+        .unwrap_or(Admission::Pass(Vec::new()));
+    let mut res = match admission {
+        Admission::Pass(standings) => {
+            let mut res = next.call(req).instrument(span.clone()).await?;
+            ratelimit::annotate(res.headers_mut(), &standings);
+            res.map_into_left_body()
+        }
+        Admission::Refuse(refusal) => req.into_response(refusal).map_into_right_body(),
+    };
     drop(guard);
     let status = res.status().as_u16();
     let latency = started.elapsed();

@@ -13,18 +13,13 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use actix_web::body::{BoxBody, MessageBody};
-use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::dev::ServiceRequest;
 use actix_web::http::Method;
 use actix_web::http::header::{AUTHORIZATION, HeaderName, HeaderValue, RETRY_AFTER};
-use actix_web::middleware::Next;
-use actix_web::web::Data;
-use actix_web::{Error, HttpMessage, HttpResponse};
+use actix_web::HttpResponse;
 use sha2::{Digest, Sha256};
 
-use crate::extract::RequestId;
 use crate::problem::{self, PROBLEM_JSON};
-use crate::state::AppState;
 
 /// The window every limit is stated over.
 const WINDOW: Duration = Duration::from_secs(60);
@@ -59,13 +54,13 @@ impl Limits {
 
 /// One policy: its name in the headers and its quota.
 #[derive(Debug, Clone, Copy)]
-struct Policy {
+pub struct Policy {
     name: &'static str,
     quota: u32,
 }
 
 /// Each policy that applies to a request, with where the request stands in it.
-type Standings = Vec<(Policy, Standing)>;
+pub type Standings = Vec<(Policy, Standing)>;
 
 /// Where a key stands after a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +82,12 @@ pub struct RateLimiter {
 }
 
 impl RateLimiter {
+    /// Whether no limit applies at all (then a request is not even hashed).
+    fn is_off(&self) -> bool {
+        self.limits
+            .is_none_or(|l| l.per_token == 0 && l.writes_per_token == 0)
+    }
+
     pub fn new(limits: Limits) -> RateLimiter {
         RateLimiter {
             limits: Some(limits),
@@ -289,54 +290,51 @@ fn headers(standings: &[(Policy, Standing)]) -> Option<(HeaderValue, HeaderValue
     ))
 }
 
-fn set_headers(h: &mut actix_web::http::header::HeaderMap, standings: &[(Policy, Standing)]) {
+/// Adds `RateLimit-Policy` and `RateLimit` for `standings` (nothing when none applied).
+pub fn annotate(h: &mut actix_web::http::header::HeaderMap, standings: &[(Policy, Standing)]) {
     if let Some((policy, now)) = headers(standings) {
         h.insert(HeaderName::from_static("ratelimit-policy"), policy);
         h.insert(HeaderName::from_static("ratelimit"), now);
     }
 }
 
-/// The middleware: counts the request, refuses it over a limit, and says the standing on
-/// every answer.
-pub async fn limit(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, Error> {
-    let limiter = req.app_data::<Data<AppState>>().map(|s| s.limiter.clone());
-    let (Some(limiter), true) = (limiter, limited(req.path())) else {
-        return Ok(next.call(req).await?.map_into_boxed_body());
-    };
+/// What the limiter decided for a request.
+pub enum Admission {
+    /// Let it through; its answer says these standings.
+    Pass(Standings),
+    /// Refused: this 429 is the answer.
+    Refuse(HttpResponse),
+}
+
+/// Counts the request against its token's limits (the public routes only). Called by
+/// `middleware::observe` before the handler, so a refusal has its request id, access log line
+/// and metrics, without a middleware layer of its own on every request.
+pub fn admit(limiter: &RateLimiter, req: &ServiceRequest, request_id: &str) -> Admission {
+    if limiter.is_off() || !limited(req.path()) {
+        return Admission::Pass(Vec::new());
+    }
     let write = is_write(req.method());
-    match limiter.check(key_of(&req), write, Instant::now()) {
-        Ok(standings) => {
-            let mut res = next.call(req).await?.map_into_boxed_body();
-            set_headers(res.headers_mut(), &standings);
-            Ok(res)
-        }
+    match limiter.check(key_of(req), write, Instant::now()) {
+        Ok(standings) => Admission::Pass(standings),
         Err(standings) => {
             let wait = standings
                 .iter()
                 .filter_map(|(_, s)| s.retry_after)
                 .max()
                 .unwrap_or(1);
-            let request_id = req
-                .extensions()
-                .get::<RequestId>()
-                .map(|r| r.0.clone())
-                .unwrap_or_default();
             let body = problem::problem(
                 actix_web::http::StatusCode::TOO_MANY_REQUESTS,
                 "rate_limited",
                 format!("too many requests for this token: retry in {wait} s"),
                 None,
-                &request_id,
+                request_id,
             );
             let mut res = HttpResponse::TooManyRequests()
                 .content_type(PROBLEM_JSON)
                 .insert_header((RETRY_AFTER, wait.to_string()))
                 .body(body.to_json());
-            set_headers(res.headers_mut(), &standings);
-            Ok(req.into_response(res))
+            annotate(res.headers_mut(), &standings);
+            Admission::Refuse(res)
         }
     }
 }

@@ -161,8 +161,6 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
 
     let server = HttpServer::new(move || {
         App::new()
-            // Inside `observe`, so a refusal has its request id and is logged and counted.
-            .wrap(from_fn(api::ratelimit::limit))
             .wrap(from_fn(api::middleware::observe))
             .configure(console::configure(console_state.clone()))
             .configure(api::configure(state.clone()))
