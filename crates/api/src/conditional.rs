@@ -14,15 +14,27 @@ use actix_web::http::header::{ETAG, HeaderMap, IF_MATCH, IF_NONE_MATCH};
 use actix_web::{FromRequest, HttpRequest, HttpResponse, dev::Payload};
 use domain::input::precondition::{Expect, Precondition};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::render::{JSON, Shown};
 
-/// The strong entity tag of a representation: the first 16 bytes of its SHA-256 in hex, quoted.
+/// The strong entity tag of a representation: its 128-bit XXH3 in hex, quoted.
+///
+/// Every read of one object computes one, so it must cost little: with SHA-256 (SHA-NI) and
+/// the hex written by `format!`, the tag was 4.5 % of the server's CPU on `make bench` item 1
+/// (perf); XXH3 reads 1.6 KB in a small fraction of that. A tag needs no resistance to
+/// forgery: whoever could make two versions of an object share one could only make a stale
+/// `If-Match` of their own succeed.
 pub fn entity_tag(body: &[u8]) -> String {
-    let digest = Sha256::digest(body);
-    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-    format!("\"{hex}\"")
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let hash = xxhash_rust::xxh3::xxh3_128(body).to_be_bytes();
+    let mut tag = String::with_capacity(34);
+    tag.push('"');
+    for b in hash {
+        tag.push(char::from(HEX[usize::from(b >> 4)]));
+        tag.push(char::from(HEX[usize::from(b & 0x0f)]));
+    }
+    tag.push('"');
+    tag
 }
 
 /// The tags of an `If-Match` or `If-None-Match` header.
