@@ -13,10 +13,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use actix_web::HttpResponse;
 use actix_web::dev::ServiceRequest;
 use actix_web::http::Method;
 use actix_web::http::header::{AUTHORIZATION, HeaderName, HeaderValue, RETRY_AFTER};
-use actix_web::HttpResponse;
 use sha2::{Digest, Sha256};
 
 use crate::problem::{self, PROBLEM_JSON};

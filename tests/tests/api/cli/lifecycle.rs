@@ -415,3 +415,57 @@ async fn kubeconfig_save_waits_for_the_control_plane_and_ctrl_c_leaves_a_wait_al
     let still = json(&waiter, &["cluster", "get", "idle-1"]).await;
     assert_eq!(still["phase"], "Pending");
 }
+
+/// The catalog as a person reads it, and a create that takes its recommended choices; a
+/// create run twice with one `--idempotency-key` makes one cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalog_guides_a_create_and_a_given_key_makes_one_cluster() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let user = logged_in(&app).await;
+    let catalog = user.run(&["catalog"]).await.expect(0);
+    let recommended = catalog
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("kube.") && l.trim_end().ends_with('*'))
+        .and_then(|l| l.split_whitespace().next())
+        .map(str::to_owned);
+    assert!(recommended.is_some(), "{catalog:?}");
+    let versions = json(&user, &["catalog"]).await;
+    assert!(
+        versions["kubernetes_versions"]
+            .as_array()
+            .is_some_and(|v| !v.is_empty())
+    );
+
+    let args = [
+        "cluster",
+        "create",
+        "keyed",
+        "--count",
+        "1",
+        "--idempotency-key",
+        "cli-test-key-0001",
+        "-o",
+        "json",
+    ];
+    let first = user.run(&args).await.expect(0);
+    // Data output (-o json) is quiet: no note about the tier on stderr.
+    assert!(first.stderr.is_empty(), "{first:?}");
+    let again = user.run(&args).await.expect(0);
+    assert_eq!(
+        first.json()["id"],
+        again.json()["id"],
+        "the same key answers the same cluster"
+    );
+    assert_eq!(
+        first.json()["node_pools"][0]["size"].as_str(),
+        recommended.as_deref()
+    );
+    assert_eq!(
+        user.run(&["cluster", "list", "-o", "name"])
+            .await
+            .expect(0)
+            .stdout,
+        "keyed\n"
+    );
+}
