@@ -128,8 +128,7 @@ impl Conditional {
     /// A read's answer: the object with its `ETag`, or 304 with the tag alone when
     /// `If-None-Match` names it.
     pub fn read<T: Serialize>(&self, value: &T) -> HttpResponse {
-        let body = serde_json::to_vec(value).unwrap_or_default();
-        let tag = entity_tag(&body);
+        let (body, tag) = with_tag(value);
         if self
             .if_none_match
             .as_ref()
@@ -139,10 +138,7 @@ impl Conditional {
                 .insert_header((ETAG, tag))
                 .finish();
         }
-        HttpResponse::build(StatusCode::OK)
-            .content_type(JSON)
-            .insert_header((ETAG, tag))
-            .body(body)
+        answer(StatusCode::OK, body, tag)
     }
 }
 
@@ -161,10 +157,21 @@ impl FromRequest for Conditional {
 
 /// A plain JSON answer of one object, with its `ETag`.
 pub fn tagged<T: Serialize>(status: StatusCode, value: &T) -> HttpResponse {
+    let (body, tag) = with_tag(value);
+    answer(status, body, tag)
+}
+
+/// The answer's bytes and their tag.
+fn with_tag<T: Serialize>(value: &T) -> (Vec<u8>, String) {
     let body = serde_json::to_vec(value).unwrap_or_default();
+    let tag = entity_tag(&body);
+    (body, tag)
+}
+
+fn answer(status: StatusCode, body: Vec<u8>, tag: String) -> HttpResponse {
     HttpResponse::build(status)
         .content_type(JSON)
-        .insert_header((ETAG, entity_tag(&body)))
+        .insert_header((ETAG, tag))
         .body(body)
 }
 

@@ -153,15 +153,12 @@ impl RateLimiter {
             return Ok(Vec::new());
         }
         let mut map = self.tat.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= MAX_KEYS {
-            map.retain(|_, tat| *tat > now);
-            if map.len() >= MAX_KEYS {
-                tracing::warn!(
-                    keys = map.len(),
-                    "rate limiter: too many keys, forgetting them all"
-                );
-                map.clear();
-            }
+        if !forget_idle(&mut map, now) {
+            tracing::warn!(
+                keys = map.len(),
+                "rate limiter: too many keys, forgetting them all"
+            );
+            map.clear();
         }
         let mut out = Vec::new();
         let mut next = Vec::new();
@@ -217,10 +214,9 @@ impl domain::ports::budget::WriteBudget for OrganizationWrites {
         }
         let now = Instant::now();
         let mut map = self.tat.lock().unwrap_or_else(|e| e.into_inner());
-        // Only authorized callers reach here, so keys are real organizations; idle ones go.
-        if map.len() >= MAX_KEYS {
-            map.retain(|_, tat| *tat > now);
-        }
+        // Only authorized callers reach here, so keys are real organizations: never all
+        // forgotten, only the idle ones.
+        forget_idle(&mut map, now);
         match RateLimiter::peek(&map, &organization, self.quota, now) {
             (_, Some(tat)) => {
                 map.insert(organization, tat);
@@ -229,6 +225,15 @@ impl domain::ports::budget::WriteBudget for OrganizationWrites {
             (standing, None) => Err(standing.retry_after.unwrap_or(1)),
         }
     }
+}
+
+/// At `MAX_KEYS`, forgets the keys whose bucket is full again (nothing owed); false when the
+/// map is still full after that.
+fn forget_idle<K>(map: &mut HashMap<K, Instant>, now: Instant) -> bool {
+    if map.len() >= MAX_KEYS {
+        map.retain(|_, tat| *tat > now);
+    }
+    map.len() < MAX_KEYS
 }
 
 fn ceil_secs(d: Duration) -> u64 {

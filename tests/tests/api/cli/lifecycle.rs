@@ -49,23 +49,14 @@ async fn contexts_pick_the_endpoint_and_organization() {
     let app = TestApp::spawn_api_only(&[]).await;
     let user = logged_in(&app).await;
     create_small(&user, "in-acme").await;
-    user.run_with(
-        &[
-            "auth",
-            "login",
-            "--url",
-            &app.url,
-            "--organization",
-            "initech",
-            "--name",
-            "initech",
-            "--token-stdin",
-        ],
-        &format!("{TOKEN_INITECH_SUPER_ADMIN}\n"),
-        &[],
+    login(
+        &user,
+        &app,
+        "initech",
+        Some("initech"),
+        TOKEN_INITECH_SUPER_ADMIN,
     )
-    .await
-    .expect(0);
+    .await;
     // The new context is current: initech has no clusters.
     assert_eq!(
         user.run(&["cluster", "list", "-o", "name"])

@@ -13,22 +13,28 @@ use blackbox::*;
 /// A user logged in to `app` as acme's super_admin, by `auth login --token-stdin`.
 async fn logged_in(app: &TestApp) -> CliUser {
     let user = CliUser::new();
-    user.run_with(
-        &[
-            "auth",
-            "login",
-            "--url",
-            &app.url,
-            "--organization",
-            "acme",
-            "--token-stdin",
-        ],
-        &format!("{TOKEN_ACME_SUPER_ADMIN}\n"),
-        &[],
-    )
-    .await
-    .expect(0);
+    login(&user, app, "acme", None, TOKEN_ACME_SUPER_ADMIN).await;
     user
+}
+
+/// `kubesvc auth login` to `app` in `org` with `token` on stdin, as context `name` (else the
+/// current one); exit 0.
+async fn login(user: &CliUser, app: &TestApp, org: &str, name: Option<&str>, token: &str) {
+    let mut args = vec![
+        "auth",
+        "login",
+        "--url",
+        &app.url,
+        "--organization",
+        org,
+        "--token-stdin",
+    ];
+    if let Some(name) = name {
+        args.extend(["--name", name]);
+    }
+    user.run_with(&args, &format!("{token}\n"), &[])
+        .await
+        .expect(0);
 }
 
 /// `kubesvc cluster create NAME` with one small node, without waiting; exit 0.
