@@ -131,6 +131,25 @@ Behind a load balancer, each process enforces its share of the limits (`RATE_LIM
 processes: ⌈limit / replicas⌉ each, which its headers state), so a client spread evenly over
 them gets the limit once, not once per process; a client stuck to one process gets its share.
 
+### Audit trail
+
+Every change that takes effect is recorded in the same transaction as the change itself, so
+there is no change without its event and no event without its change: who made it (the user,
+and the kind of client their token belongs to), through which face (`api` or `console`), what
+(the object, a past-tense `action`, and the fields it set; an update of a pool shows each
+moved field as `{"from": …, "to": …}`), when, the `X-Request-Id` of the request, and the
+`outcome`: `applied` (done) or `accepted` (recorded, and provisioning carries it out: follow
+the cluster's state). A refused request (403, 409, 412, 422, 429…) changes nothing and records
+nothing. Secrets never appear: a credential shows its username or its token's hint, a changed
+OIDC client secret shows as `"[redacted]"`. Reads of the trail are not recorded.
+
+`GET /v1/public/audit-events` answers one organization's events (any member may read them),
+newest first, `limit` (1-100, default 50) at a time, narrowed by `resource`, `resource_id`,
+`cluster_id` (a cluster and everything under it), `actor` (a user id), `since` (inclusive) and
+`until` (exclusive, RFC 3339). `next_cursor` is the `cursor` of the next page (null on the last),
+with the same filters. Events are kept `AUDIT_RETENTION_DAYS` (400 by default; 0 keeps them
+forever) and purged hourly after.
+
 ### Registration reasons
 
 A cluster's `hub_registration` and `default_environment` carry a `reason` only when not ready,
@@ -261,6 +280,10 @@ run "DELETE /v1/public/clusters/{id} (202, then gone: 404)" "${A[@]}" -X DELETE 
 run "A member cannot write: 403" "${M[@]}" -X DELETE "$BASE/v1/public/clusters/$ID"
 run "No token: 401" "$BASE/v1/public/clusters"
 run "An unknown field: 422 with the field's path" "${A[@]}" "${J[@]}" -X POST "$BASE/v1/public/clusters" -d '{"organization":"acme","name":"x","node_pools":[{"size":"kube.c5.large","count":0}],"control_plane_option_id":"cp-ha"}'
+
+echo -e "\n## Audit trail" >>"$OUT"
+run "GET /v1/public/audit-events?cluster_id={id}&limit=3 (newest first; a member may read)" "${M[@]}" "$BASE/v1/public/audit-events?organization=acme&cluster_id=$ID&limit=3"
+run "GET /v1/public/audit-events?resource=credential (the credentials of the auth server above)" "${M[@]}" "$BASE/v1/public/audit-events?organization=acme&resource=credential&limit=2"
 # Fair use: another token's writes until the limit (a project_admin may not write, but every
 # write counts), then the refusal.
 P=(-H "Authorization: Bearer dev-only-token-acme-project-admin-5a9c7e3b1d2f4a6c8e0b")

@@ -21,7 +21,8 @@ use crate::ports::identity::MockIdentityProvider;
 use crate::ports::provisioning::MockCloudProvider;
 use crate::ports::secrets::MockSecretVault;
 use crate::ports::storage::{
-    MockAuthServerRepository, MockChangeFeed, MockClusterRepository, MockIdempotencyStore,
+    MockAuditLog, MockAuthServerRepository, MockChangeFeed, MockClusterRepository,
+    MockIdempotencyStore,
 };
 use crate::service::{Ports, Render, Services, Settings};
 
@@ -174,6 +175,7 @@ pub struct Mocks {
     pub clusters: MockClusterRepository,
     pub idempotency: MockIdempotencyStore,
     pub auth_servers: MockAuthServerRepository,
+    pub audit: MockAuditLog,
     pub changes: MockChangeFeed,
     pub identity: MockIdentityProvider,
     pub cloud: MockCloudProvider,
@@ -195,6 +197,7 @@ impl Mocks {
             clusters: Arc::new(self.clusters),
             idempotency: Arc::new(self.idempotency),
             auth_servers: Arc::new(self.auth_servers),
+            audit: Arc::new(self.audit),
             changes: Arc::new(self.changes),
             identity: Arc::new(self.identity),
             cloud: Arc::new(self.cloud),

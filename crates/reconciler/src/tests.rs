@@ -124,6 +124,7 @@ fn ports(clusters: MockClusterRepository, cloud: Arc<dyn CloudProvider>) -> Port
         clusters: Arc::new(clusters),
         idempotency: Arc::new(m.idempotency),
         auth_servers: Arc::new(m.auth_servers),
+        audit: Arc::new(m.audit),
         changes: Arc::new(m.changes),
         identity: Arc::new(m.identity),
         cloud,

@@ -111,6 +111,8 @@ pub struct Config {
     pub rate_limits: api::ratelimit::Limits,
     /// Writes per organization per minute (0: unlimited).
     pub writes_per_organization: u32,
+    /// Days an audit event is kept (`AUDIT_RETENTION_DAYS`; 0 keeps them forever).
+    pub audit_retention_days: u32,
 }
 
 impl Config {
@@ -226,6 +228,12 @@ impl Config {
                 "RATE_LIMIT_WRITES_PER_ORGANIZATION",
                 300u32,
                 "a whole number of writes per minute (0 switches the limit off)",
+            )?,
+            audit_retention_days: parse(
+                src,
+                "AUDIT_RETENTION_DAYS",
+                domain::model::audit::RETENTION_DAYS_DEFAULT,
+                "a whole number of days (0 keeps audit events forever)",
             )?,
             sim: provisioner_sim::SimConfig::from_settings(|name| src.raw(name)).map_err(|e| {
                 ConfigError::Invalid {

@@ -109,6 +109,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         clusters,
         idempotency: store_arc.clone(),
         auth_servers: store_arc.clone(),
+        audit: store_arc.clone(),
         changes: Arc::new(feed),
         identity,
         cloud: Arc::new(provisioner_sim::SimulatedCloud::new(sim)),
@@ -148,8 +149,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         limiter: Arc::new(api::ratelimit::RateLimiter::new(config.rate_limits)),
     };
     system::spawn_idempotency_purge(store.clone());
+    system::spawn_audit_purge(store.clone(), config.audit_retention_days);
     let console_state = console::ConsoleState::new(
-        services.clone(),
+        services.clone().via(domain::model::audit::Channel::Console),
         demo_tokens
             .iter()
             .map(|(label, token)| console::DemoUser {

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use domain::ports::clock::{Clock, IdSource};
-use domain::ports::storage::IdempotencyStore;
+use domain::ports::storage::{AuditLog, IdempotencyStore};
 use store_postgres::PgStore;
 use uuid::Uuid;
 
@@ -42,6 +42,26 @@ pub fn spawn_idempotency_purge(store: PgStore) {
                 Ok(n) if n > 0 => tracing::info!(deleted = n, "expired idempotency keys purged"),
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "idempotency key purge failed"),
+            }
+        }
+    });
+}
+
+/// Deletes audit events older than `retention_days` (0: never), hourly, so an event is kept
+/// at least its retention and at most an hour beyond.
+pub fn spawn_audit_purge(store: PgStore, retention_days: u32) {
+    if retention_days == 0 {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(3600));
+        loop {
+            tick.tick().await;
+            let cutoff = Utc::now() - chrono::Duration::days(i64::from(retention_days));
+            match store.purge_audit_before(cutoff).await {
+                Ok(n) if n > 0 => tracing::info!(deleted = n, "expired audit events purged"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "audit event purge failed"),
             }
         }
     });

@@ -73,6 +73,7 @@ async fn seed(store: &PgStore, url: &str, org: Uuid) {
             zone_capacity: None,
             idempotency: None,
             cause: None,
+            audit: None,
             at: Utc::now(),
         })
     }))

@@ -13,14 +13,12 @@ use domain::model::auth_server::{
 };
 use domain::model::secret::{PasswordHash, SealedSecret, TokenDigest};
 use domain::names::DnsLabel;
-use domain::ports::storage::{
-    AuditEvent, AuthServerChange, AuthServerRepository, AuthServerWrite, StoreError,
-};
+use domain::ports::storage::{AuthServerChange, AuthServerRepository, AuthServerWrite, StoreError};
 use uuid::Uuid;
 
 use crate::error::{TxError, corrupt};
 use crate::idempotency::complete_in;
-use crate::schema::{audit_events, auth_server_credentials as cred, auth_servers as s};
+use crate::schema::{auth_server_credentials as cred, auth_servers as s};
 use crate::{AUTH_SERVER_CHANNEL, PgStore};
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]
@@ -57,18 +55,6 @@ struct CredentialRow {
     hint: Option<String>,
     position: i32,
     created_at: DateTime<Utc>,
-}
-
-#[derive(Debug, Insertable)]
-#[diesel(table_name = audit_events)]
-struct AuditRow<'a> {
-    id: Uuid,
-    organization_id: Uuid,
-    auth_server_id: Uuid,
-    actor: &'a str,
-    action: &'a str,
-    details: &'a serde_json::Value,
-    at: DateTime<Utc>,
 }
 
 fn split(server: &AuthServer) -> Result<(ServerRow, Vec<CredentialRow>), StoreError> {
@@ -335,26 +321,7 @@ fn write_in(conn: &mut PgConnection, w: &AuthServerWrite) -> Result<(), TxError>
             *id
         }
     };
-    let AuditEvent {
-        id,
-        organization_id,
-        auth_server_id,
-        actor,
-        action,
-        details,
-        at,
-    } = &w.audit;
-    diesel::insert_into(audit_events::table)
-        .values(AuditRow {
-            id: *id,
-            organization_id: *organization_id,
-            auth_server_id: *auth_server_id,
-            actor,
-            action,
-            details,
-            at: *at,
-        })
-        .execute(conn)?;
+    crate::audit::insert_in(conn, &w.audit)?;
     if let Some(completion) = &w.idempotency {
         complete_in(conn, completion)?;
     }

@@ -362,6 +362,9 @@ fn commit_in(conn: &mut PgConnection, w: &ClusterWrite) -> Result<Committed, TxE
     if let Some(completion) = &w.idempotency {
         complete_in(conn, completion)?;
     }
+    if let Some(event) = &w.audit {
+        crate::audit::insert_in(conn, event)?;
+    }
     let committed = Committed {
         revision,
         organization_id,

@@ -1,6 +1,6 @@
 //! A cluster's create in one round trip: the write of a new cluster (its zone's capacity
 //! checked, its row, its pools, its first operation, the answer on its idempotency key, its
-//! change log row) is one call of the PL/pgSQL function `kubesvc_create_cluster`, in
+//! change log row, its audit event) is one call of the PL/pgSQL function `kubesvc_create_cluster`, in
 //! autocommit. The generic path ([`crate::clusters`]) would send the same work as eight
 //! statements, the capacity's read and `BEGIN` to `COMMIT`.
 //!
@@ -21,7 +21,7 @@ use crate::idempotency::headers_json;
 use crate::rows::{ClusterRow, PoolRow};
 
 diesel::define_sql_function! {
-    /// The migration `create_cluster_in_one_call` defines it; `true` once everything is written.
+    /// The migrations `create_cluster_in_one_call` and `audit_trail` define it; `true` once everything is written.
     #[allow(clippy::too_many_arguments)]
     fn kubesvc_create_cluster(
         cluster: Jsonb,
@@ -37,6 +37,7 @@ diesel::define_sql_function! {
         capacity_zone: Nullable<Text>,
         capacity_adds: Nullable<BigInt>,
         capacity: Nullable<BigInt>,
+        audit: Nullable<Jsonb>,
     ) -> Bool;
 }
 
@@ -78,6 +79,12 @@ impl<'a> Create<'a> {
             .map(|p| PoolRow::from_domain(self.cluster.id, p))
             .collect::<Result<Vec<_>, _>>()?;
         let pools = to_json(&pools)?;
+        let audit = self
+            .write
+            .audit
+            .as_ref()
+            .map(crate::audit::to_json)
+            .transpose()?;
         let key = self.write.idempotency.as_ref();
         let limit = self.write.zone_capacity.as_ref();
         let done: bool = diesel::select(kubesvc_create_cluster(
@@ -94,6 +101,7 @@ impl<'a> Create<'a> {
             limit.map(|z| z.zone.as_str()),
             limit.map(|z| clamp(z.adds)),
             limit.map(|z| clamp(z.capacity)),
+            audit,
         ))
         .get_result(conn)
         .map_err(|e| match &e {

@@ -174,11 +174,19 @@ diesel::table! {
     audit_events (id) {
         id -> Uuid,
         organization_id -> Uuid,
-        auth_server_id -> Uuid,
+        auth_server_id -> Nullable<Uuid>,
         actor -> Text,
         action -> Text,
         details -> Jsonb,
         at -> Timestamptz,
+        resource -> Text,
+        resource_id -> Nullable<Text>,
+        cluster_id -> Nullable<Uuid>,
+        actor_email -> Nullable<Text>,
+        actor_client -> Text,
+        via -> Text,
+        request_id -> Nullable<Text>,
+        outcome -> Text,
     }
 }
 

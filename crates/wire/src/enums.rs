@@ -76,6 +76,15 @@ string_enums! {
     Direction = domain::model::firewall::Direction;
     /// `oidc`, `basic` or `token`.
     AuthServerType = domain::model::auth_server::AuthServerType;
+    /// The kind of object an audit event is about.
+    AuditResource = domain::model::audit::AuditResource;
+    /// The face of the service a change came through.
+    AuditVia = domain::model::audit::Channel;
+    /// `applied`: the change is done. `accepted`: the change is recorded and provisioning
+    /// carries it out (the cluster's state and operations show how it goes).
+    AuditOutcome = domain::model::audit::Outcome;
+    /// The kind of client the actor's token belongs to, as the account platform says.
+    ClientKind = domain::model::identity::ClientKind;
 }
 
 #[cfg(test)]

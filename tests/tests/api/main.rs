@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod access;
+mod audit;
 mod auth_servers;
 mod cli;
 mod clusters;

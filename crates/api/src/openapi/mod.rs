@@ -53,7 +53,10 @@ pub fn error_statuses(r: &RouteSpec) -> Vec<u16> {
     }
     let has_query = matches!(
         r.path,
-        "/v1/catalog" | "/v1/public/clusters" | "/v1/public/gateway/auth-servers"
+        "/v1/catalog"
+            | "/v1/public/clusters"
+            | "/v1/public/gateway/auth-servers"
+            | "/v1/public/audit-events"
     ) || r.path.ends_with("/state")
         || r.path.ends_with("/kubeconfig");
     if has_query || r.idempotent || r.path.ends_with("/exposure") {

@@ -14,7 +14,7 @@ const AUTH_SERVER_TYPES: [(&str, &str, &str); 3] = [
 ];
 
 /// The tags operations use, in the order a reader meets them, with what each covers.
-const TAGS: [(&str, &str); 8] = [
+const TAGS: [(&str, &str); 9] = [
     (
         "system",
         "Health, readiness, metrics and this document: no authentication.",
@@ -37,6 +37,10 @@ const TAGS: [(&str, &str); 8] = [
     (
         "gateway auth servers",
         "How the API gateway authenticates callers of a route: OIDC, Basic or static tokens.",
+    ),
+    (
+        "audit",
+        "Who changed what and when: every change that took effect, kept for the retention the operator set.",
     ),
 ];
 

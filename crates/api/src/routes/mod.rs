@@ -3,6 +3,7 @@
 //! document (its operations, error responses and descriptions) and the role-matrix tests are
 //! all made from it.
 
+pub mod audit;
 pub mod auth_servers;
 pub mod catalog;
 pub mod clusters;
@@ -184,6 +185,7 @@ routes! {
     DELETE "/v1/public/gateway/auth-servers/{id}" => auth_servers::delete_auth_server, SuperAdmin, Object, Idempotent, IfMatch;
     POST   "/v1/public/gateway/auth-servers/{id}/credentials" => auth_servers::add_credential, SuperAdmin, Object, Idempotent, Body, Tagged;
     DELETE "/v1/public/gateway/auth-servers/{id}/credentials/{credential_id}" => auth_servers::remove_credential, SuperAdmin, Object, Idempotent;
+    GET    "/v1/public/audit-events" => audit::list_audit_events, Member, Collection;
 }
 
 /// The methods a path answers, for `Allow`.

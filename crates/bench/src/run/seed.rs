@@ -102,6 +102,7 @@ pub async fn clusters(url: &str, clusters: u32, pools: u32) -> anyhow::Result<Ve
                     zone_capacity: None,
                     idempotency: None,
                     cause: None,
+                    audit: None,
                     at: c.created_at,
                     changes: vec![Change::InsertCluster(c)],
                 };

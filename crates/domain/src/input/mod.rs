@@ -4,6 +4,7 @@
 //! a client learns all of them at once. Reading a draft from JSON is the API's business (the
 //! `wire` crate's request shapes convert into these); an internal tool builds them directly.
 
+pub mod audit;
 pub mod auth_server;
 pub mod cluster;
 pub mod elastic_ip;

@@ -41,6 +41,34 @@ pub enum ClientKind {
     Other,
 }
 
+impl ClientKind {
+    pub const ALL: [ClientKind; 4] = [
+        ClientKind::Api,
+        ClientKind::Console,
+        ClientKind::Assistant,
+        ClientKind::Other,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientKind::Api => "api",
+            ClientKind::Console => "console",
+            ClientKind::Assistant => "assistant",
+            ClientKind::Other => "other",
+        }
+    }
+
+    /// The kind a word names; an unknown word is `Other`, as from the platform.
+    pub fn parse(word: &str) -> ClientKind {
+        match word {
+            "api" => ClientKind::Api,
+            "console" => ClientKind::Console,
+            "assistant" => ClientKind::Assistant,
+            _ => ClientKind::Other,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrgSummary {
     pub id: Uuid,

@@ -1,5 +1,6 @@
 //! The model: the service's objects and their state machines.
 
+pub mod audit;
 pub mod auth_server;
 pub mod catalog;
 pub mod cluster;

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::model::audit::{AuditEvent, AuditQuery};
 use crate::model::auth_server::AuthServer;
 use crate::model::cluster::{Cluster, Exposure};
 use crate::model::elastic_ip::ElasticIp;
@@ -154,6 +155,9 @@ pub struct ClusterWrite {
     /// The request that decided the change (its id), kept on the work it schedules so the
     /// provisioning that follows can be traced back to it; `None` for the reconciler's own.
     pub cause: Option<String>,
+    /// The audit event of the change, for a change someone asked for (`None` for the
+    /// reconciler's own writes, which the cluster's operations record).
+    pub audit: Option<AuditEvent>,
     pub at: DateTime<Utc>,
 }
 
@@ -287,18 +291,6 @@ pub trait ChangeFeed: Send + Sync {
     async fn wait(&self, cluster_id: Uuid, since: i64, timeout: Duration);
 }
 
-/// An audit entry for a change of an auth server: who, when, what; never a secret.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AuditEvent {
-    pub id: Uuid,
-    pub organization_id: Uuid,
-    pub auth_server_id: Uuid,
-    pub actor: String,
-    pub action: String,
-    pub details: serde_json::Value,
-    pub at: DateTime<Utc>,
-}
-
 /// What one auth-server request changes, in one transaction.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AuthServerChange {
@@ -339,4 +331,16 @@ pub trait AuthServerRepository: Send + Sync {
     /// Applies a change with its audit entry; MUST return `Duplicate(AuthServerName)` for a
     /// name taken in the organization and environment, `RevisionMismatch` for a lost race.
     async fn write_auth_server(&self, write: AuthServerWrite) -> Result<(), StoreError>;
+}
+
+/// The audit trail of every organization. Events are written by the repositories, in the
+/// transaction of the change they tell about; this port reads and expires them.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait AuditLog: Send + Sync {
+    /// The organization's events the query asks for, newest first (`at`, then `id`, both
+    /// descending), at most `query.limit`; MUST take one query whatever the filters.
+    async fn audit_events(&self, query: AuditQuery) -> Result<Vec<AuditEvent>, StoreError>;
+    /// Deletes events older than `before`; returns how many.
+    async fn purge_audit_before(&self, before: DateTime<Utc>) -> Result<u64, StoreError>;
 }

@@ -135,6 +135,7 @@ impl Run<'_> {
             zone_capacity: None,
             idempotency: None,
             cause: None,
+            audit: None,
             at: self.now,
         };
         match self.ports.clusters.commit(write).await {

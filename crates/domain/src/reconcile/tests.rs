@@ -527,6 +527,7 @@ fn world(state: ClusterState, cloud: FakeCloud) -> World {
         clusters: store.clone(),
         idempotency: Arc::new(m.idempotency),
         auth_servers: Arc::new(m.auth_servers),
+        audit: Arc::new(m.audit),
         changes: Arc::new(m.changes),
         identity: Arc::new(m.identity),
         cloud: cloud.clone(),

@@ -15,13 +15,14 @@ use crate::input::auth_server::{
     check_password, check_token, check_username,
 };
 use crate::input::precondition::{Expect, check};
+use crate::model::audit::{Audit, AuditAction, AuditEvent, AuditResource, Outcome, Parent};
 use crate::model::auth_server::{
     AuthServer, AuthServerConfig, AuthServerView, BasicConfig, BasicCredential, CredentialView,
     OidcConfig, TokenConfig, TokenCredential,
 };
 use crate::model::identity::Caller;
 use crate::model::secret::Secret;
-use crate::ports::storage::{AuditEvent, AuthServerChange, AuthServerWrite, StoreError};
+use crate::ports::storage::{AuthServerChange, AuthServerWrite, StoreError};
 use crate::rules::MAX_CREDENTIALS_PER_AUTH_SERVER;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{MAX_ATTEMPTS, Services, name_taken, store_error};
@@ -35,32 +36,28 @@ fn vault_error(e: crate::ports::secrets::VaultError) -> DomainError {
     DomainError::Internal(e.to_string())
 }
 
-/// What a change of an auth server decided: the server as it will be, the audit record's
-/// action and details, and the answer to give.
+/// What a change of an auth server decided: the server as it will be, what the audit trail
+/// says of the change, and the answer to give.
 struct ServerChange<T> {
     next: AuthServer,
-    action: &'static str,
-    details: serde_json::Value,
+    audit: Audit,
     answer: T,
 }
 
+/// How the audit trail shows a secret that changed: that it did, never what it is.
+const REDACTED: &str = "[redacted]";
+
 impl Services {
-    fn audit(
-        &self,
-        caller: &Caller,
-        server: &AuthServer,
-        action: &str,
-        details: serde_json::Value,
-    ) -> AuditEvent {
-        AuditEvent {
-            id: self.ports.ids.new_id(),
-            organization_id: server.organization_id,
-            auth_server_id: server.id,
-            actor: caller.user.id.clone(),
-            action: action.to_owned(),
-            details,
-            at: self.ports.clock.now(),
-        }
+    /// The audit event of a change of `server` (or of one of its credentials): an auth
+    /// server's changes take effect as they commit.
+    fn audit(&self, caller: &Caller, server: &AuthServer, audit: Audit) -> AuditEvent {
+        self.audit_event(
+            caller,
+            server.organization_id,
+            Some(Parent::AuthServer(server.id)),
+            audit,
+            Outcome::Applied,
+        )
     }
 
     async fn load_auth_server(&self, id: Uuid) -> Result<AuthServer, DomainError> {
@@ -181,8 +178,12 @@ impl Services {
             let audit = self.audit(
                 caller,
                 &server,
-                "created",
-                json!({"name": view.name, "environment": view.environment, "type": view.kind}),
+                Audit::new(
+                    AuditResource::AuthServer,
+                    server.id,
+                    AuditAction::Created,
+                    json!({"name": view.name, "environment": view.environment, "type": view.kind}),
+                ),
             );
             let write = AuthServerWrite {
                 change: AuthServerChange::Insert(server),
@@ -237,12 +238,11 @@ impl Services {
                 .max(server.updated_at + chrono::Duration::microseconds(1));
             let ServerChange {
                 mut next,
-                action,
-                details,
+                audit,
                 answer: value,
             } = decide(&stamped).await?;
             next.updated_at = stamped.updated_at;
-            let audit = self.audit(caller, &next, action, details);
+            let audit = self.audit(caller, &next, audit);
             let name = next.name.as_str().to_owned();
             let write = AuthServerWrite {
                 change: AuthServerChange::Update {
@@ -294,14 +294,14 @@ impl Services {
             caller,
             async |current: &AuthServer| {
                 let mut next = current.clone();
-                let mut changed: Vec<&str> = Vec::new();
+                let mut changed = serde_json::Map::new();
                 if let Some(n) = &changes.name {
                     next.name = n.clone();
-                    changed.push("name");
+                    changed.insert("name".into(), json!(n.as_str()));
                 }
                 if let Some(e) = &changes.environment {
                     next.environment = e.clone();
-                    changed.push("environment");
+                    changed.insert("environment".into(), json!(e.as_str()));
                 }
                 match (&changes.config, &mut next.config) {
                     (ConfigChanges::Oidc(o), AuthServerConfig::Oidc(c)) => {
@@ -309,7 +309,7 @@ impl Services {
                             |field: &'static str, target: &mut String, value: &Option<String>| {
                                 if let Some(v) = value {
                                     *target = v.clone();
-                                    changed.push(field);
+                                    changed.insert(field.into(), json!(v));
                                 }
                             };
                         set("issuer_url", &mut c.issuer_url, &o.issuer_url);
@@ -326,7 +326,7 @@ impl Services {
                              value: &Option<Option<String>>| {
                                 if let Some(v) = value {
                                     *target = v.clone();
-                                    changed.push(field);
+                                    changed.insert(field.into(), json!(v));
                                 }
                             };
                         claim(
@@ -339,20 +339,25 @@ impl Services {
                         claim("group_claim", &mut c.claims.group_claim, &o.group_claim);
                         if let Some(s) = &new_secret {
                             c.client_secret = s.clone();
-                            changed.push("client_secret");
+                            changed.insert("client_secret".into(), json!(REDACTED));
                         }
                     }
                     (ConfigChanges::Basic { realm: Some(r) }, AuthServerConfig::Basic(b)) => {
                         b.realm = r.clone();
-                        changed.push("realm");
+                        changed.insert("realm".into(), json!(r));
                     }
                     _ => {}
                 }
                 let view = next.view();
+                let audit = Audit::new(
+                    AuditResource::AuthServer,
+                    next.id,
+                    AuditAction::Updated,
+                    changed.into(),
+                );
                 Ok(ServerChange {
                     next,
-                    action: "updated",
-                    details: json!({ "fields": changed }),
+                    audit,
                     answer: view,
                 })
             },
@@ -387,8 +392,12 @@ impl Services {
             let audit = self.audit(
                 caller,
                 &server,
-                "deleted",
-                json!({"name": server.name.as_str(), "environment": server.environment.as_str()}),
+                Audit::new(
+                    AuditResource::AuthServer,
+                    server.id,
+                    AuditAction::Deleted,
+                    json!({"name": server.name.as_str(), "environment": server.environment.as_str()}),
+                ),
             );
             // With a condition, only the version it was checked on is deleted.
             let change = match expect {
@@ -505,18 +514,23 @@ impl Services {
                             return Err(DomainError::Internal("auth server type changed".into()));
                         }
                     };
-                    let details = match &view {
-                        CredentialView::Basic { id, username } => {
-                            json!({"credential_id": id, "username": username})
-                        }
-                        CredentialView::Token { id, hint } => {
-                            json!({"credential_id": id, "hint": hint})
-                        }
+                    let audit = match &view {
+                        CredentialView::Basic { id, username } => Audit::new(
+                            AuditResource::Credential,
+                            id,
+                            AuditAction::Created,
+                            json!({"username": username}),
+                        ),
+                        CredentialView::Token { id, hint } => Audit::new(
+                            AuditResource::Credential,
+                            id,
+                            AuditAction::Created,
+                            json!({"hint": hint}),
+                        ),
                     };
                     Ok(ServerChange {
                         next,
-                        action: "credential_added",
-                        details,
+                        audit,
                         answer: view,
                     })
                 },
@@ -564,8 +578,12 @@ impl Services {
                     }
                     Ok(ServerChange {
                         next,
-                        action: "credential_removed",
-                        details: json!({"credential_id": credential_id}),
+                        audit: Audit::new(
+                            AuditResource::Credential,
+                            credential_id,
+                            AuditAction::Deleted,
+                            json!({}),
+                        ),
                         answer: Deleted,
                     })
                 },

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use serde_json::json;
 use uuid::Uuid;
 
 use super::idempotency::Held;
@@ -10,6 +11,7 @@ use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
 use crate::input::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch, ListClusters};
 use crate::input::precondition::{Expect, check};
+use crate::model::audit::{Audit, AuditAction, AuditResource, Outcome, Parent};
 use crate::model::cluster::{
     Cluster, ClusterPhase, Exposure, ExposureDecision, ExposureRefusal, PhaseEvent, Registration,
 };
@@ -188,6 +190,18 @@ impl Services {
                 revision: 1,
                 deleted_at: None,
             };
+            let audit = self.audit_event(
+                caller,
+                org.id,
+                Some(Parent::Cluster(cluster.id)),
+                Audit::new(
+                    AuditResource::Cluster,
+                    cluster.id,
+                    AuditAction::Created,
+                    created(&cluster),
+                ),
+                Outcome::Accepted,
+            );
             let write = ClusterWrite {
                 cluster_id: cluster.id,
                 expected_revision: None,
@@ -196,6 +210,7 @@ impl Services {
                 zone_capacity: self.zone_capacity(&cluster.zone, cluster.node_demand()),
                 idempotency: held.map(|h| h.completion(&cluster)),
                 cause: self.request_id.as_deref().map(str::to_owned),
+                audit: Some(audit),
                 at: now,
             };
             self.ports
@@ -264,10 +279,11 @@ impl Services {
         Ok(cluster)
     }
 
-    /// Decides a change on the current cluster and commits it; decided again on a fresh read
-    /// when a concurrent change won the race.
+    /// Decides a change `caller` asked of the current cluster and commits it with its audit
+    /// event; decided again on a fresh read when a concurrent change won the race.
     pub(crate) async fn change_cluster<T>(
         &self,
+        caller: &Caller,
         mut cluster: Cluster,
         mut decide: impl AsyncFnMut(&Cluster) -> Result<Decision<T>, DomainError>,
         held: Option<&Held<'_, T>>,
@@ -288,11 +304,26 @@ impl Services {
                 changes,
                 reconcile,
                 zone_capacity,
+                audit,
                 answer: value,
             } = decide(&cluster).await?;
             if changes.is_empty() {
                 return Ok(value);
             }
+            let outcome = if reconcile {
+                Outcome::Accepted
+            } else {
+                Outcome::Applied
+            };
+            let audit = audit.map(|a| {
+                self.audit_event(
+                    caller,
+                    cluster.organization_id,
+                    Some(Parent::Cluster(cluster.id)),
+                    a,
+                    outcome,
+                )
+            });
             let write = ClusterWrite {
                 cluster_id: cluster.id,
                 expected_revision: Some(cluster.revision),
@@ -301,6 +332,7 @@ impl Services {
                 zone_capacity,
                 idempotency: held.map(|h| h.completion(&value)),
                 cause: self.request_id.as_deref().map(str::to_owned),
+                audit,
                 at: self.ports.clock.now(),
             };
             match self.ports.clusters.commit(write).await {
@@ -336,20 +368,30 @@ impl Services {
         let changes = body.validate()?;
         let now = self.ports.clock.now();
         self.change_cluster(
+            caller,
             cluster,
             async |c: &Cluster| {
                 check(expect, c)?;
                 require_changeable(c)?;
                 let mut next = c.clone();
+                let mut changed = serde_json::Map::new();
                 if let Some(d) = &changes.description {
                     next.description = d.clone();
+                    changed.insert("description".into(), json!(d));
                 }
                 if let Some(t) = &changes.tags {
                     next.tags = t.clone();
+                    changed.insert("tags".into(), json!(t));
                 }
                 next.updated_at = now;
                 Ok(Decision::record(
                     vec![Change::UpdateCluster(next.clone())],
+                    Audit::new(
+                        AuditResource::Cluster,
+                        c.id,
+                        AuditAction::Updated,
+                        changed.into(),
+                    ),
                     next,
                 ))
             },
@@ -370,6 +412,7 @@ impl Services {
         let cluster = self.cluster_for_write(caller, id).await?;
         let now = self.ports.clock.now();
         self.change_cluster(
+            caller,
             cluster,
             async |c: &Cluster| match check(expect, c)
                 .map(|()| c.request_exposure(body.exposure))?
@@ -396,11 +439,18 @@ impl Services {
                     if change.to == Exposure::Public && !public_ok {
                         return Err(DomainError::PublicExposureUnavailable(c.zone.clone()));
                     }
+                    let audit = Audit::new(
+                        AuditResource::Cluster,
+                        c.id,
+                        AuditAction::ExposureChangeStarted,
+                        json!({"exposure": {"from": c.exposure.as_str(), "to": change.to.as_str()}}),
+                    );
                     let mut next = c.clone();
                     next.exposure_change = Some(change);
                     next.updated_at = now;
                     Ok(Decision::schedule(
                         vec![Change::UpdateCluster(next.clone())],
+                        audit,
                         ExposureOutcome {
                             cluster: next,
                             started: true,
@@ -433,6 +483,7 @@ impl Services {
                 return Err(DomainError::NotFound(Resource::Cluster));
             }
             self.change_cluster(
+                caller,
                 cluster,
                 async |c: &Cluster| {
                     check(expect, c)?;
@@ -447,6 +498,12 @@ impl Services {
                     next.updated_at = now;
                     Ok(Decision::schedule(
                         vec![Change::UpdateCluster(next.clone())],
+                        Audit::new(
+                            AuditResource::Cluster,
+                            c.id,
+                            AuditAction::DeletionStarted,
+                            json!({"name": c.name.as_str()}),
+                        ),
                         next,
                     ))
                 },
@@ -555,4 +612,20 @@ impl Services {
             yaml: kubeconfig::render(cluster.name.as_str(), endpoint, &credentials),
         })
     }
+}
+
+/// What the audit trail says of a new cluster: what was asked, never a secret (a create
+/// carries none).
+fn created(c: &Cluster) -> serde_json::Value {
+    json!({
+        "name": c.name.as_str(),
+        "zone": c.zone,
+        "version": c.version,
+        "exposure": c.exposure.as_str(),
+        "node_pools": c.node_pools.iter().map(|p| json!({
+            "name": p.name.as_str(),
+            "size": p.size,
+            "count": p.count,
+        })).collect::<Vec<_>>(),
+    })
 }

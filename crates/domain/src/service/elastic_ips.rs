@@ -1,11 +1,13 @@
 //! Elastic IP use cases: list, get, allocate and release.
 
+use serde_json::json;
 use uuid::Uuid;
 
 use crate::access::{self, Access};
 use crate::error::{Capacity, Conflict, DomainError, Resource};
 use crate::input::elastic_ip::CreateElasticIpRequest;
 use crate::input::precondition::{Expect, check};
+use crate::model::audit::{Audit, AuditAction, AuditResource};
 use crate::model::cluster::{Cluster, Exposure};
 use crate::model::elastic_ip::{ElasticIp, ElasticIpEvent, ElasticIpStatus, ElasticIpView};
 use crate::model::identity::Caller;
@@ -81,6 +83,7 @@ impl Services {
                 .map(|n| n.as_str().to_owned())
                 .unwrap_or_default();
             self.change_cluster(
+                caller,
                 cluster,
                 async |c: &Cluster| {
                     require_changeable(c)?;
@@ -146,7 +149,21 @@ impl Services {
                         updated_at: now,
                     };
                     let view = self.elastic_ip_view(&eip);
-                    Ok(Decision::schedule(vec![Change::InsertElasticIp(eip)], view))
+                    let audit = Audit::new(
+                        AuditResource::ElasticIp,
+                        eip.id,
+                        AuditAction::Allocated,
+                        json!({
+                            "name": eip.name.as_ref().map(|n| n.as_str()),
+                            "exposure": eip.exposure.as_str(),
+                            "address": eip.address.to_string(),
+                        }),
+                    );
+                    Ok(Decision::schedule(
+                        vec![Change::InsertElasticIp(eip)],
+                        audit,
+                        view,
+                    ))
                 },
                 held,
                 Some((Resource::ElasticIp, name)),
@@ -169,6 +186,7 @@ impl Services {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
             self.change_cluster(
+                caller,
                 cluster,
                 async |c: &Cluster| {
                     let current = self
@@ -190,8 +208,15 @@ impl Services {
                     next.status = status;
                     next.updated_at = self.ports.clock.now();
                     let view = self.elastic_ip_view(&next);
+                    let audit = Audit::new(
+                        AuditResource::ElasticIp,
+                        next.id,
+                        AuditAction::ReleaseStarted,
+                        json!({"address": next.address.to_string()}),
+                    );
                     Ok(Decision::schedule(
                         vec![Change::UpdateElasticIp(next)],
+                        audit,
                         view,
                     ))
                 },

@@ -1,11 +1,13 @@
 //! Firewall rule use cases: list, get, create (cluster must be Provisioned) and delete.
 
+use serde_json::json;
 use uuid::Uuid;
 
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
 use crate::input::firewall::CreateFirewallRuleRequest;
 use crate::input::precondition::{Expect, check};
+use crate::model::audit::{Audit, AuditAction, AuditResource};
 use crate::model::cluster::{Cluster, ClusterPhase};
 use crate::model::firewall::{FirewallEvent, FirewallRule, FirewallRuleStatus};
 use crate::model::identity::Caller;
@@ -67,6 +69,7 @@ impl Services {
                 .map(|n| n.as_str().to_owned())
                 .unwrap_or_default();
             self.change_cluster(
+                caller,
                 cluster,
                 async |c: &Cluster| {
                     require_changeable(c)?;
@@ -104,8 +107,20 @@ impl Services {
                         created_at: now,
                         updated_at: now,
                     };
+                    let audit = Audit::new(
+                        AuditResource::FirewallRule,
+                        rule.id,
+                        AuditAction::Created,
+                        json!({
+                            "name": rule.name.as_ref().map(|n| n.as_str()),
+                            "protocol": rule.protocol.as_str(),
+                            "source_cidrs": rule.source_cidrs,
+                            "port_range": rule.port_range.map(|p| json!({"from": p.from, "to": p.to})),
+                        }),
+                    );
                     Ok(Decision::schedule(
                         vec![Change::InsertFirewallRule(rule.clone())],
+                        audit,
                         rule,
                     ))
                 },
@@ -129,6 +144,7 @@ impl Services {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
             self.change_cluster(
+                caller,
                 cluster,
                 async |c: &Cluster| {
                     let rules = self
@@ -153,8 +169,15 @@ impl Services {
                     let mut next = current;
                     next.status = status;
                     next.updated_at = self.ports.clock.now();
+                    let audit = Audit::new(
+                        AuditResource::FirewallRule,
+                        next.id,
+                        AuditAction::DeletionStarted,
+                        json!({"name": next.name.as_ref().map(|n| n.as_str())}),
+                    );
                     Ok(Decision::schedule(
                         vec![Change::UpdateFirewallRule(next.clone())],
+                        audit,
                         next,
                     ))
                 },

@@ -7,6 +7,7 @@
 //! validate and decide with the pure rules → commit the whole change, with the stored answer,
 //! in one transaction.
 
+mod audit;
 mod auth_servers;
 mod catalog;
 mod clusters;
@@ -18,6 +19,7 @@ mod nodes;
 
 use std::sync::Arc;
 
+pub use self::audit::AuditPage;
 pub use self::auth_servers::Deleted;
 pub use self::clusters::{ClusterPage, ExposureOutcome, KubeconfigAnswer, StateAnswer};
 pub use self::idempotency::{Answer, IdempotencyRequest, Render};
@@ -25,16 +27,18 @@ pub use self::idempotency::{Answer, IdempotencyRequest, Render};
 use uuid::Uuid;
 
 use crate::error::{Capacity, Conflict, DomainError, Resource};
+use crate::model::audit::{Actor, Audit, AuditEvent, Channel, Outcome, Parent};
 use crate::model::catalog::Catalog;
 use crate::model::cluster::Cluster;
+use crate::model::identity::Caller;
 use crate::ports::budget::{Unlimited, WriteBudget};
 use crate::ports::clock::{Clock, IdSource};
 use crate::ports::identity::IdentityProvider;
 use crate::ports::provisioning::CloudProvider;
 use crate::ports::secrets::SecretVault;
 use crate::ports::storage::{
-    AuthServerRepository, Change, ChangeFeed, ClusterRepository, Freshness, IdempotencyStore,
-    StoreError, UniqueRule, ZoneCapacity,
+    AuditLog, AuthServerRepository, Change, ChangeFeed, ClusterRepository, Freshness,
+    IdempotencyStore, StoreError, UniqueRule, ZoneCapacity,
 };
 
 /// Settings the rules depend on.
@@ -64,6 +68,7 @@ pub struct Ports {
     pub clusters: Arc<dyn ClusterRepository>,
     pub idempotency: Arc<dyn IdempotencyStore>,
     pub auth_servers: Arc<dyn AuthServerRepository>,
+    pub audit: Arc<dyn AuditLog>,
     pub changes: Arc<dyn ChangeFeed>,
     pub identity: Arc<dyn IdentityProvider>,
     pub cloud: Arc<dyn CloudProvider>,
@@ -81,27 +86,32 @@ pub struct Services {
     /// The request these use cases serve, when a face gave one: recorded as the cause of the
     /// provisioning work a change schedules.
     request_id: Option<Arc<str>>,
+    /// The face of the service these use cases serve, as the audit trail records it.
+    via: Channel,
     /// Each organization's writes per minute (unlimited unless a face sets one).
     writes: Arc<dyn WriteBudget>,
 }
 
 /// What a use case decided about one cluster: the changes to commit, whether they need
-/// provisioning work, and the answer to give.
+/// provisioning work, what the audit trail says of them, and the answer to give.
 pub(crate) struct Decision<T> {
     pub changes: Vec<Change>,
     pub reconcile: bool,
     /// The zone capacity the changes must keep, when they add nodes.
     pub zone_capacity: Option<ZoneCapacity>,
+    /// Present whenever `changes` is not empty: every change someone asked for is audited.
+    pub audit: Option<Audit>,
     pub answer: T,
 }
 
 impl<T> Decision<T> {
     /// Changes the reconciler has work for (a new pool, a resize, a deletion…).
-    pub fn schedule(changes: Vec<Change>, answer: T) -> Self {
+    pub fn schedule(changes: Vec<Change>, audit: Audit, answer: T) -> Self {
         Decision {
             changes,
             reconcile: true,
             zone_capacity: None,
+            audit: Some(audit),
             answer,
         }
     }
@@ -115,11 +125,12 @@ impl<T> Decision<T> {
     }
 
     /// Changes that are only recorded (a description, tags).
-    pub fn record(changes: Vec<Change>, answer: T) -> Self {
+    pub fn record(changes: Vec<Change>, audit: Audit, answer: T) -> Self {
         Decision {
             changes,
             reconcile: false,
             zone_capacity: None,
+            audit: Some(audit),
             answer,
         }
     }
@@ -130,6 +141,7 @@ impl<T> Decision<T> {
             changes: Vec::new(),
             reconcile: false,
             zone_capacity: None,
+            audit: None,
             answer,
         }
     }
@@ -146,7 +158,48 @@ impl Services {
             catalog: Arc::new(catalog),
             settings: Arc::new(settings),
             request_id: None,
+            via: Channel::Api,
             writes: Arc::new(Unlimited),
+        }
+    }
+
+    /// The same use cases serving another face of the service (the console), as the audit
+    /// trail records it.
+    pub fn via(self, channel: Channel) -> Services {
+        Services {
+            via: channel,
+            ..self
+        }
+    }
+
+    /// The audit event of a change `caller` made in `organization_id`, stamped now.
+    pub(crate) fn audit_event(
+        &self,
+        caller: &Caller,
+        organization_id: Uuid,
+        parent: Option<Parent>,
+        audit: Audit,
+        outcome: Outcome,
+    ) -> AuditEvent {
+        let Audit {
+            resource,
+            resource_id,
+            action,
+            changes,
+        } = audit;
+        AuditEvent {
+            id: self.ports.ids.new_id(),
+            organization_id,
+            at: self.ports.clock.now(),
+            actor: Actor::of(caller),
+            via: self.via,
+            resource,
+            resource_id,
+            parent,
+            action: action.as_str().to_owned(),
+            changes,
+            request_id: self.request_id.as_deref().map(str::to_owned),
+            outcome,
         }
     }
 

@@ -1,11 +1,13 @@
 //! Node pool use cases: list, add, change (resize, labels, tags) and delete.
 
+use serde_json::json;
 use uuid::Uuid;
 
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
 use crate::input::node_pool::{NodePoolPatch, NodePoolRequest, check_sizing};
 use crate::input::precondition::{Expect, check};
+use crate::model::audit::{Audit, AuditAction, AuditResource};
 use crate::model::cluster::Cluster;
 use crate::model::identity::Caller;
 use crate::model::node_pool::{NodePool, PoolEvent, PoolStatus};
@@ -60,6 +62,7 @@ impl Services {
             let name = spec.name.as_str().to_owned();
             let org_id = cluster.organization_id;
             self.change_cluster(
+                caller,
                 cluster,
                 async |c: &Cluster| {
                     require_changeable(c)?;
@@ -100,8 +103,23 @@ impl Services {
                         created_at: now,
                         updated_at: now,
                     };
+                    let audit = pool_audit(
+                        c,
+                        &pool,
+                        AuditAction::Created,
+                        json!({
+                            "name": pool.name.as_str(),
+                            "size": pool.size,
+                            "count": pool.count,
+                            "auto_scale": pool.auto_scale,
+                            "min_nodes": pool.min_nodes,
+                            "max_nodes": pool.max_nodes,
+                            "labels": pool.labels,
+                            "tags": pool.tags,
+                        }),
+                    );
                     Ok(
-                        Decision::schedule(vec![Change::InsertPool(pool.clone())], pool)
+                        Decision::schedule(vec![Change::InsertPool(pool.clone())], audit, pool)
                             .within(capacity),
                     )
                 },
@@ -128,6 +146,7 @@ impl Services {
             let org_id = cluster.organization_id;
             body.check_shape()?;
             self.change_cluster(
+                caller,
                 cluster,
                 async |c: &Cluster| {
                     let current = pool_of(c, pool_name)?;
@@ -161,8 +180,10 @@ impl Services {
                             .map_err(|_| pool_invalid_state(current, "changed"))?;
                     }
                     next.updated_at = self.ports.clock.now();
+                    let audit =
+                        pool_audit(c, &next, AuditAction::Updated, pool_changes(current, &next));
                     Ok(
-                        Decision::schedule(vec![Change::UpdatePool(next.clone())], next)
+                        Decision::schedule(vec![Change::UpdatePool(next.clone())], audit, next)
                             .within(capacity),
                     )
                 },
@@ -187,6 +208,7 @@ impl Services {
         let cluster = self.cluster_for_write(caller, id).await?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
             self.change_cluster(
+                caller,
                 cluster,
                 async |c: &Cluster| {
                     let current = pool_of(c, pool_name)?;
@@ -202,8 +224,10 @@ impl Services {
                     let mut next = current.clone();
                     next.status = status;
                     next.updated_at = self.ports.clock.now();
+                    let audit = pool_audit(c, &next, AuditAction::DeletionStarted, json!({}));
                     Ok(Decision::schedule(
                         vec![Change::UpdatePool(next.clone())],
+                        audit,
                         next,
                     ))
                 },
@@ -214,6 +238,42 @@ impl Services {
         })
         .await
     }
+}
+
+/// A pool's audit record: a pool is named by its cluster and its name.
+fn pool_audit(
+    cluster: &Cluster,
+    pool: &NodePool,
+    action: AuditAction,
+    changes: serde_json::Value,
+) -> Audit {
+    Audit::new(
+        AuditResource::NodePool,
+        format!("{}/{}", cluster.id, pool.name.as_str()),
+        action,
+        changes,
+    )
+}
+
+/// The fields a change of a pool moved, each as `{"from": …, "to": …}`.
+fn pool_changes(before: &NodePool, after: &NodePool) -> serde_json::Value {
+    let mut changed = serde_json::Map::new();
+    let mut field = |name: &str, from: serde_json::Value, to: serde_json::Value| {
+        if from != to {
+            changed.insert(name.into(), json!({"from": from, "to": to}));
+        }
+    };
+    field("count", json!(before.count), json!(after.count));
+    field(
+        "auto_scale",
+        json!(before.auto_scale),
+        json!(after.auto_scale),
+    );
+    field("min_nodes", json!(before.min_nodes), json!(after.min_nodes));
+    field("max_nodes", json!(before.max_nodes), json!(after.max_nodes));
+    field("labels", json!(before.labels), json!(after.labels));
+    field("tags", json!(before.tags), json!(after.tags));
+    changed.into()
 }
 
 /// Applies a patch to a pool and checks the merged sizing with the create rules. With

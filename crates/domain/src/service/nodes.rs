@@ -1,9 +1,11 @@
 //! Node use cases: list (per cluster or per pool) and delete (the node is replaced).
 
+use serde_json::json;
 use uuid::Uuid;
 
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
+use crate::model::audit::{Audit, AuditAction, AuditResource};
 use crate::model::cluster::Cluster;
 use crate::model::identity::Caller;
 use crate::model::node::{Node, NodeEvent};
@@ -48,6 +50,7 @@ impl Services {
         let name = NodeName::parse(node).map_err(|_| DomainError::NotFound(Resource::Node))?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
             self.change_cluster(
+                caller,
                 cluster,
                 async |c: &Cluster| {
                     let nodes = self
@@ -70,8 +73,15 @@ impl Services {
                     })?;
                     let mut next = current;
                     next.status = status;
+                    let audit = Audit::new(
+                        AuditResource::Node,
+                        format!("{}/{}", c.id, next.name.as_str()),
+                        AuditAction::ReplacementStarted,
+                        json!({"node_pool": next.pool}),
+                    );
                     Ok(Decision::schedule(
                         vec![Change::UpdateNode(next.clone())],
+                        audit,
                         next,
                     ))
                 },

@@ -11,13 +11,17 @@ use std::time::{Duration, Instant};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use base64::Engine;
 use chrono::Utc;
+use domain::model::audit::{
+    Actor, Audit, AuditAction, AuditEvent, AuditResource, Channel, Outcome, Parent,
+};
 use domain::model::auth_server::{
     AuthServer, AuthServerConfig, BasicConfig, BasicCredential, TokenConfig, TokenCredential,
 };
+use domain::model::identity::ClientKind;
 use domain::model::secret::Secret;
 use domain::names::DnsLabel;
 use domain::ports::secrets::SecretVault;
-use domain::ports::storage::{AuditEvent, AuthServerChange, AuthServerRepository, AuthServerWrite};
+use domain::ports::storage::{AuthServerChange, AuthServerRepository, AuthServerWrite};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -429,15 +433,7 @@ impl Harness {
         self.store
             .write_auth_server(AuthServerWrite {
                 change,
-                audit: AuditEvent {
-                    id: Uuid::new_v4(),
-                    organization_id: server.organization_id,
-                    auth_server_id: server.id,
-                    actor: "test".into(),
-                    action: "test".into(),
-                    details: json!({}),
-                    at: Utc::now(),
-                },
+                audit: test_event(server),
                 idempotency: None,
             })
             .await
@@ -710,4 +706,37 @@ pub async fn raw_upstream(answer: &'static [u8]) -> (SocketAddr, Arc<AtomicUsize
         }
     });
     (addr, accepted)
+}
+
+/// The audit event the harness's writes carry (the trail is not what these tests look at).
+fn test_event(server: &AuthServer) -> AuditEvent {
+    let Audit {
+        resource,
+        resource_id,
+        action,
+        changes,
+    } = Audit::new(
+        AuditResource::AuthServer,
+        server.id,
+        AuditAction::Updated,
+        json!({}),
+    );
+    AuditEvent {
+        id: Uuid::new_v4(),
+        organization_id: server.organization_id,
+        at: Utc::now(),
+        actor: Actor {
+            user_id: "test".into(),
+            email: None,
+            client: ClientKind::Api,
+        },
+        via: Channel::Api,
+        resource,
+        resource_id,
+        parent: Some(Parent::AuthServer(server.id)),
+        action: action.as_str().into(),
+        changes,
+        request_id: None,
+        outcome: Outcome::Applied,
+    }
 }

@@ -268,11 +268,11 @@ async fn check_constraints_refuse_what_the_domain_refuses() {
 
 #[tokio::test]
 async fn auth_server_names_are_unique_per_organization_and_environment() {
+    use domain::model::audit::{Actor, AuditEvent, AuditResource, Channel, Outcome, Parent};
     use domain::model::auth_server::{AuthServer, AuthServerConfig, BasicConfig, BasicCredential};
+    use domain::model::identity::ClientKind;
     use domain::model::secret::PasswordHash;
-    use domain::ports::storage::{
-        AuditEvent, AuthServerChange, AuthServerRepository, AuthServerWrite,
-    };
+    use domain::ports::storage::{AuthServerChange, AuthServerRepository, AuthServerWrite};
 
     let db = TestDatabase::create();
     let store = store(&db);
@@ -297,14 +297,23 @@ async fn auth_server_names_are_unique_per_organization_and_environment() {
         created_at: now(),
         updated_at: now(),
     };
-    let audit = |id| AuditEvent {
+    let audit = |id: Uuid| AuditEvent {
         id: Uuid::new_v4(),
         organization_id: org,
-        auth_server_id: id,
-        actor: "alice".into(),
-        action: "created".into(),
-        details: serde_json::json!({}),
         at: now(),
+        actor: Actor {
+            user_id: "alice".into(),
+            email: None,
+            client: ClientKind::Api,
+        },
+        via: Channel::Api,
+        resource: AuditResource::AuthServer,
+        resource_id: id.to_string(),
+        parent: Some(Parent::AuthServer(id)),
+        action: "created".into(),
+        changes: serde_json::json!({}),
+        request_id: None,
+        outcome: Outcome::Applied,
     };
     let put = |s: AuthServer| AuthServerWrite {
         audit: audit(s.id),

@@ -98,6 +98,7 @@ fn write(cluster_id: Uuid, expected: Option<i64>, changes: Vec<Change>) -> Clust
         zone_capacity: None,
         idempotency: None,
         cause: None,
+        audit: None,
         at: now(),
     }
 }

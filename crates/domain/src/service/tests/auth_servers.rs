@@ -7,6 +7,7 @@ use crate::input::auth_server::{
     CreateAuthServerRequest, CreateConfig, CredentialRequest, OidcConfigRequest,
     TokenConfigRequest, TokenCredentialRequest,
 };
+use crate::model::audit::AuditResource;
 use crate::model::auth_server::AuthServerType;
 use crate::model::auth_server::{
     AuthServer, AuthServerConfig, AuthServerConfigView, BasicConfig, BasicCredential,
@@ -285,7 +286,7 @@ fn auth_server_credential_added_answers_id_and_username() {
         .returning(|_| Ok(Some(basic_server(&["alice"]))));
     m.auth_servers
         .expect_write_auth_server()
-        .withf(|w| matches!(&w.change, AuthServerChange::Update { server, .. } if server.config.credential_count() == 2) && w.audit.action == "credential_added")
+        .withf(|w| matches!(&w.change, AuthServerChange::Update { server, .. } if server.config.credential_count() == 2) && w.audit.action == "created" && w.audit.resource == AuditResource::Credential)
         .returning(|_| Ok(()));
     let add = basic_credential("bob", "pw");
     let v = block_on(m.services().add_credential(
@@ -308,7 +309,7 @@ fn auth_server_patch_merges_and_is_audited_without_secrets() {
         .returning(|_| Ok(Some(basic_server(&["alice"]))));
     m.auth_servers
         .expect_write_auth_server()
-        .withf(|w| w.audit.action == "updated" && w.audit.details.to_string().contains("realm"))
+        .withf(|w| w.audit.action == "updated" && w.audit.changes.to_string().contains("realm"))
         .returning(|_| Ok(()));
     let patch = AuthServerPatch {
         config: Some(ConfigPatch::basic(BasicConfigPatch {

@@ -32,6 +32,7 @@ use crate::ports::storage::{
 use crate::service::{Answer, IdempotencyRequest, KubeconfigAnswer};
 use crate::testing::*;
 
+mod audit;
 mod auth_servers;
 mod authentication;
 mod by_id_routes;
