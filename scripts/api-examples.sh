@@ -150,6 +150,22 @@ newest first, `limit` (1-100, default 50) at a time, narrowed by `resource`, `re
 with the same filters. Events are kept `AUDIT_RETENTION_DAYS` (400 by default; 0 keeps them
 forever) and purged hourly after.
 
+### Operations
+
+A change that hands work to provisioning (a create, a pool added, resized or deleted, a node
+replaced, an exposure change, an Elastic IP allocated or released, a firewall rule created or
+deleted, a deletion) starts an operation, and its answer points at it: `Operation-Location`
+on the 201 or 202, and `Location` on a 202. `GET /v1/public/clusters/{id}/operations/{operation}`
+says what it is (`kind`, the object as `resource` and `resource_id`), who asked
+(`requested_by`, `request_id`), and how it goes: `running` until provisioning has carried it
+out, then `succeeded`, `failed` (with `last_error`: the object's own failure reason) or
+`cancelled` (the cluster was deleted first). While it runs, `attempts` counts the failed tries
+of the work and `last_error` says the last one in words to act on; failed work is retried by
+itself. `GET /v1/public/clusters/{id}/operations` lists them newest first (`status` filters,
+`page`/`size` as every list). Operations stay readable after their cluster is deleted, so a
+client sees its deletion succeed, and are kept as long as the audit trail. A change that only
+records something (a description, an auth server) has no operation: it is done when answered.
+
 ### Registration reasons
 
 A cluster's `hub_registration` and `default_environment` carry a `reason` only when not ready,
@@ -175,7 +191,7 @@ run() {
     local raw
     raw=$(curl -sS -i "$@")
     local head body
-    head=$(printf '%s' "$raw" | sed -n '1,/^\r$/p' | tr -d '\r' | grep -iE '^(HTTP/|location|retry-after|idempotency-replay|content-type|www-authenticate|allow|etag|ratelimit-policy|ratelimit)' || true)
+    head=$(printf '%s' "$raw" | sed -n '1,/^\r$/p' | tr -d '\r' | grep -iE '^(HTTP/|location|operation-location|retry-after|idempotency-replay|content-type|www-authenticate|allow|etag|ratelimit-policy|ratelimit)' || true)
     body=$(printf '%s' "$raw" | sed '1,/^\r$/d')
     {
         printf '\n### %s\n\n```sh\n%s\n```\n\n```\n%s\n\n' "$title" "$shown" "$head"
@@ -238,8 +254,11 @@ run "GET /v1/public/clusters/{id}/kubeconfig?format=json" "${M[@]}" "$BASE/v1/pu
 echo -e "\n## Node pools and nodes" >>"$OUT"
 run "GET /v1/public/clusters/{id}/node-pools" "${M[@]}" "$BASE/v1/public/clusters/$ID/node-pools"
 run "POST /v1/public/clusters/{id}/node-pools (202)" "${A[@]}" "${J[@]}" -X POST "$BASE/v1/public/clusters/$ID/node-pools" -d '{"name":"batch","size":"kube.m5.large","count":1,"labels":{"workload":"batch"}}'
-run "PATCH /v1/public/clusters/{id}/node-pools/{pool} (202)" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID/node-pools/default" -d '{"auto_scale":true,"min_nodes":1,"max_nodes":5,"count":3}'
+run "PATCH /v1/public/clusters/{id}/node-pools/{pool} (202; Location: the operation that follows it)" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID/node-pools/default" -d '{"auto_scale":true,"min_nodes":1,"max_nodes":5,"count":3}'
+OPERATION=$(printf '%s\n' "$LAST_HEAD" | sed -n 's/^[Oo]peration-[Ll]ocation: //p')
+run "GET /v1/public/clusters/{id}/operations/{operation} (right after the change)" "${M[@]}" "$BASE$OPERATION"
 sleep 3
+run "GET /v1/public/clusters/{id}/operations (newest first)" "${M[@]}" "$BASE/v1/public/clusters/$ID/operations?size=2"
 run "GET /v1/public/clusters/{id}/nodes" "${M[@]}" "$BASE/v1/public/clusters/$ID/nodes"
 NODE=$(field '["items"][0]["name"]')
 run "GET /v1/public/clusters/{id}/node-pools/{pool}/nodes" "${M[@]}" "$BASE/v1/public/clusters/$ID/node-pools/batch/nodes"

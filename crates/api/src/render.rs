@@ -6,7 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use domain::DomainError;
 use domain::model::idempotency::StoredResponse;
-use domain::service::{Answer, Render};
+use domain::service::{Answer, OperationRef, Render, Scheduled};
 use serde::Serialize;
 
 use crate::problem::{self, PROBLEM_JSON};
@@ -44,7 +44,69 @@ pub trait Shown {
     where
         Self: 'a;
     fn wire(&self) -> Self::Wire<'_>;
+    /// The operation the answer's change started, if it started one.
+    fn operation(&self) -> Option<OperationRef> {
+        None
+    }
 }
+
+/// A change's answer is shown as its object, with the operation it started in the headers.
+impl<T: Shown> Shown for Scheduled<T> {
+    type Wire<'a>
+        = T::Wire<'a>
+    where
+        Self: 'a;
+    fn wire(&self) -> Self::Wire<'_> {
+        self.value.wire()
+    }
+    fn operation(&self) -> Option<OperationRef> {
+        self.operation
+    }
+}
+
+/// Where an operation is followed.
+pub fn operation_url(op: &OperationRef) -> String {
+    format!("/v1/public/clusters/{}/operations/{}", op.cluster_id, op.id)
+}
+
+/// The headers that point at the operation a change started: `Operation-Location` always,
+/// and `Location` on a 202 (the object itself is not what was created: the work is).
+pub fn operation_headers(status: StatusCode, op: &OperationRef) -> Vec<(String, String)> {
+    let url = operation_url(op);
+    let mut headers = vec![(OPERATION_LOCATION.to_owned(), url.clone())];
+    if status == StatusCode::ACCEPTED {
+        headers.push((header::LOCATION.to_string(), url));
+    }
+    headers
+}
+
+/// `response` with the headers that point at `operation`, when there is one.
+pub fn with_operation(
+    mut response: HttpResponse,
+    operation: Option<&OperationRef>,
+) -> HttpResponse {
+    if let Some(op) = operation {
+        let status = response.status();
+        insert_headers(response.headers_mut(), &operation_headers(status, op));
+    }
+    response
+}
+
+/// Adds stored `(name, value)` pairs to a response's headers; a pair that is not a valid
+/// header (none the renderers make) is left out.
+fn insert_headers(map: &mut actix_web::http::header::HeaderMap, headers: &[(String, String)]) {
+    for (name, value) in headers {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::try_from(name.as_str()),
+            HeaderValue::try_from(value.as_str()),
+        ) {
+            map.insert(n, v);
+        }
+    }
+}
+
+/// The header naming the operation a change started.
+pub const OPERATION_LOCATION: &str = "operation-location";
 
 /// Domain values answered in a shape of the `wire` crate, built `From` them.
 macro_rules! shown_as {
@@ -80,6 +142,9 @@ impl<T: Shown> Render<T> for JsonRender<T> {
         ];
         if let Some(f) = &self.location {
             headers.push((header::LOCATION.to_string(), f(value)));
+        }
+        if let Some(op) = value.operation() {
+            headers.extend(operation_headers(self.status, &op));
         }
         StoredResponse {
             status: self.status.as_u16(),
@@ -136,20 +201,17 @@ impl<T> Render<T> for EmptyRender {
 
 /// A stored or fresh answer as an HTTP response.
 pub fn stored(response: &StoredResponse, replay: bool) -> HttpResponse {
-    let mut b =
-        HttpResponse::build(StatusCode::from_u16(response.status).unwrap_or(StatusCode::OK));
-    for (name, value) in &response.headers {
-        if let (Ok(n), Ok(v)) = (
-            HeaderName::try_from(name.as_str()),
-            HeaderValue::try_from(value.as_str()),
-        ) {
-            b.insert_header((n, v));
-        }
-    }
+    let mut r =
+        HttpResponse::build(StatusCode::from_u16(response.status).unwrap_or(StatusCode::OK))
+            .body(response.body.clone());
+    insert_headers(r.headers_mut(), &response.headers);
     if replay {
-        b.insert_header(("Idempotency-Replay", "true"));
+        r.headers_mut().insert(
+            HeaderName::from_static("idempotency-replay"),
+            HeaderValue::from_static("true"),
+        );
     }
-    b.body(response.body.clone())
+    r
 }
 
 /// The HTTP response for a use case's answer.

@@ -28,6 +28,7 @@ pub enum Resource {
     FirewallRule,
     AuthServer,
     Credential,
+    Operation,
 }
 
 impl Resource {
@@ -41,6 +42,7 @@ impl Resource {
             Resource::FirewallRule => "firewall rule",
             Resource::AuthServer => "auth server",
             Resource::Credential => "credential",
+            Resource::Operation => "operation",
         }
     }
 }

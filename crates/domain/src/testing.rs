@@ -22,7 +22,7 @@ use crate::ports::provisioning::MockCloudProvider;
 use crate::ports::secrets::MockSecretVault;
 use crate::ports::storage::{
     MockAuditLog, MockAuthServerRepository, MockChangeFeed, MockClusterRepository,
-    MockIdempotencyStore,
+    MockIdempotencyStore, MockOperationLog,
 };
 use crate::service::{Ports, Render, Services, Settings};
 
@@ -176,6 +176,7 @@ pub struct Mocks {
     pub idempotency: MockIdempotencyStore,
     pub auth_servers: MockAuthServerRepository,
     pub audit: MockAuditLog,
+    pub operations: MockOperationLog,
     pub changes: MockChangeFeed,
     pub identity: MockIdentityProvider,
     pub cloud: MockCloudProvider,
@@ -198,6 +199,7 @@ impl Mocks {
             idempotency: Arc::new(self.idempotency),
             auth_servers: Arc::new(self.auth_servers),
             audit: Arc::new(self.audit),
+            operations: Arc::new(self.operations),
             changes: Arc::new(self.changes),
             identity: Arc::new(self.identity),
             cloud: Arc::new(self.cloud),

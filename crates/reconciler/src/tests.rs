@@ -15,7 +15,7 @@ use domain::ports::provisioning::{
     CloudProvider, MockCloudProvider, ProviderError, Step, StepOutcome,
 };
 use domain::ports::storage::{
-    MockClusterRepository, Operation, OperationLease, OperationQueue, StoreError,
+    MockClusterRepository, MockOperationLog, Operation, OperationLease, OperationQueue, StoreError,
 };
 use domain::service::Ports;
 use domain::testing::{CLUSTER_1, FixedClock, Mocks, ORG_A, SequentialIds, at, cluster};
@@ -119,12 +119,29 @@ fn config() -> ReconcilerConfig {
 }
 
 fn ports(clusters: MockClusterRepository, cloud: Arc<dyn CloudProvider>) -> Ports {
+    // The operations clients follow: none open, attempts recorded.
+    let mut operations = MockOperationLog::new();
+    operations
+        .expect_open_operations()
+        .returning(|_, _| Ok(Vec::new()));
+    operations
+        .expect_record_attempt()
+        .returning(|_, _, _, _| Ok(()));
+    ports_with(clusters, cloud, operations)
+}
+
+fn ports_with(
+    clusters: MockClusterRepository,
+    cloud: Arc<dyn CloudProvider>,
+    operations: MockOperationLog,
+) -> Ports {
     let m = Mocks::new();
     Ports {
         clusters: Arc::new(clusters),
         idempotency: Arc::new(m.idempotency),
         auth_servers: Arc::new(m.auth_servers),
         audit: Arc::new(m.audit),
+        operations: Arc::new(operations),
         changes: Arc::new(m.changes),
         identity: Arc::new(m.identity),
         cloud,
@@ -265,6 +282,86 @@ async fn a_transient_failure_is_retried_with_exponential_backoff() {
     assert_eq!(*retry_at, at(4), "third attempt: 1 s doubled twice");
     assert!(queue.finished.lock().unwrap().is_empty());
     assert_eq!(metrics.operations_retried, 1);
+}
+
+#[tokio::test]
+async fn a_finished_reconcile_settles_the_operations_it_carried_out() {
+    use domain::model::audit::{Actor, AuditResource};
+    use domain::model::identity::ClientKind;
+    use domain::model::operation::{ClusterOperation, OperationKind, OperationStatus};
+    let mut repo = MockClusterRepository::new();
+    repo.expect_cluster().returning(|_, _| Ok(None));
+    let deletion = ClusterOperation {
+        id: Uuid::from_u128(0x0909),
+        cluster_id: CLUSTER_1,
+        organization_id: ORG_A,
+        kind: OperationKind::Delete,
+        resource: AuditResource::Cluster,
+        resource_id: CLUSTER_1.to_string(),
+        requested_by: Actor {
+            user_id: "alice".into(),
+            email: None,
+            client: ClientKind::Api,
+        },
+        request_id: None,
+        status: OperationStatus::Running,
+        attempts: 0,
+        last_error: None,
+        created_at: at(0),
+        updated_at: at(0),
+        finished_at: None,
+    };
+    let mut operations = MockOperationLog::new();
+    operations
+        .expect_open_operations()
+        // The cluster is gone: every open operation ends, whatever its generation.
+        .withf(|c, generation| (*c, *generation) == (CLUSTER_1, i64::MAX))
+        .times(1)
+        .returning(move |_, _| Ok(vec![deletion.clone()]));
+    operations
+        .expect_settle_operations()
+        .withf(|c, settled, _| {
+            *c == CLUSTER_1
+                && settled.len() == 1
+                && settled[0].id == Uuid::from_u128(0x0909)
+                && settled[0].status == OperationStatus::Succeeded
+        })
+        .times(1)
+        .returning(|_, _, _| Ok(()));
+    let queue = FakeQueue::with(vec![Ok(Some(lease(1, at(30))))]);
+    let handle = run_until_recorded(
+        ports_with(repo, Arc::new(MockCloudProvider::new()), operations),
+        queue.clone(),
+        config(),
+    )
+    .await;
+    handle.join().await;
+    assert_eq!(queue.finished.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_attempt_shows_on_the_operations_in_words_a_customer_can_act_on() {
+    let cloud = cloud_answering(Err(ProviderError::Transient("provider timed out".into())));
+    let mut operations = MockOperationLog::new();
+    operations
+        .expect_record_attempt()
+        .withf(|c, attempts, error, _| {
+            *c == CLUSTER_1
+                && *attempts == 3
+                && error.contains("creating the control plane")
+                && error.contains("retried automatically")
+        })
+        .times(1)
+        .returning(|_, _, _, _| Ok(()));
+    let queue = FakeQueue::with(vec![Ok(Some(lease(3, at(30))))]);
+    let handle = run_until_recorded(
+        ports_with(repo_with(ClusterPhase::Provisioning), cloud, operations),
+        queue.clone(),
+        config(),
+    )
+    .await;
+    handle.join().await;
+    assert_eq!(queue.retried().len(), 1);
 }
 
 #[tokio::test]

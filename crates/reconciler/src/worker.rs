@@ -6,7 +6,9 @@ use std::sync::atomic::Ordering;
 
 use chrono::{DateTime, Utc};
 use domain::ports::storage::OperationLease;
-use domain::reconcile::{Outcome, Progress, ReconcileError, StepReport, reconcile_step_report};
+use domain::reconcile::{
+    Outcome, Progress, ReconcileError, StepReport, reconcile_step_report, settle_operations,
+};
 use tracing::Instrument;
 
 use crate::{Shared, backoff};
@@ -68,10 +70,16 @@ async fn work_on(shared: &Shared, worker: &str, lease: OperationLease) {
     let end = reconcile_while_leased(shared, worker, &lease).await;
     let queue = &shared.queue;
     let counters = &shared.counters;
+    let generation = lease.operation.generation;
     let recorded = match end {
         End::Finished => {
             counters.finished.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(worker, %cluster_id, "operation finished");
+            // The changes this work carried out end now; if settling fails, the next reconcile
+            // of the cluster settles them (they stay running meanwhile).
+            if let Err(e) = settle_operations(&shared.ports, cluster_id, generation).await {
+                tracing::warn!(worker, %cluster_id, error = %e, "settling the cluster's operations failed");
+            }
             queue.finish(lease).await
         }
         End::Requeue(why) => {
@@ -81,6 +89,20 @@ async fn work_on(shared: &Shared, worker: &str, lease: OperationLease) {
         }
         End::Failed { error, retry_at } => {
             let attempts = lease.operation.attempts;
+            let shown = shared
+                .ports
+                .operations
+                // The claim counted this attempt already.
+                .record_attempt(
+                    cluster_id,
+                    attempts,
+                    error.customer_message(),
+                    shared.ports.clock.now(),
+                )
+                .await;
+            if let Err(e) = shown {
+                tracing::warn!(worker, %cluster_id, error = %e, "recording the failed attempt on the cluster's operations failed");
+            }
             if error.is_transient() {
                 counters.retried.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(worker, %cluster_id, attempts, %retry_at, error = %error, "reconcile step failed; will retry");

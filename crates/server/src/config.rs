@@ -111,7 +111,8 @@ pub struct Config {
     pub rate_limits: api::ratelimit::Limits,
     /// Writes per organization per minute (0: unlimited).
     pub writes_per_organization: u32,
-    /// Days an audit event is kept (`AUDIT_RETENTION_DAYS`; 0 keeps them forever).
+    /// Days an audit event, and a finished operation, is kept (`AUDIT_RETENTION_DAYS`; 0 keeps
+    /// them forever).
     pub audit_retention_days: u32,
 }
 

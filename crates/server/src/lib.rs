@@ -110,6 +110,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         idempotency: store_arc.clone(),
         auth_servers: store_arc.clone(),
         audit: store_arc.clone(),
+        operations: store_arc.clone(),
         changes: Arc::new(feed),
         identity,
         cloud: Arc::new(provisioner_sim::SimulatedCloud::new(sim)),

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use domain::ports::clock::{Clock, IdSource};
-use domain::ports::storage::{AuditLog, IdempotencyStore};
+use domain::ports::storage::{AuditLog, IdempotencyStore, OperationLog};
 use store_postgres::PgStore;
 use uuid::Uuid;
 
@@ -47,8 +47,8 @@ pub fn spawn_idempotency_purge(store: PgStore) {
     });
 }
 
-/// Deletes audit events older than `retention_days` (0: never), hourly, so an event is kept
-/// at least its retention and at most an hour beyond.
+/// Deletes audit events, and operations finished, more than `retention_days` ago (0: never),
+/// hourly, so each is kept at least its retention and at most an hour beyond.
 pub fn spawn_audit_purge(store: PgStore, retention_days: u32) {
     if retention_days == 0 {
         return;
@@ -62,6 +62,11 @@ pub fn spawn_audit_purge(store: PgStore, retention_days: u32) {
                 Ok(n) if n > 0 => tracing::info!(deleted = n, "expired audit events purged"),
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "audit event purge failed"),
+            }
+            match store.purge_finished_before(cutoff).await {
+                Ok(n) if n > 0 => tracing::info!(deleted = n, "finished operations purged"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "finished operation purge failed"),
             }
         }
     });

@@ -74,6 +74,7 @@ async fn seed(store: &PgStore, url: &str, org: Uuid) {
             idempotency: None,
             cause: None,
             audit: None,
+            operation: None,
             at: Utc::now(),
         })
     }))

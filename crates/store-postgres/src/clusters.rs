@@ -78,8 +78,13 @@ fn schedule_reconcile(
     conn: &mut PgConnection,
     cluster_id: Uuid,
     request_id: Option<&str>,
-) -> Result<(), TxError> {
-    diesel::sql_query(
+) -> Result<i64, TxError> {
+    #[derive(QueryableByName)]
+    struct Scheduled {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        generation: i64,
+    }
+    let scheduled: Scheduled = diesel::sql_query(
         "INSERT INTO operations (cluster_id, id, state, generation, run_after, attempts, created_at, updated_at, request_id) \
          VALUES ($1, $2, 'pending', 1, now(), 0, now(), now(), $3) \
          ON CONFLICT (cluster_id) DO UPDATE SET \
@@ -89,13 +94,14 @@ fn schedule_reconcile(
            attempts = CASE WHEN operations.state = 'done' THEN 0 ELSE operations.attempts END, \
            last_error = CASE WHEN operations.state = 'done' THEN NULL ELSE operations.last_error END, \
            request_id = COALESCE(EXCLUDED.request_id, operations.request_id), \
-           updated_at = now()",
+           updated_at = now() \
+         RETURNING generation",
     )
     .bind::<diesel::sql_types::Uuid, _>(cluster_id)
     .bind::<diesel::sql_types::Uuid, _>(Uuid::new_v4())
     .bind::<diesel::sql_types::Nullable<diesel::sql_types::Text>, _>(request_id)
-    .execute(conn)?;
-    Ok(())
+    .get_result(conn)?;
+    Ok(scheduled.generation)
 }
 
 /// Raises the cluster's revision (compare-and-set when `expected` is given); returns the new
@@ -357,7 +363,10 @@ fn commit_in(conn: &mut PgConnection, w: &ClusterWrite) -> Result<Committed, TxE
     }
     let removed = w.changes.iter().any(|c| matches!(c, Change::RemoveCluster));
     if w.reconcile && !removed {
-        schedule_reconcile(conn, w.cluster_id, w.cause.as_deref())?;
+        let generation = schedule_reconcile(conn, w.cluster_id, w.cause.as_deref())?;
+        if let Some(op) = &w.operation {
+            crate::cluster_operations::insert_in(conn, op, generation)?;
+        }
     }
     if let Some(completion) = &w.idempotency {
         complete_in(conn, completion)?;

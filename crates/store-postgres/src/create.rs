@@ -1,6 +1,6 @@
 //! A cluster's create in one round trip: the write of a new cluster (its zone's capacity
 //! checked, its row, its pools, its first operation, the answer on its idempotency key, its
-//! change log row, its audit event) is one call of the PL/pgSQL function `kubesvc_create_cluster`, in
+//! change log row, its audit event and the operation clients follow) is one call of the PL/pgSQL function `kubesvc_create_cluster`, in
 //! autocommit. The generic path ([`crate::clusters`]) would send the same work as eight
 //! statements, the capacity's read and `BEGIN` to `COMMIT`.
 //!
@@ -21,7 +21,7 @@ use crate::idempotency::headers_json;
 use crate::rows::{ClusterRow, PoolRow};
 
 diesel::define_sql_function! {
-    /// The migrations `create_cluster_in_one_call` and `audit_trail` define it; `true` once everything is written.
+    /// The migrations `create_cluster_in_one_call` and `cluster_operations` define it; `true` once everything is written.
     #[allow(clippy::too_many_arguments)]
     fn kubesvc_create_cluster(
         cluster: Jsonb,
@@ -38,6 +38,7 @@ diesel::define_sql_function! {
         capacity_adds: Nullable<BigInt>,
         capacity: Nullable<BigInt>,
         audit: Nullable<Jsonb>,
+        cluster_operation: Nullable<Jsonb>,
     ) -> Bool;
 }
 
@@ -85,6 +86,13 @@ impl<'a> Create<'a> {
             .as_ref()
             .map(crate::audit::to_json)
             .transpose()?;
+        // The create schedules the cluster's first work: generation 1.
+        let operation = self
+            .write
+            .operation
+            .as_ref()
+            .map(|op| crate::cluster_operations::to_json(op, 1))
+            .transpose()?;
         let key = self.write.idempotency.as_ref();
         let limit = self.write.zone_capacity.as_ref();
         let done: bool = diesel::select(kubesvc_create_cluster(
@@ -102,6 +110,7 @@ impl<'a> Create<'a> {
             limit.map(|z| clamp(z.adds)),
             limit.map(|z| clamp(z.capacity)),
             audit,
+            operation,
         ))
         .get_result(conn)
         .map_err(|e| match &e {

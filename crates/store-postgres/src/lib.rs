@@ -12,6 +12,7 @@ mod audit;
 mod auth_server_changes;
 mod auth_servers;
 mod change_log;
+mod cluster_operations;
 mod clusters;
 mod create;
 mod error;

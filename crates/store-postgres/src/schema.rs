@@ -211,6 +211,29 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// One per change that handed work to provisioning; see `cluster_operations.rs`.
+    cluster_operations (id) {
+        id -> Uuid,
+        cluster_id -> Uuid,
+        organization_id -> Uuid,
+        kind -> Text,
+        resource -> Text,
+        resource_id -> Text,
+        requested_by -> Text,
+        requested_by_email -> Nullable<Text>,
+        requested_by_client -> Text,
+        request_id -> Nullable<Text>,
+        generation -> Int8,
+        status -> Text,
+        attempts -> Int4,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+        finished_at -> Nullable<Timestamptz>,
+    }
+}
+
 diesel::joinable!(node_pools -> clusters (cluster_id));
 diesel::joinable!(elastic_ips -> clusters (cluster_id));
 diesel::joinable!(firewall_rules -> clusters (cluster_id));
@@ -228,4 +251,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     auth_servers,
     auth_server_credentials,
     audit_events,
+    cluster_operations,
 );

@@ -19,6 +19,16 @@ pub struct AuditActor {
     pub client: ClientKind,
 }
 
+impl From<&a::Actor> for AuditActor {
+    fn from(a: &a::Actor) -> Self {
+        AuditActor {
+            user_id: a.user_id.clone(),
+            email: a.email.clone(),
+            client: a.client,
+        }
+    }
+}
+
 /// One change that took effect: who made it, through which face, what it changed (secrets
 /// never appear: a changed secret shows as `"[redacted]"`), when, for which request, and
 /// whether it was applied at once or accepted for provisioning.
@@ -57,11 +67,7 @@ impl From<&a::AuditEvent> for AuditEvent {
             id: e.id,
             organization_id: e.organization_id,
             at: e.at,
-            actor: AuditActor {
-                user_id: e.actor.user_id.clone(),
-                email: e.actor.email.clone(),
-                client: e.actor.client,
-            },
+            actor: AuditActor::from(&e.actor),
             via: e.via.as_str().to_owned(),
             resource: e.resource.as_str().to_owned(),
             resource_id: e.resource_id.clone(),

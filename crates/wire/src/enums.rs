@@ -83,6 +83,11 @@ string_enums! {
     /// `applied`: the change is done. `accepted`: the change is recorded and provisioning
     /// carries it out (the cluster's state and operations show how it goes).
     AuditOutcome = domain::model::audit::Outcome;
+    /// What an operation carries out.
+    OperationKind = domain::model::operation::OperationKind;
+    /// `running` until provisioning settles it; then `succeeded`, `failed` (see `last_error`)
+    /// or `cancelled` (the cluster was deleted first).
+    OperationStatus = domain::model::operation::OperationStatus;
     /// The kind of client the actor's token belongs to, as the account platform says.
     ClientKind = domain::model::identity::ClientKind;
 }

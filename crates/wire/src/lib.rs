@@ -14,6 +14,7 @@ pub mod catalog;
 pub mod cluster;
 pub mod enums;
 pub mod networking;
+pub mod operation;
 pub mod problem;
 pub mod request;
 pub mod system;

@@ -13,4 +13,5 @@ mod console_auth_servers;
 mod idempotency;
 mod networking;
 mod node_pools;
+mod operations;
 mod requests;

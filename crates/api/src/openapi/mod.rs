@@ -58,6 +58,7 @@ pub fn error_statuses(r: &RouteSpec) -> Vec<u16> {
             | "/v1/public/gateway/auth-servers"
             | "/v1/public/audit-events"
     ) || r.path.ends_with("/state")
+        || r.path.ends_with("/operations")
         || r.path.ends_with("/kubeconfig");
     if has_query || r.idempotent || r.path.ends_with("/exposure") {
         s.push(400);
@@ -248,6 +249,37 @@ fn etag_header(op: &mut Operation, read: bool) {
     }
 }
 
+/// `Operation-Location` on the 201/202 of a route that may start an operation, and
+/// `Location` on its 202: where the operation is followed.
+fn operation_location_headers(op: &mut Operation) {
+    let header = |text: &str| {
+        utoipa::openapi::HeaderBuilder::new()
+            .schema(ObjectBuilder::new().schema_type(Type::String))
+            .description(Some(text))
+            .build()
+    };
+    for (status, response) in op.responses.responses.iter_mut() {
+        let RefOr::T(response) = response else {
+            continue;
+        };
+        if status == "201" || status == "202" {
+            response.headers.insert(
+                "Operation-Location".into(),
+                header(
+                    "When the change handed work to provisioning: the operation that follows it, \
+                     `/v1/public/clusters/{id}/operations/{operation}`",
+                ),
+            );
+        }
+        if status == "202" {
+            response.headers.insert(
+                "Location".into(),
+                header("The same operation, as the status monitor of this accepted change"),
+            );
+        }
+    }
+}
+
 /// Builds the document once.
 pub fn document() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
@@ -290,6 +322,9 @@ pub fn document() -> utoipa::openapi::OpenApi {
         }
         if r.tagged {
             etag_header(op, r.method == "GET");
+        }
+        if r.starts_work {
+            operation_location_headers(op);
         }
         if r.role != RequiredRole::Public {
             rate_limit_headers(op);

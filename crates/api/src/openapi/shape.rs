@@ -14,7 +14,7 @@ const AUTH_SERVER_TYPES: [(&str, &str, &str); 3] = [
 ];
 
 /// The tags operations use, in the order a reader meets them, with what each covers.
-const TAGS: [(&str, &str); 9] = [
+const TAGS: [(&str, &str); 10] = [
     (
         "system",
         "Health, readiness, metrics and this document: no authentication.",
@@ -32,6 +32,10 @@ const TAGS: [(&str, &str); 9] = [
         "A cluster's groups of identical worker nodes.",
     ),
     ("nodes", "The worker nodes of a cluster or of one pool."),
+    (
+        "operations",
+        "Each change that hands work to provisioning, followed from the request to its end.",
+    ),
     ("elastic ips", "Addresses allocated to a cluster."),
     ("firewall rules", "Ingress rules of a cluster."),
     (
@@ -45,7 +49,7 @@ const TAGS: [(&str, &str); 9] = [
 ];
 
 /// Path parameters that are UUIDs (node pools and nodes are named, not numbered).
-const UUID_PARAMETERS: [&str; 4] = ["id", "eip", "rule", "credential_id"];
+const UUID_PARAMETERS: [&str; 5] = ["id", "eip", "rule", "credential_id", "operation"];
 
 pub fn apply(doc: &mut Value) {
     document_parts(doc);

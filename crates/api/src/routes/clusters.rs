@@ -6,13 +6,13 @@ use actix_web::web::Path;
 use actix_web::{HttpRequest, HttpResponse};
 use domain::input::cluster::ListClusters;
 use domain::model::cluster::Cluster;
-use domain::service::KubeconfigAnswer;
+use domain::service::{KubeconfigAnswer, Scheduled};
 use wire::request::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
 
 use crate::conditional::{Conditional, tagged};
 use crate::extract::{Body, Ctx, Id, Idempotency, Query, ReadFreshness};
 use crate::problem::ApiError;
-use crate::render::{JsonRender, answer, json};
+use crate::render::{JsonRender, answer, json, with_operation};
 use wire::cluster::{self as w, ClusterList, ClusterState, KubeconfigJson, KubeconfigPending};
 
 /// The `Cache-Control` request header of the cluster reads, as the OpenAPI document says it.
@@ -73,7 +73,8 @@ pub async fn create_cluster(
     req: HttpRequest,
     body: Body<CreateClusterRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let render = JsonRender::new(StatusCode::CREATED, &ctx.request_id).with_location(location);
+    let render = JsonRender::new(StatusCode::CREATED, &ctx.request_id)
+        .with_location(|c: &Scheduled<Cluster>| location(c));
     let a = ctx
         .services
         .create_cluster(
@@ -144,7 +145,10 @@ pub async fn change_exposure(
     } else {
         StatusCode::OK
     };
-    Ok(tagged(status, &w::Cluster::from(&o.cluster)))
+    Ok(with_operation(
+        tagged(status, &w::Cluster::from(&o.cluster)),
+        o.operation.as_ref(),
+    ))
 }
 
 /// Deletes a cluster: 202 with the cluster `Deleting`; gone (404) once deletion completes.

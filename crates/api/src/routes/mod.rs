@@ -10,6 +10,7 @@ pub mod clusters;
 pub mod docs;
 pub mod networking;
 pub mod node_pools;
+pub mod operations;
 pub mod system;
 
 use actix_web::http::Method;
@@ -62,6 +63,9 @@ pub struct RouteSpec {
     pub tagged: bool,
     /// Honours `If-Match` (412 when the object changed); answers with the new `ETag`.
     pub if_match: bool,
+    /// May start an operation, which its 201/202 points at (`Operation-Location`, and
+    /// `Location` on a 202).
+    pub starts_work: bool,
 }
 
 /// What a route does beyond its role and organization source.
@@ -79,6 +83,8 @@ pub enum Trait {
     Tagged,
     /// Honours `If-Match`: 412 when the object is no longer as the caller saw it.
     IfMatch,
+    /// May hand work to provisioning: the answer points at the operation that follows it.
+    StartsWork,
 }
 
 const fn spec(
@@ -99,6 +105,7 @@ const fn spec(
         assistant_restricted: false,
         tagged: false,
         if_match: false,
+        starts_work: false,
     };
     let mut i = 0;
     while i < traits.len() {
@@ -112,6 +119,7 @@ const fn spec(
                 s.if_match = true;
                 s.tagged = true;
             }
+            Trait::StartsWork => s.starts_work = true,
         }
         i += 1;
     }
@@ -156,28 +164,30 @@ routes! {
     GET    "/v1/openapi.json" => system::openapi, Public, None;
     GET    "/v1/catalog" => catalog::get_catalog, Member, Collection;
     GET    "/v1/public/clusters" => clusters::list_clusters, Member, Collection;
-    POST   "/v1/public/clusters" => clusters::create_cluster, SuperAdmin, Body, Idempotent, Body, Capacity, Tagged;
+    POST   "/v1/public/clusters" => clusters::create_cluster, SuperAdmin, Body, Idempotent, Body, Capacity, Tagged, StartsWork;
     GET    "/v1/public/clusters/{id}" => clusters::get_cluster, Member, Object, Tagged;
     PATCH  "/v1/public/clusters/{id}" => clusters::patch_cluster, SuperAdmin, Object, Body, IfMatch;
-    DELETE "/v1/public/clusters/{id}" => clusters::delete_cluster, SuperAdmin, Object, Idempotent, IfMatch;
-    PATCH  "/v1/public/clusters/{id}/exposure" => clusters::change_exposure, SuperAdmin, Object, Body, IfMatch;
+    DELETE "/v1/public/clusters/{id}" => clusters::delete_cluster, SuperAdmin, Object, Idempotent, IfMatch, StartsWork;
+    PATCH  "/v1/public/clusters/{id}/exposure" => clusters::change_exposure, SuperAdmin, Object, Body, IfMatch, StartsWork;
     GET    "/v1/public/clusters/{id}/state" => clusters::cluster_state, Member, Object;
     GET    "/v1/public/clusters/{id}/kubeconfig" => clusters::kubeconfig, Member, Object;
+    GET    "/v1/public/clusters/{id}/operations" => operations::list_operations, Member, Object;
+    GET    "/v1/public/clusters/{id}/operations/{operation}" => operations::get_operation, Member, Object;
     GET    "/v1/public/clusters/{id}/node-pools" => node_pools::list_node_pools, Member, Object;
-    POST   "/v1/public/clusters/{id}/node-pools" => node_pools::create_node_pool, SuperAdmin, Object, Idempotent, Body, Capacity, Tagged;
-    PATCH  "/v1/public/clusters/{id}/node-pools/{pool}" => node_pools::patch_node_pool, SuperAdmin, Object, Idempotent, Body, Capacity, IfMatch;
-    DELETE "/v1/public/clusters/{id}/node-pools/{pool}" => node_pools::delete_node_pool, SuperAdmin, Object, Idempotent, IfMatch;
+    POST   "/v1/public/clusters/{id}/node-pools" => node_pools::create_node_pool, SuperAdmin, Object, Idempotent, Body, Capacity, Tagged, StartsWork;
+    PATCH  "/v1/public/clusters/{id}/node-pools/{pool}" => node_pools::patch_node_pool, SuperAdmin, Object, Idempotent, Body, Capacity, IfMatch, StartsWork;
+    DELETE "/v1/public/clusters/{id}/node-pools/{pool}" => node_pools::delete_node_pool, SuperAdmin, Object, Idempotent, IfMatch, StartsWork;
     GET    "/v1/public/clusters/{id}/node-pools/{pool}/nodes" => node_pools::list_pool_nodes, Member, Object;
     GET    "/v1/public/clusters/{id}/nodes" => node_pools::list_nodes, Member, Object;
-    DELETE "/v1/public/clusters/{id}/nodes/{node}" => node_pools::delete_node, SuperAdmin, Object, Idempotent, Tagged;
+    DELETE "/v1/public/clusters/{id}/nodes/{node}" => node_pools::delete_node, SuperAdmin, Object, Idempotent, Tagged, StartsWork;
     GET    "/v1/public/clusters/{id}/elastic-ips" => networking::list_elastic_ips, Member, Object;
-    POST   "/v1/public/clusters/{id}/elastic-ips" => networking::create_elastic_ip, SuperAdmin, Object, Idempotent, Body, Capacity, NoAssistant, Tagged;
+    POST   "/v1/public/clusters/{id}/elastic-ips" => networking::create_elastic_ip, SuperAdmin, Object, Idempotent, Body, Capacity, NoAssistant, Tagged, StartsWork;
     GET    "/v1/public/clusters/{id}/elastic-ips/{eip}" => networking::get_elastic_ip, Member, Object, Tagged;
-    DELETE "/v1/public/clusters/{id}/elastic-ips/{eip}" => networking::release_elastic_ip, SuperAdmin, Object, Idempotent, NoAssistant, IfMatch;
+    DELETE "/v1/public/clusters/{id}/elastic-ips/{eip}" => networking::release_elastic_ip, SuperAdmin, Object, Idempotent, NoAssistant, IfMatch, StartsWork;
     GET    "/v1/public/clusters/{id}/firewall-rules" => networking::list_firewall_rules, Member, Object;
-    POST   "/v1/public/clusters/{id}/firewall-rules" => networking::create_firewall_rule, SuperAdmin, Object, Idempotent, Body, NoAssistant, Tagged;
+    POST   "/v1/public/clusters/{id}/firewall-rules" => networking::create_firewall_rule, SuperAdmin, Object, Idempotent, Body, NoAssistant, Tagged, StartsWork;
     GET    "/v1/public/clusters/{id}/firewall-rules/{rule}" => networking::get_firewall_rule, Member, Object, Tagged;
-    DELETE "/v1/public/clusters/{id}/firewall-rules/{rule}" => networking::delete_firewall_rule, SuperAdmin, Object, Idempotent, NoAssistant, IfMatch;
+    DELETE "/v1/public/clusters/{id}/firewall-rules/{rule}" => networking::delete_firewall_rule, SuperAdmin, Object, Idempotent, NoAssistant, IfMatch, StartsWork;
     GET    "/v1/public/gateway/auth-servers" => auth_servers::list_auth_servers, Member, Collection;
     POST   "/v1/public/gateway/auth-servers" => auth_servers::create_auth_server, SuperAdmin, Body, Idempotent, Body, Tagged;
     GET    "/v1/public/gateway/auth-servers/{id}" => auth_servers::get_auth_server, Member, Object, Tagged;

@@ -103,6 +103,7 @@ pub async fn clusters(url: &str, clusters: u32, pools: u32) -> anyhow::Result<Ve
                     idempotency: None,
                     cause: None,
                     audit: None,
+                    operation: None,
                     at: c.created_at,
                     changes: vec![Change::InsertCluster(c)],
                 };

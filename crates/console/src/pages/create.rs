@@ -17,7 +17,7 @@ use domain::model::cluster::{Cluster, Exposure, NetworkMode};
 use domain::model::idempotency::RequestFingerprint;
 use domain::names::IdempotencyKey;
 use domain::rules::MAX_POOLS;
-use domain::service::IdempotencyRequest;
+use domain::service::{IdempotencyRequest, Scheduled};
 use domain::validation::Violations;
 use maud::{Markup, html};
 use serde::Deserialize;
@@ -278,7 +278,7 @@ pub async fn submit(
         return Err(ConsoleError::Forged);
     };
     // The first answer is recorded as the new cluster's page, where a replay goes too.
-    let redirect = Redirect(|c: &Cluster| format!("{PREFIX}/clusters/{}", c.id));
+    let redirect = Redirect(|c: &Scheduled<Cluster>| format!("{PREFIX}/clusters/{}", c.id));
     let request = IdempotencyRequest {
         key,
         fingerprint: fields.fingerprint(),

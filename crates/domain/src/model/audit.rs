@@ -17,33 +17,6 @@ pub const RETENTION_DAYS_DEFAULT: u32 = 400;
 pub const PAGE_MAX: u32 = 100;
 pub const PAGE_DEFAULT: u32 = 50;
 
-macro_rules! words {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident => $word:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name { $($variant),+ }
-
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $word),+ }
-            }
-
-            /// The value this word names, if any.
-            pub fn parse(word: &str) -> Option<Self> {
-                match word { $($word => Some($name::$variant),)+ _ => None }
-            }
-        }
-
-        impl serde::Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
-    };
-}
-
 words! {
     /// The kind of object an event is about.
     AuditResource {

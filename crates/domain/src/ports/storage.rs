@@ -20,6 +20,7 @@ use crate::model::idempotency::{IdempotencyCompletion, IdempotencyRecord, Idempo
 use crate::model::kubeconfig::SealedCredentials;
 use crate::model::node::Node;
 use crate::model::node_pool::NodePool;
+use crate::model::operation::{ClusterOperation, OperationStatus, Settled};
 use crate::names::{DnsLabel, NodeName};
 
 /// The unique rule a write broke.
@@ -158,6 +159,10 @@ pub struct ClusterWrite {
     /// The audit event of the change, for a change someone asked for (`None` for the
     /// reconciler's own writes, which the cluster's operations record).
     pub audit: Option<AuditEvent>,
+    /// The operation clients follow for this change, when it hands work to provisioning
+    /// (`reconcile` is then true); the store files it under the generation of work the
+    /// write schedules.
+    pub operation: Option<ClusterOperation>,
     pub at: DateTime<Utc>,
 }
 
@@ -343,4 +348,47 @@ pub trait AuditLog: Send + Sync {
     async fn audit_events(&self, query: AuditQuery) -> Result<Vec<AuditEvent>, StoreError>;
     /// Deletes events older than `before`; returns how many.
     async fn purge_audit_before(&self, before: DateTime<Utc>) -> Result<u64, StoreError>;
+}
+
+/// The operations clients follow: one per change that handed work to provisioning, written
+/// with the change (`ClusterWrite::operation`), settled when provisioning finishes.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait OperationLog: Send + Sync {
+    /// A cluster's operations, newest first (`created_at`, then `id`), one page.
+    async fn cluster_operations(
+        &self,
+        cluster_id: Uuid,
+        status: Option<OperationStatus>,
+        page: PageRequest,
+    ) -> Result<Page<ClusterOperation>, StoreError>;
+    async fn cluster_operation(
+        &self,
+        cluster_id: Uuid,
+        id: Uuid,
+    ) -> Result<Option<ClusterOperation>, StoreError>;
+    /// The cluster's running operations scheduled with work of `generation` or before.
+    async fn open_operations(
+        &self,
+        cluster_id: Uuid,
+        generation: i64,
+    ) -> Result<Vec<ClusterOperation>, StoreError>;
+    /// Ends these operations (those still running; one settled already stays as it is).
+    async fn settle_operations(
+        &self,
+        cluster_id: Uuid,
+        settled: Vec<Settled>,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
+    /// A failed attempt of the cluster's provisioning work: each of its running operations
+    /// records the attempt count and the reason, in a customer's words.
+    async fn record_attempt(
+        &self,
+        cluster_id: Uuid,
+        attempts: i32,
+        error: String,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
+    /// Deletes operations that finished before `before`; returns how many.
+    async fn purge_finished_before(&self, before: DateTime<Utc>) -> Result<u64, StoreError>;
 }

@@ -6,12 +6,14 @@
 #[cfg(any(test, feature = "mocks"))]
 pub mod memory;
 mod plan;
+mod settle;
 mod step;
 
 #[cfg(test)]
 mod tests;
 
 pub use self::plan::{ClusterState, Work, next_work, node_name};
+pub use self::settle::{settle, settle_operations};
 pub use self::step::{load_state, reconcile_step, reconcile_step_report};
 
 use crate::ports::storage::StoreError;
@@ -68,11 +70,48 @@ pub enum ReconcileError {
 }
 
 impl ReconcileError {
+    /// What a customer following an operation is told: what was being done, that it is
+    /// retried by itself, and what they can do about it. Never a secret, never a stack of
+    /// internal names.
+    pub fn customer_message(&self) -> String {
+        match self {
+            // What the provider said of a passing failure helps no one act: left out.
+            ReconcileError::Transient { step, .. } => format!(
+                "The cloud provider failed while {}; it is retried automatically, nothing to do.",
+                doing(step)
+            ),
+            ReconcileError::Permanent { step, message } => format!(
+                "The cloud provider refused {} ({message}); it is retried every few minutes. If it keeps failing, contact support with the operation's id.",
+                doing(step)
+            ),
+            ReconcileError::Store(_) => "The service could not reach its database; the work is retried automatically, nothing to do.".into(),
+            ReconcileError::Internal(_) => "An internal error stopped the work; it is retried every few minutes and the operators are alerted. Contact support with the operation's id if it persists.".into(),
+        }
+    }
+
     /// Whether retrying soon may help (else the worker waits its longest backoff).
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
             ReconcileError::Transient { .. } | ReconcileError::Store(_)
         )
+    }
+}
+
+/// A provider step as a customer would say it.
+fn doing(step: &str) -> &'static str {
+    match step {
+        "create_control_plane" => "creating the control plane",
+        "register_hub" => "registering the cluster with the service hub",
+        "install_default_environment" => "installing the default environment",
+        "set_exposure" => "changing where the API endpoint is reachable from",
+        "apply_firewall_rule" => "applying a firewall rule",
+        "remove_firewall_rule" => "removing a firewall rule",
+        "attach_address" => "attaching an Elastic IP",
+        "detach_address" => "detaching an Elastic IP",
+        "create_node" => "creating a node",
+        "delete_node" => "deleting a node",
+        "destroy_cluster" => "deleting the cluster",
+        _ => "working on the cluster",
     }
 }

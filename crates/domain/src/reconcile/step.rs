@@ -136,6 +136,7 @@ impl Run<'_> {
             idempotency: None,
             cause: None,
             audit: None,
+            operation: None,
             at: self.now,
         };
         match self.ports.clusters.commit(write).await {

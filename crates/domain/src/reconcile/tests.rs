@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use futures::executor::block_on;
 use uuid::Uuid;
 
+use crate::model::audit::{Actor, AuditResource};
 use crate::model::cluster::{
     Cluster, ClusterPhase, Exposure, ExposureChange, ExposureChangeStatus, Registration,
     RegistrationReason, SubStatus,
@@ -18,15 +19,18 @@ use crate::model::elastic_ip::{AddressPool, ElasticIp, ElasticIpStatus};
 use crate::model::firewall::{
     Direction, FirewallRule, FirewallRuleStatus, Ipv4Cidr, PortRange, Protocol,
 };
+use crate::model::identity::ClientKind;
 use crate::model::kubeconfig::{ClusterCredentials, SealedCredentials};
 use crate::model::node::{Node, NodeStatus};
 use crate::model::node_pool::{NodePool, PoolStatus};
+use crate::model::operation::{ClusterOperation, OperationKind, OperationStatus};
 use crate::model::secret::{PasswordHash, SealedSecret, Secret, TokenDigest};
 use crate::names::{DnsLabel, NodeName};
 use crate::ports::provisioning::{CloudProvider, Endpoint, ProviderError, Step, StepOutcome};
 use crate::ports::secrets::{SecretVault, VaultError};
 use crate::ports::storage::{Change, StoreError};
 use crate::reconcile::memory::{MemoryClusters, MemoryDb};
+use crate::reconcile::settle;
 use crate::reconcile::{ClusterState, Work};
 use crate::reconcile::{
     Outcome, Progress, ReconcileError, next_work, node_name, reconcile_step, reconcile_step_report,
@@ -528,6 +532,7 @@ fn world(state: ClusterState, cloud: FakeCloud) -> World {
         idempotency: Arc::new(m.idempotency),
         auth_servers: Arc::new(m.auth_servers),
         audit: Arc::new(m.audit),
+        operations: Arc::new(m.operations),
         changes: Arc::new(m.changes),
         identity: Arc::new(m.identity),
         cloud: cloud.clone(),
@@ -1070,4 +1075,182 @@ fn lifecycle_from_create_to_gone() {
             .count(),
         1
     );
+}
+
+// ---------------------------------------------------------------- settle
+
+fn open_op(kind: OperationKind, resource: AuditResource, resource_id: String) -> ClusterOperation {
+    ClusterOperation {
+        id: Uuid::from_u128(0x0909),
+        cluster_id: CLUSTER_1,
+        organization_id: ORG_A,
+        kind,
+        resource,
+        resource_id,
+        requested_by: Actor {
+            user_id: "alice".into(),
+            email: None,
+            client: ClientKind::Api,
+        },
+        request_id: None,
+        status: OperationStatus::Running,
+        attempts: 0,
+        last_error: None,
+        created_at: at(0),
+        updated_at: at(0),
+        finished_at: None,
+    }
+}
+
+/// What a case names, the operation, the cluster as stored (none: gone), how it should end.
+type SettleCase = (
+    &'static str,
+    ClusterOperation,
+    Option<ClusterState>,
+    Option<(OperationStatus, Option<&'static str>)>,
+);
+
+#[test]
+fn settle_ends_each_operation_by_the_state_its_object_settled_in() {
+    use OperationStatus::{Cancelled, Failed, Succeeded};
+    let cluster_op = |kind| open_op(kind, AuditResource::Cluster, CLUSTER_1.to_string());
+    let failed_eip = ElasticIp {
+        failure_reason: Some("no route to the address pool".into()),
+        ..eip(1, ElasticIpStatus::Failed)
+    };
+    let mut failed_cluster = ready_cluster(ClusterPhase::Failed);
+    failed_cluster.failure_reason = Some("control plane did not come up".into());
+    let with_eips = |eips: Vec<ElasticIp>| ClusterState {
+        elastic_ips: eips,
+        ..provisioned()
+    };
+    let with_rules = |rules: Vec<FirewallRule>| ClusterState {
+        firewall_rules: rules,
+        ..provisioned()
+    };
+    let eip_op = open_op(
+        OperationKind::ElasticIpAllocate,
+        AuditResource::ElasticIp,
+        eip(1, ElasticIpStatus::Ready).id.to_string(),
+    );
+    let rule_op = open_op(
+        OperationKind::FirewallRuleCreate,
+        AuditResource::FirewallRule,
+        rule(1, FirewallRuleStatus::Active).id.to_string(),
+    );
+    let cases: Vec<SettleCase> = vec![
+        (
+            "a create on a provisioned cluster",
+            cluster_op(OperationKind::Create),
+            Some(provisioned()),
+            Some((Succeeded, None)),
+        ),
+        (
+            "a create whose cluster failed",
+            cluster_op(OperationKind::Create),
+            Some(state(failed_cluster.clone())),
+            Some((Failed, Some("control plane did not come up"))),
+        ),
+        (
+            "a scale whose cluster failed",
+            cluster_op(OperationKind::NodePoolChange),
+            Some(state(failed_cluster)),
+            Some((
+                Failed,
+                Some("the cluster failed: control plane did not come up"),
+            )),
+        ),
+        (
+            "a create not provisioned yet",
+            cluster_op(OperationKind::Create),
+            Some(state(ready_cluster(ClusterPhase::ControlPlaneReady))),
+            None,
+        ),
+        (
+            "a deletion, the cluster gone",
+            cluster_op(OperationKind::Delete),
+            None,
+            Some((Succeeded, None)),
+        ),
+        (
+            "a scale, the cluster gone first",
+            cluster_op(OperationKind::NodePoolChange),
+            None,
+            Some((
+                Cancelled,
+                Some("the cluster was deleted before this change was carried out"),
+            )),
+        ),
+        (
+            "an Elastic IP ready",
+            eip_op.clone(),
+            Some(with_eips(vec![eip(1, ElasticIpStatus::Ready)])),
+            Some((Succeeded, None)),
+        ),
+        (
+            "an Elastic IP failed",
+            eip_op.clone(),
+            Some(with_eips(vec![failed_eip])),
+            Some((Failed, Some("no route to the address pool"))),
+        ),
+        (
+            "an Elastic IP still provisioning",
+            eip_op.clone(),
+            Some(with_eips(vec![eip(1, ElasticIpStatus::Provisioning)])),
+            None,
+        ),
+        (
+            "an Elastic IP released meanwhile",
+            eip_op,
+            Some(with_eips(vec![])),
+            Some((Succeeded, None)),
+        ),
+        (
+            "a rule active",
+            rule_op.clone(),
+            Some(with_rules(vec![rule(1, FirewallRuleStatus::Active)])),
+            Some((Succeeded, None)),
+        ),
+        (
+            "a rule failed",
+            rule_op.clone(),
+            Some(with_rules(vec![rule(1, FirewallRuleStatus::Failed)])),
+            Some((Failed, Some("the rule could not be applied"))),
+        ),
+        (
+            "a rule pending",
+            rule_op,
+            Some(with_rules(vec![rule(1, FirewallRuleStatus::Pending)])),
+            None,
+        ),
+    ];
+    for (case, op, state, expected) in cases {
+        let got = settle(&op, state.as_ref());
+        let got = got.as_ref().map(|s| (s.status, s.reason.as_deref()));
+        assert_eq!(got, expected, "{case}");
+    }
+}
+
+#[test]
+fn a_failed_step_is_told_in_words_a_customer_can_act_on() {
+    let transient = ReconcileError::Transient {
+        step: "create_node",
+        message: "timeout".into(),
+    };
+    let text = transient.customer_message();
+    assert!(
+        text.contains("creating a node") && text.contains("retried automatically"),
+        "{text}"
+    );
+    let permanent = ReconcileError::Permanent {
+        step: "attach_address",
+        message: "address pool exhausted".into(),
+    };
+    let text = permanent.customer_message();
+    assert!(
+        text.contains("attaching an Elastic IP") && text.contains("contact support"),
+        "{text}"
+    );
+    let internal = ReconcileError::Internal("sealing failed: key mismatch".into());
+    assert!(!internal.customer_message().contains("key mismatch"));
 }

@@ -18,13 +18,15 @@ use crate::model::cluster::{
 use crate::model::identity::Caller;
 use crate::model::kubeconfig::{self, ClusterCredentials};
 use crate::model::node_pool::{NodePool, PoolStatus};
+use crate::model::operation::OperationKind;
 use crate::ports::storage::{
     Change, ClusterWrite, Freshness, Page, StoreError, UniqueRule, ZoneCapacity,
 };
 use crate::rules::KUBECONFIG_RETRY_AFTER_SECONDS;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{
-    Decision, MAX_ATTEMPTS, Services, name_taken, require_changeable, store_error,
+    Decision, MAX_ATTEMPTS, OperationRef, Scheduled, Services, name_taken, require_changeable,
+    store_error,
 };
 
 /// A page of clusters: `{items, page, size, total}`.
@@ -106,8 +108,8 @@ impl Services {
         &self,
         caller: &Caller,
         body: CreateClusterRequest,
-        idempotency: Option<IdempotencyRequest<'_, Cluster>>,
-    ) -> Result<Answer<Cluster>, DomainError> {
+        idempotency: Option<IdempotencyRequest<'_, Scheduled<Cluster>>>,
+    ) -> Result<Answer<Scheduled<Cluster>>, DomainError> {
         let spec = body.validate()?;
         let org =
             access::resolve_create_org(self.ports.identity.as_ref(), caller, &spec.organization)
@@ -190,27 +192,37 @@ impl Services {
                 revision: 1,
                 deleted_at: None,
             };
+            let audit = Audit::new(
+                AuditResource::Cluster,
+                cluster.id,
+                AuditAction::Created,
+                created(&cluster),
+            );
+            let operation = self.new_operation(caller, &cluster, OperationKind::Create, &audit);
             let audit = self.audit_event(
                 caller,
                 org.id,
                 Some(Parent::Cluster(cluster.id)),
-                Audit::new(
-                    AuditResource::Cluster,
-                    cluster.id,
-                    AuditAction::Created,
-                    created(&cluster),
-                ),
+                audit,
                 Outcome::Accepted,
             );
+            let answer = Scheduled {
+                operation: Some(OperationRef {
+                    cluster_id: cluster.id,
+                    id: operation.id,
+                }),
+                value: cluster.clone(),
+            };
             let write = ClusterWrite {
                 cluster_id: cluster.id,
                 expected_revision: None,
                 changes: vec![Change::InsertCluster(cluster.clone())],
                 reconcile: true,
                 zone_capacity: self.zone_capacity(&cluster.zone, cluster.node_demand()),
-                idempotency: held.map(|h| h.completion(&cluster)),
+                idempotency: held.map(|h| h.completion(&answer)),
                 cause: self.request_id.as_deref().map(str::to_owned),
                 audit: Some(audit),
+                operation: Some(operation),
                 at: now,
             };
             self.ports
@@ -219,7 +231,7 @@ impl Services {
                 .await
                 .map_err(|e| name_taken(e, Resource::Cluster, cluster.name.as_str()))?;
             held.inspect(|h| h.committed());
-            Ok(cluster)
+            Ok(answer)
         })
         .await
     }
@@ -280,15 +292,16 @@ impl Services {
     }
 
     /// Decides a change `caller` asked of the current cluster and commits it with its audit
-    /// event; decided again on a fresh read when a concurrent change won the race.
+    /// event and, when it hands work to provisioning, the operation that follows it; decided
+    /// again on a fresh read when a concurrent change won the race.
     pub(crate) async fn change_cluster<T>(
         &self,
         caller: &Caller,
         mut cluster: Cluster,
         mut decide: impl AsyncFnMut(&Cluster) -> Result<Decision<T>, DomainError>,
-        held: Option<&Held<'_, T>>,
+        held: Option<&Held<'_, Scheduled<T>>>,
         conflict_name: Option<(Resource, String)>,
-    ) -> Result<T, DomainError> {
+    ) -> Result<Scheduled<T>, DomainError> {
         for attempt in 0..MAX_ATTEMPTS {
             if attempt > 0 {
                 cluster = self
@@ -308,12 +321,26 @@ impl Services {
                 answer: value,
             } = decide(&cluster).await?;
             if changes.is_empty() {
-                return Ok(value);
+                return Ok(Scheduled {
+                    value,
+                    operation: None,
+                });
             }
             let outcome = if reconcile {
                 Outcome::Accepted
             } else {
                 Outcome::Applied
+            };
+            let operation = audit.as_ref().filter(|_| reconcile).and_then(|a| {
+                OperationKind::of(a.resource, a.action)
+                    .map(|kind| self.new_operation(caller, &cluster, kind, a))
+            });
+            let value = Scheduled {
+                value,
+                operation: operation.as_ref().map(|o| OperationRef {
+                    cluster_id: cluster.id,
+                    id: o.id,
+                }),
             };
             let audit = audit.map(|a| {
                 self.audit_event(
@@ -333,6 +360,7 @@ impl Services {
                 idempotency: held.map(|h| h.completion(&value)),
                 cause: self.request_id.as_deref().map(str::to_owned),
                 audit,
+                operation,
                 at: self.ports.clock.now(),
             };
             match self.ports.clusters.commit(write).await {
@@ -399,6 +427,7 @@ impl Services {
             None,
         )
         .await
+        .map(Scheduled::into_value)
     }
 
     /// Changes a cluster's exposure (only while it is as `expect` says).
@@ -408,7 +437,7 @@ impl Services {
         id: Uuid,
         body: ExposurePatch,
         expect: Expect<'_, Cluster>,
-    ) -> Result<ExposureOutcome, DomainError> {
+    ) -> Result<Scheduled<ExposureOutcome>, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
         let now = self.ports.clock.now();
         self.change_cluster(
@@ -470,9 +499,9 @@ impl Services {
         &self,
         caller: &Caller,
         id: Uuid,
-        idempotency: Option<IdempotencyRequest<'_, Cluster>>,
+        idempotency: Option<IdempotencyRequest<'_, Scheduled<Cluster>>>,
         expect: Expect<'_, Cluster>,
-    ) -> Result<Answer<Cluster>, DomainError> {
+    ) -> Result<Answer<Scheduled<Cluster>>, DomainError> {
         access::require_writer_somewhere(caller)?;
         let cluster = self.any_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Write)?;

@@ -13,7 +13,7 @@ use crate::model::elastic_ip::{ElasticIp, ElasticIpEvent, ElasticIpStatus, Elast
 use crate::model::identity::Caller;
 use crate::ports::storage::Change;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{Decision, Services, require_changeable, store_error};
+use crate::service::{Decision, Scheduled, Services, require_changeable, store_error};
 
 impl Services {
     async fn alive_elastic_ips(&self, cluster: &Cluster) -> Result<Vec<ElasticIp>, DomainError> {
@@ -72,8 +72,8 @@ impl Services {
         caller: &Caller,
         id: Uuid,
         body: CreateElasticIpRequest,
-        idempotency: Option<IdempotencyRequest<'_, ElasticIpView>>,
-    ) -> Result<Answer<ElasticIpView>, DomainError> {
+        idempotency: Option<IdempotencyRequest<'_, Scheduled<ElasticIpView>>>,
+    ) -> Result<Answer<Scheduled<ElasticIpView>>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
             let spec = body.validate()?;
@@ -180,9 +180,9 @@ impl Services {
         caller: &Caller,
         id: Uuid,
         eip: Uuid,
-        idempotency: Option<IdempotencyRequest<'_, ElasticIpView>>,
+        idempotency: Option<IdempotencyRequest<'_, Scheduled<ElasticIpView>>>,
         expect: Expect<'_, ElasticIpView>,
-    ) -> Result<Answer<ElasticIpView>, DomainError> {
+    ) -> Result<Answer<Scheduled<ElasticIpView>>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
             self.change_cluster(

@@ -13,7 +13,7 @@ use crate::model::firewall::{FirewallEvent, FirewallRule, FirewallRuleStatus};
 use crate::model::identity::Caller;
 use crate::ports::storage::Change;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{Decision, Services, require_changeable, store_error};
+use crate::service::{Decision, Scheduled, Services, require_changeable, store_error};
 
 impl Services {
     /// Lists a cluster's firewall rules.
@@ -58,8 +58,8 @@ impl Services {
         caller: &Caller,
         id: Uuid,
         body: CreateFirewallRuleRequest,
-        idempotency: Option<IdempotencyRequest<'_, FirewallRule>>,
-    ) -> Result<Answer<FirewallRule>, DomainError> {
+        idempotency: Option<IdempotencyRequest<'_, Scheduled<FirewallRule>>>,
+    ) -> Result<Answer<Scheduled<FirewallRule>>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
             let spec = body.validate()?;
@@ -138,9 +138,9 @@ impl Services {
         caller: &Caller,
         id: Uuid,
         rule: Uuid,
-        idempotency: Option<IdempotencyRequest<'_, FirewallRule>>,
+        idempotency: Option<IdempotencyRequest<'_, Scheduled<FirewallRule>>>,
         expect: Expect<'_, FirewallRule>,
-    ) -> Result<Answer<FirewallRule>, DomainError> {
+    ) -> Result<Answer<Scheduled<FirewallRule>>, DomainError> {
         let cluster = self.cluster_for_restricted_write(caller, id).await?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
             self.change_cluster(

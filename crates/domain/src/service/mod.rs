@@ -16,6 +16,7 @@ mod firewall_rules;
 mod idempotency;
 mod node_pools;
 mod nodes;
+mod operations;
 
 use std::sync::Arc;
 
@@ -23,6 +24,7 @@ pub use self::audit::AuditPage;
 pub use self::auth_servers::Deleted;
 pub use self::clusters::{ClusterPage, ExposureOutcome, KubeconfigAnswer, StateAnswer};
 pub use self::idempotency::{Answer, IdempotencyRequest, Render};
+pub use self::operations::OperationPage;
 
 use uuid::Uuid;
 
@@ -31,6 +33,7 @@ use crate::model::audit::{Actor, Audit, AuditEvent, Channel, Outcome, Parent};
 use crate::model::catalog::Catalog;
 use crate::model::cluster::Cluster;
 use crate::model::identity::Caller;
+use crate::model::operation::{ClusterOperation, OperationKind, OperationStatus};
 use crate::ports::budget::{Unlimited, WriteBudget};
 use crate::ports::clock::{Clock, IdSource};
 use crate::ports::identity::IdentityProvider;
@@ -38,7 +41,7 @@ use crate::ports::provisioning::CloudProvider;
 use crate::ports::secrets::SecretVault;
 use crate::ports::storage::{
     AuditLog, AuthServerRepository, Change, ChangeFeed, ClusterRepository, Freshness,
-    IdempotencyStore, StoreError, UniqueRule, ZoneCapacity,
+    IdempotencyStore, OperationLog, StoreError, UniqueRule, ZoneCapacity,
 };
 
 /// Settings the rules depend on.
@@ -69,6 +72,7 @@ pub struct Ports {
     pub idempotency: Arc<dyn IdempotencyStore>,
     pub auth_servers: Arc<dyn AuthServerRepository>,
     pub audit: Arc<dyn AuditLog>,
+    pub operations: Arc<dyn OperationLog>,
     pub changes: Arc<dyn ChangeFeed>,
     pub identity: Arc<dyn IdentityProvider>,
     pub cloud: Arc<dyn CloudProvider>,
@@ -147,6 +151,34 @@ impl<T> Decision<T> {
     }
 }
 
+/// Where the operation a change started can be followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OperationRef {
+    pub cluster_id: Uuid,
+    pub id: Uuid,
+}
+
+/// A change's answer with the operation it started, if it handed work to provisioning; reads
+/// as the answer itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scheduled<T> {
+    pub value: T,
+    pub operation: Option<OperationRef>,
+}
+
+impl<T> Scheduled<T> {
+    pub fn into_value(self) -> T {
+        self.value
+    }
+}
+
+impl<T> std::ops::Deref for Scheduled<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
 /// How often a change decided on a stale revision is decided again before giving up with
 /// `Conflict::ConcurrentModification`.
 const MAX_ATTEMPTS: usize = 8;
@@ -169,6 +201,33 @@ impl Services {
         Services {
             via: channel,
             ..self
+        }
+    }
+
+    /// The operation that follows a change `caller` asked of `cluster`, running from now.
+    pub(crate) fn new_operation(
+        &self,
+        caller: &Caller,
+        cluster: &Cluster,
+        kind: OperationKind,
+        audit: &Audit,
+    ) -> ClusterOperation {
+        let now = self.ports.clock.now();
+        ClusterOperation {
+            id: self.ports.ids.new_id(),
+            cluster_id: cluster.id,
+            organization_id: cluster.organization_id,
+            kind,
+            resource: audit.resource,
+            resource_id: audit.resource_id.clone(),
+            requested_by: Actor::of(caller),
+            request_id: self.request_id.as_deref().map(str::to_owned),
+            status: OperationStatus::Running,
+            attempts: 0,
+            last_error: None,
+            created_at: now,
+            updated_at: now,
+            finished_at: None,
         }
     }
 

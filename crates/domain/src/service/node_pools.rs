@@ -14,7 +14,7 @@ use crate::model::node_pool::{NodePool, PoolEvent, PoolStatus};
 use crate::ports::storage::Change;
 use crate::rules::MAX_POOLS;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{Decision, Services, require_changeable};
+use crate::service::{Decision, Scheduled, Services, require_changeable};
 use crate::validation::Violations;
 
 fn pool_of<'c>(cluster: &'c Cluster, name: &str) -> Result<&'c NodePool, DomainError> {
@@ -49,8 +49,8 @@ impl Services {
         caller: &Caller,
         id: Uuid,
         body: NodePoolRequest,
-        idempotency: Option<IdempotencyRequest<'_, NodePool>>,
-    ) -> Result<Answer<NodePool>, DomainError> {
+        idempotency: Option<IdempotencyRequest<'_, Scheduled<NodePool>>>,
+    ) -> Result<Answer<Scheduled<NodePool>>, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
             let mut v = Violations::new();
@@ -138,9 +138,9 @@ impl Services {
         id: Uuid,
         pool_name: &str,
         body: NodePoolPatch,
-        idempotency: Option<IdempotencyRequest<'_, NodePool>>,
+        idempotency: Option<IdempotencyRequest<'_, Scheduled<NodePool>>>,
         expect: Expect<'_, NodePool>,
-    ) -> Result<Answer<NodePool>, DomainError> {
+    ) -> Result<Answer<Scheduled<NodePool>>, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
             let org_id = cluster.organization_id;
@@ -202,9 +202,9 @@ impl Services {
         caller: &Caller,
         id: Uuid,
         pool_name: &str,
-        idempotency: Option<IdempotencyRequest<'_, NodePool>>,
+        idempotency: Option<IdempotencyRequest<'_, Scheduled<NodePool>>>,
         expect: Expect<'_, NodePool>,
-    ) -> Result<Answer<NodePool>, DomainError> {
+    ) -> Result<Answer<Scheduled<NodePool>>, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
         self.idempotently(cluster.organization_id, idempotency, async |held| {
             self.change_cluster(

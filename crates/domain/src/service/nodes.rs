@@ -12,7 +12,7 @@ use crate::model::node::{Node, NodeEvent};
 use crate::names::NodeName;
 use crate::ports::storage::Change;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{Decision, Services, require_changeable, store_error};
+use crate::service::{Decision, Scheduled, Services, require_changeable, store_error};
 
 impl Services {
     /// Lists a cluster's nodes, or those of one of its pools.
@@ -43,8 +43,8 @@ impl Services {
         caller: &Caller,
         id: Uuid,
         node: &str,
-        idempotency: Option<IdempotencyRequest<'_, Node>>,
-    ) -> Result<Answer<Node>, DomainError> {
+        idempotency: Option<IdempotencyRequest<'_, Scheduled<Node>>>,
+    ) -> Result<Answer<Scheduled<Node>>, DomainError> {
         let cluster = self.cluster_for_write(caller, id).await?;
         // A name that breaks the node regex cannot exist.
         let name = NodeName::parse(node).map_err(|_| DomainError::NotFound(Resource::Node))?;

@@ -99,6 +99,7 @@ fn write(cluster_id: Uuid, expected: Option<i64>, changes: Vec<Change>) -> Clust
         idempotency: None,
         cause: None,
         audit: None,
+        operation: None,
         at: now(),
     }
 }

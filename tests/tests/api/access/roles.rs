@@ -70,6 +70,8 @@ struct Fixture {
     org: &'static str,
     cluster: String,
     eip: String,
+    /// The operation the Elastic IP's allocation started.
+    operation: String,
     auth_server: String,
     credential: String,
 }
@@ -81,6 +83,7 @@ impl Fixture {
             org: "no-such-org",
             cluster: u(),
             eip: u(),
+            operation: u(),
             auth_server: u(),
             credential: u(),
         }
@@ -113,6 +116,10 @@ async fn fixture(app: &TestApp, token: &str, org: &'static str, n: usize) -> Fix
         org,
         cluster,
         eip: e.json()["id"].as_str().unwrap().to_owned(),
+        operation: e
+            .header("operation-location")
+            .and_then(|l| l.rsplit('/').next().map(str::to_owned))
+            .unwrap(),
         auth_server: s["id"].as_str().unwrap().to_owned(),
         credential: s["config"]["tokens"][0]["id"].as_str().unwrap().to_owned(),
     }
@@ -130,6 +137,7 @@ fn path_of(route: &RouteSpec, fx: &Fixture) -> String {
         .replace("{pool}", "default")
         .replace("{node}", "no-such-node")
         .replace("{eip}", &fx.eip)
+        .replace("{operation}", &fx.operation)
         .replace("{rule}", &uuid::Uuid::new_v4().to_string())
         .replace("{credential_id}", &fx.credential);
     if route.org == OrgSource::Collection {

@@ -11,7 +11,9 @@ fn fingerprint() -> RequestFingerprint {
 }
 
 /// Creates a cluster in acme under `key()` with `fingerprint()`, as the super_admin.
-fn keyed_create(m: Mocks) -> Result<Answer<crate::model::cluster::Cluster>, DomainError> {
+fn keyed_create(
+    m: Mocks,
+) -> Result<Answer<crate::service::Scheduled<crate::model::cluster::Cluster>>, DomainError> {
     let render = JsonRender(201);
     let req = IdempotencyRequest {
         key: key(),

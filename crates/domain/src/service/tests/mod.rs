@@ -44,6 +44,7 @@ mod firewall_rules;
 mod idempotency;
 mod kubeconfig;
 mod node_pools;
+mod operations;
 mod patch;
 mod state_long_poll;
 mod write_budget;
