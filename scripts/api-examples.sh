@@ -150,6 +150,21 @@ newest first, `limit` (1-100, default 50) at a time, narrowed by `resource`, `re
 with the same filters. Events are kept `AUDIT_RETENTION_DAYS` (400 by default; 0 keeps them
 forever) and purged hourly after.
 
+### Kubeconfig credentials
+
+A kubeconfig carries the cluster's standing credential: the same on every download until it is
+rotated. A download may instead ask for a credential of its own with `expiry_seconds` (at least
+60, at most `KUBECONFIG_EXPIRY_MAX_SECONDS`, 30 days by default; the operator may also set
+`KUBECONFIG_EXPIRY_DEFAULT_SECONDS` so every download gets one). Such a credential is recorded
+(who downloaded it, when, until when; never its token), its user entry in the file is named
+after it, and the file says when it expires (a comment, and the user's `extensions`, which
+`kubectl config view` shows). The cluster's API server asks the control plane about every
+token it is shown, so a credential stops working the moment it expires or is revoked.
+`GET /v1/public/clusters/{id}/credentials` lists them (any member; never a token);
+`DELETE …/credentials/{credential}` revokes one (its holder, or a super_admin);
+`DELETE …/credentials` rotates: every credential is revoked and the standing one replaced, so
+every kubeconfig downloaded before stops working (super_admin). Each is in the audit trail.
+
 ### Operations
 
 A change that hands work to provisioning (a create, a pool added, resized or deleted, a node
@@ -282,6 +297,13 @@ run "DELETE /v1/public/clusters/{id}/firewall-rules/{rule} (202)" "${A[@]}" -X D
 echo -e "\n## Exposure" >>"$OUT"
 run "PATCH /v1/public/clusters/{id}/exposure (202; the kubeconfig must be downloaded again after)" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID/exposure" -d '{"exposure":"private"}'
 
+echo -e "\n## Kubeconfig credentials" >>"$OUT"
+run "GET /v1/public/clusters/{id}/kubeconfig?expiry_seconds=3600&format=json (a credential of its own)" "${M[@]}" "$BASE/v1/public/clusters/$ID/kubeconfig?expiry_seconds=3600&format=json"
+CRED_OWN=$(field '["credential"]["id"]')
+run "GET /v1/public/clusters/{id}/credentials" "${M[@]}" "$BASE/v1/public/clusters/$ID/credentials"
+run "DELETE /v1/public/clusters/{id}/credentials/{credential} (its holder, or a super_admin)" "${M[@]}" -X DELETE "$BASE/v1/public/clusters/$ID/credentials/$CRED_OWN"
+run "DELETE /v1/public/clusters/{id}/credentials (rotate: every kubeconfig downloaded before stops working)" "${A[@]}" -X DELETE "$BASE/v1/public/clusters/$ID/credentials"
+
 echo -e "\n## Gateway auth servers" >>"$OUT"
 run "POST /v1/public/gateway/auth-servers (201; secrets are write-only)" "${A[@]}" "${J[@]}" -X POST "$BASE/v1/public/gateway/auth-servers" \
     -d "{\"organization\":\"acme\",\"name\":\"partners-$SUFFIX\",\"environment\":\"production\",\"type\":\"basic\",\"config\":{\"realm\":\"Partners\",\"credentials\":[{\"username\":\"alice\",\"password\":\"correct horse battery staple\"}]}}"
@@ -313,3 +335,5 @@ run "Over a token's write limit: 429 with Retry-After (the writes just before we
 echo "wrote $OUT" >&2
 # The kubeconfig's bearer token is a real credential of the example cluster: keep it off the page.
 sed -i 's/^\(    token: \)".*"$/\1"<the cluster'"'"'s bearer token>"/' "$OUT"
+# The same for a credential of a download's own, shown inside the JSON kubeconfig.
+sed -i 's/kc-[0-9a-f]\{64\}/<the credential'"'"'s bearer token>/g' "$OUT"

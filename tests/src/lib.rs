@@ -97,6 +97,9 @@ pub struct TestApp {
     pub platform: StubHandle,
     pub db: TestDatabase,
     pub client: Client,
+    /// The simulated clusters' API servers, which ask this server's control plane whether a
+    /// bearer token is good (see `provisioner_sim::SimulatedApiServer`).
+    pub cluster_api: provisioner_sim::SimulatedApiServer,
 }
 
 /// A second server sharing a [`TestApp`]'s database.
@@ -145,8 +148,13 @@ impl Answer {
 }
 
 /// Starts the whole server in-process on a free port over this database and platform, with
-/// provisioning steps of 0 ms and these settings on top; returns its base URL.
-async fn start_server(db_url: &str, platform: &StubHandle, settings: &[(&str, &str)]) -> String {
+/// provisioning steps of 0 ms and these settings on top; returns its base URL and the
+/// simulated clusters' API servers that authenticate through it.
+async fn start_server(
+    db_url: &str,
+    platform: &StubHandle,
+    settings: &[(&str, &str)],
+) -> (String, provisioner_sim::SimulatedApiServer) {
     let platform_url = platform.url();
     let mut pairs: Vec<(&str, &str)> = vec![
         ("DATABASE_URL", db_url),
@@ -171,8 +179,10 @@ async fn start_server(db_url: &str, platform: &StubHandle, settings: &[(&str, &s
         .await
         .unwrap_or_else(|e| panic!("server start: {e:#}"));
     let url = format!("http://{}", running.addr);
+    let cluster_api =
+        provisioner_sim::SimulatedApiServer::new(std::sync::Arc::new(running.services));
     tokio::spawn(running.server);
-    url
+    (url, cluster_api)
 }
 
 impl TestApp {
@@ -180,7 +190,7 @@ impl TestApp {
     pub async fn spawn_with(settings: &[(&str, &str)]) -> TestApp {
         let db = TestDatabase::create();
         let platform = StubPlatform::start_demo();
-        let url = start_server(&db.url, &platform, settings).await;
+        let (url, cluster_api) = start_server(&db.url, &platform, settings).await;
         let client = Client::builder()
             .timeout(Duration::from_secs(90))
             .build()
@@ -190,13 +200,14 @@ impl TestApp {
             platform,
             db,
             client,
+            cluster_api,
         }
     }
 
     /// Another server on the same database and platform (a second process in effect: its own
     /// pool, its own LISTEN connection, its own workers).
     pub async fn second_server(&self, settings: &[(&str, &str)]) -> SecondServer {
-        let url = start_server(&self.db.url, &self.platform, settings).await;
+        let (url, _) = start_server(&self.db.url, &self.platform, settings).await;
         SecondServer {
             url,
             client: self.client.clone(),

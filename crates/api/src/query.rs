@@ -76,6 +76,14 @@ pub fn environment(raw: Option<&str>) -> Result<Option<&str>, RequestError> {
     }
 }
 
+/// `expiry_seconds` of a kubeconfig download: absent, or between the domain's minimum and the
+/// operator's maximum.
+pub fn expiry_seconds(raw: Option<&str>, max: u32) -> Result<Option<u32>, RequestError> {
+    let min = u64::from(domain::model::kubeconfig::MIN_EXPIRY_SECONDS);
+    raw.map(|_| parse_int("expiry_seconds", raw, min, min, u64::from(max)).map(|v| v as u32))
+        .transpose()
+}
+
 /// Kubeconfig `format`: `plain` (default) or `json`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KubeconfigFormat {

@@ -119,6 +119,9 @@ pub enum Command {
     /// The API gateway's auth servers and their credentials.
     #[command(subcommand, name = "auth-server")]
     AuthServer(AuthServerCommand),
+    /// The organization's audit trail: who changed what, when.
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// Print a shell completion script.
     #[command(
         after_help = "Examples:\n  kubesvc completion bash > ~/.local/share/bash-completion/completions/kubesvc\n  kubesvc completion zsh > \"${fpath[1]}/_kubesvc\"\n  kubesvc completion fish > ~/.config/fish/completions/kubesvc.fish"
@@ -296,6 +299,65 @@ pub enum ClusterCommand {
     /// Make the API endpoint public or private.
     #[command(subcommand)]
     Exposure(ExposureCommand),
+    /// What the cluster's changes are doing: each change handed to provisioning, to its end.
+    #[command(
+        after_help = "Examples:\n  kubesvc cluster operations prod-1\n  kubesvc cluster operations prod-1 --status running"
+    )]
+    Operations {
+        cluster: String,
+        /// Only operations in this status: running, succeeded, failed or cancelled.
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// The kubeconfig credentials downloads asked for with a lifetime.
+    #[command(subcommand)]
+    Credential(KubeconfigCredentialCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KubeconfigCredentialCommand {
+    /// List them, with who holds each and until when (never a token).
+    #[command(after_help = "Example:\n  kubesvc cluster credential list prod-1")]
+    List { cluster: String },
+    /// Revoke one at once (your own; anyone's as super_admin).
+    #[command(after_help = "Example:\n  kubesvc cluster credential revoke prod-1 6f1c…")]
+    Revoke { cluster: String, credential: String },
+    /// Revoke every credential and replace the standing one: every kubeconfig downloaded
+    /// before stops working (super_admin).
+    #[command(after_help = "Example:\n  kubesvc cluster credential rotate prod-1")]
+    Rotate { cluster: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// The newest events first, narrowed by the filters.
+    #[command(
+        after_help = "Examples:\n  kubesvc audit list\n  kubesvc audit list --cluster prod-1 --since 2026-11-26T00:00:00Z\n  kubesvc audit list --resource kubeconfig_credential --all -o json"
+    )]
+    List {
+        /// Only events about this kind of object (cluster, node_pool, node, elastic_ip,
+        /// firewall_rule, auth_server, credential, kubeconfig_credential).
+        #[arg(long)]
+        resource: Option<String>,
+        /// Only events of this cluster (name or id) and everything under it.
+        #[arg(long)]
+        cluster: Option<String>,
+        /// Only changes made by this user id.
+        #[arg(long)]
+        actor: Option<String>,
+        /// From this RFC 3339 instant on.
+        #[arg(long)]
+        since: Option<String>,
+        /// Before this RFC 3339 instant.
+        #[arg(long)]
+        until: Option<String>,
+        /// At most this many events (1-100) unless --all.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Every matching event, page after page.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -319,10 +381,28 @@ pub enum KubeconfigCommand {
         /// How long to wait for a control plane that is not up yet.
         #[arg(long, default_value_t = 1800, value_name = "SECONDS")]
         wait_timeout: u64,
+        #[command(flatten)]
+        expiry: ExpiryFlag,
     },
     /// Print the kubeconfig (it holds the cluster's credential).
-    #[command(after_help = "Example:\n  kubesvc cluster kubeconfig show prod-1 > prod-1.yaml")]
-    Show { cluster: String },
+    #[command(
+        after_help = "Examples:\n  kubesvc cluster kubeconfig show prod-1 > prod-1.yaml\n  kubesvc cluster kubeconfig show prod-1 --expiry-seconds 28800 > prod-1-today.yaml"
+    )]
+    Show {
+        cluster: String,
+        #[command(flatten)]
+        expiry: ExpiryFlag,
+    },
+}
+
+/// A credential of the download's own, with a lifetime.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct ExpiryFlag {
+    /// Get a credential of its own that expires after this many seconds (recorded, and
+    /// revocable with `kubesvc cluster credential revoke`); without it, the cluster's standing
+    /// credential. A retried download may leave an extra credential unused until it expires.
+    #[arg(long, value_name = "SECONDS")]
+    pub expiry_seconds: Option<u32>,
 }
 
 #[derive(Debug, Subcommand)]

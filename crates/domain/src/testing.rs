@@ -22,7 +22,7 @@ use crate::ports::provisioning::MockCloudProvider;
 use crate::ports::secrets::MockSecretVault;
 use crate::ports::storage::{
     MockAuditLog, MockAuthServerRepository, MockChangeFeed, MockClusterRepository,
-    MockIdempotencyStore, MockOperationLog,
+    MockIdempotencyStore, MockKubeconfigCredentials, MockOperationLog,
 };
 use crate::service::{Ports, Render, Services, Settings};
 
@@ -177,6 +177,7 @@ pub struct Mocks {
     pub auth_servers: MockAuthServerRepository,
     pub audit: MockAuditLog,
     pub operations: MockOperationLog,
+    pub credentials: MockKubeconfigCredentials,
     pub changes: MockChangeFeed,
     pub identity: MockIdentityProvider,
     pub cloud: MockCloudProvider,
@@ -200,6 +201,7 @@ impl Mocks {
             auth_servers: Arc::new(self.auth_servers),
             audit: Arc::new(self.audit),
             operations: Arc::new(self.operations),
+            credentials: Arc::new(self.credentials),
             changes: Arc::new(self.changes),
             identity: Arc::new(self.identity),
             cloud: Arc::new(self.cloud),

@@ -7,10 +7,12 @@
 //! several server processes may share one database, each with its own simulated cloud, so no
 //! answer depends on that record.
 
+mod api_server;
 mod cloud;
 pub mod config;
 mod credentials;
 
+pub use api_server::{ApiAnswer, SimulatedApiServer};
 pub use cloud::{Inventory, SimCluster, SimulatedCloud, endpoint_for};
 pub use config::{FaultConfig, SettingError, SimConfig};
 

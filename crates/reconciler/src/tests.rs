@@ -142,6 +142,7 @@ fn ports_with(
         auth_servers: Arc::new(m.auth_servers),
         audit: Arc::new(m.audit),
         operations: Arc::new(operations),
+        credentials: Arc::new(m.credentials),
         changes: Arc::new(m.changes),
         identity: Arc::new(m.identity),
         cloud,
@@ -652,6 +653,8 @@ mod with_the_simulated_cloud {
                 ca_certificate_pem: sealed.ca_certificate_pem,
                 token,
             },
+            None,
+            "k8s.example.com",
         );
         assert!(yaml.contains(&format!("server: https://{host}:6443")));
         assert!(db.commits.iter().all(|w| !w.reconcile));

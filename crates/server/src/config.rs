@@ -99,6 +99,11 @@ pub struct Config {
     pub org_cache_ttl: Duration,
     pub platform_timeout: Duration,
     pub kubeconfig_requires_super_admin: bool,
+    /// `KUBECONFIG_EXPIRY_DEFAULT_SECONDS`: the lifetime of a download's own credential when
+    /// the download asks for none (unset: such a download gets the standing credential).
+    pub kubeconfig_expiry_default_seconds: Option<u32>,
+    /// `KUBECONFIG_EXPIRY_MAX_SECONDS`: the longest lifetime a download may ask for.
+    pub kubeconfig_expiry_max_seconds: u32,
     pub database_pool_size: u32,
     /// Clusters the watch cache may hold (0: no cache, every read goes to the database).
     pub cluster_cache_size: usize,
@@ -180,6 +185,21 @@ impl Config {
                 "a whole number of milliseconds",
             )?),
             kubeconfig_requires_super_admin: boolean(src, "KUBECONFIG_REQUIRES_SUPER_ADMIN")?,
+            kubeconfig_expiry_default_seconds: match parse(
+                src,
+                "KUBECONFIG_EXPIRY_DEFAULT_SECONDS",
+                0u32,
+                "a whole number of seconds (0 or unset: the standing credential)",
+            )? {
+                0 => None,
+                s => Some(s),
+            },
+            kubeconfig_expiry_max_seconds: parse(
+                src,
+                "KUBECONFIG_EXPIRY_MAX_SECONDS",
+                domain::service::KUBECONFIG_EXPIRY_MAX_SECONDS_DEFAULT,
+                "a whole number of seconds",
+            )?,
             database_pool_size: parse(src, "DATABASE_POOL_SIZE", 16u32, "a positive whole number")?
                 .max(1),
             cluster_cache_size: parse(

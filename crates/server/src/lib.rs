@@ -111,6 +111,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         auth_servers: store_arc.clone(),
         audit: store_arc.clone(),
         operations: store_arc.clone(),
+        credentials: store_arc.clone(),
         changes: Arc::new(feed),
         identity,
         cloud: Arc::new(provisioner_sim::SimulatedCloud::new(sim)),
@@ -122,6 +123,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         public_hostname_suffix: config.public_hostname_suffix.clone(),
         annotation_domain: config.annotation_domain.clone(),
         kubeconfig_requires_super_admin: config.kubeconfig_requires_super_admin,
+        kubeconfig_expiry_default_seconds: config.kubeconfig_expiry_default_seconds,
+        kubeconfig_expiry_max_seconds: config.kubeconfig_expiry_max_seconds,
     };
     let services = Services::new(ports.clone(), catalog, settings).with_write_budget(Arc::new(
         api::ratelimit::OrganizationWrites::new(

@@ -19,6 +19,7 @@ mod error;
 mod feed;
 mod gateway;
 mod idempotency;
+mod kubeconfig_credentials;
 mod listener;
 mod notifier;
 mod operations;

@@ -234,6 +234,23 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// Credentials downloads asked for with a lifetime; see `kubeconfig_credentials.rs`.
+    kubeconfig_credentials (id) {
+        id -> Uuid,
+        cluster_id -> Uuid,
+        organization_id -> Uuid,
+        token_digest -> Text,
+        issued_to -> Text,
+        issued_to_email -> Nullable<Text>,
+        issued_to_client -> Text,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        revoked_at -> Nullable<Timestamptz>,
+        revoked_by -> Nullable<Text>,
+    }
+}
+
 diesel::joinable!(node_pools -> clusters (cluster_id));
 diesel::joinable!(elastic_ips -> clusters (cluster_id));
 diesel::joinable!(firewall_rules -> clusters (cluster_id));
@@ -252,4 +269,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     auth_server_credentials,
     audit_events,
     cluster_operations,
+    kubeconfig_credentials,
 );

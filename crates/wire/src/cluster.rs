@@ -210,6 +210,10 @@ pub struct KubeconfigJson {
     pub cluster_id: Uuid,
     /// The same YAML `format=plain` answers.
     pub kubeconfig: String,
+    /// The download's own credential, when it asked for a lifetime (absent: the cluster's
+    /// standing credential).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<crate::credential::IssuedCredential>,
 }
 
 /// 202 while the control plane is not up.

@@ -88,6 +88,8 @@ string_enums! {
     /// `running` until provisioning settles it; then `succeeded`, `failed` (see `last_error`)
     /// or `cancelled` (the cluster was deleted first).
     OperationStatus = domain::model::operation::OperationStatus;
+    /// `active` until it expires or is revoked.
+    CredentialStatus = domain::model::kubeconfig::CredentialStatus;
     /// The kind of client the actor's token belongs to, as the account platform says.
     ClientKind = domain::model::identity::ClientKind;
 }

@@ -12,6 +12,7 @@ pub mod audit;
 pub mod auth_server;
 pub mod catalog;
 pub mod cluster;
+pub mod credential;
 pub mod enums;
 pub mod networking;
 pub mod operation;

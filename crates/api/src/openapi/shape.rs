@@ -25,7 +25,7 @@ const TAGS: [(&str, &str); 10] = [
     ),
     (
         "clusters",
-        "Clusters, their state long-poll, exposure and kubeconfig.",
+        "Clusters, their state long-poll, exposure, kubeconfig and its credentials.",
     ),
     (
         "node pools",
@@ -49,7 +49,14 @@ const TAGS: [(&str, &str); 10] = [
 ];
 
 /// Path parameters that are UUIDs (node pools and nodes are named, not numbered).
-const UUID_PARAMETERS: [&str; 5] = ["id", "eip", "rule", "credential_id", "operation"];
+const UUID_PARAMETERS: [&str; 6] = [
+    "id",
+    "eip",
+    "rule",
+    "credential_id",
+    "operation",
+    "credential",
+];
 
 pub fn apply(doc: &mut Value) {
     document_parts(doc);

@@ -6,7 +6,7 @@ use actix_web::web::Path;
 use actix_web::{HttpRequest, HttpResponse};
 use domain::input::cluster::ListClusters;
 use domain::model::cluster::Cluster;
-use domain::service::{KubeconfigAnswer, Scheduled};
+use domain::service::{KubeconfigAnswer, KubeconfigRequest, Scheduled};
 use wire::request::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
 
 use crate::conditional::{Conditional, tagged};
@@ -205,16 +205,22 @@ pub async fn cluster_state(ctx: Ctx, id: Path<Id>, q: Query) -> Result<HttpRespo
 /// The cluster's kubeconfig (200), or 202 with a retry hint until the control plane is up.
 #[utoipa::path(get, path = "/v1/public/clusters/{id}/kubeconfig", tag = "clusters",
     params(("id" = String, Path, description = "Cluster id"),
-           ("format" = Option<String>, Query, description = "`plain` (default, YAML) or `json`", pattern = "^(plain|json)$")),
+           ("format" = Option<String>, Query, description = "`plain` (default, YAML) or `json`", pattern = "^(plain|json)$"),
+           ("expiry_seconds" = Option<u32>, Query, description = "A lifetime: the kubeconfig gets a credential of its own, recorded and revocable, which expires after that many seconds (at least 60, at most the operator's maximum, 30 days unless set). Without it: the cluster's standing credential, the same on every download until rotated (unless the operator set a default lifetime)", minimum = 60)),
     responses((status = 200, description = "The kubeconfig (YAML for format=plain)", body = KubeconfigJson,
                content_type = "application/json"),
               (status = 202, description = "Not ready yet: retry after `Retry-After` seconds", body = KubeconfigPending,
                headers(("Retry-After" = u32, description = "Seconds to wait")))))]
 pub async fn kubeconfig(ctx: Ctx, id: Path<Id>, q: Query) -> Result<HttpResponse, ApiError> {
     let format = kubeconfig_format(q.get("format")).map_err(|e| ctx.error(e))?;
+    let expiry_seconds = query::expiry_seconds(
+        q.get("expiry_seconds"),
+        ctx.services.settings().kubeconfig_expiry_max_seconds,
+    )
+    .map_err(|e| ctx.error(e))?;
     match ctx
         .services
-        .kubeconfig(&ctx.caller, id.0)
+        .kubeconfig(&ctx.caller, id.0, KubeconfigRequest { expiry_seconds })
         .await
         .map_err(|e| ctx.error(e))?
     {
@@ -227,7 +233,11 @@ pub async fn kubeconfig(ctx: Ctx, id: Path<Id>, q: Query) -> Result<HttpResponse
                 phase,
                 retry_after_seconds,
             })),
-        KubeconfigAnswer::Ready { cluster_id, yaml } => Ok(match format {
+        KubeconfigAnswer::Ready {
+            cluster_id,
+            yaml,
+            credential,
+        } => Ok(match format {
             KubeconfigFormat::Plain => HttpResponse::Ok()
                 .content_type("application/yaml")
                 .body(yaml),
@@ -236,6 +246,9 @@ pub async fn kubeconfig(ctx: Ctx, id: Path<Id>, q: Query) -> Result<HttpResponse
                 &KubeconfigJson {
                     cluster_id,
                     kubeconfig: yaml,
+                    credential: credential.as_ref().map(|c| {
+                        wire::credential::IssuedCredential::at(c, ctx.services.ports().clock.now())
+                    }),
                 },
             ),
         }),

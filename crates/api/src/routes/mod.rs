@@ -7,6 +7,7 @@ pub mod audit;
 pub mod auth_servers;
 pub mod catalog;
 pub mod clusters;
+pub mod credentials;
 pub mod docs;
 pub mod networking;
 pub mod node_pools;
@@ -171,6 +172,9 @@ routes! {
     PATCH  "/v1/public/clusters/{id}/exposure" => clusters::change_exposure, SuperAdmin, Object, Body, IfMatch, StartsWork;
     GET    "/v1/public/clusters/{id}/state" => clusters::cluster_state, Member, Object;
     GET    "/v1/public/clusters/{id}/kubeconfig" => clusters::kubeconfig, Member, Object;
+    GET    "/v1/public/clusters/{id}/credentials" => credentials::list_credentials, Member, Object;
+    DELETE "/v1/public/clusters/{id}/credentials" => credentials::rotate_credentials, SuperAdmin, Object;
+    DELETE "/v1/public/clusters/{id}/credentials/{credential}" => credentials::revoke_credential, Member, Object;
     GET    "/v1/public/clusters/{id}/operations" => operations::list_operations, Member, Object;
     GET    "/v1/public/clusters/{id}/operations/{operation}" => operations::get_operation, Member, Object;
     GET    "/v1/public/clusters/{id}/node-pools" => node_pools::list_node_pools, Member, Object;

@@ -11,7 +11,9 @@ use wire::request::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
 use wire::request::node_pool::NodePoolRequest;
 
 use super::{field, key, spelled};
-use crate::args::{ClusterCommand, ExposureCommand, KubeconfigCommand, PoolFlags, WaitFlags};
+use crate::args::{
+    ClusterCommand, ExpiryFlag, ExposureCommand, KubeconfigCommand, PoolFlags, WaitFlags,
+};
 use crate::client::Call;
 use crate::error::CliError;
 use crate::kubeconfig;
@@ -188,6 +190,10 @@ pub async fn run(s: &Session, command: ClusterCommand) -> Result<(), CliError> {
             show_cluster(s, &cluster).await
         }
         ClusterCommand::Kubeconfig(c) => kubeconfig_command(s, c).await,
+        ClusterCommand::Operations { cluster, status } => {
+            super::activity::operations(s, &cluster, status).await
+        }
+        ClusterCommand::Credential(c) => super::activity::credentials(s, c).await,
         ClusterCommand::Exposure(ExposureCommand::Set {
             cluster,
             exposure: to,
@@ -429,9 +435,9 @@ fn exposure(c: &Cluster) -> String {
 
 async fn kubeconfig_command(s: &Session, command: KubeconfigCommand) -> Result<(), CliError> {
     match command {
-        KubeconfigCommand::Show { cluster } => {
+        KubeconfigCommand::Show { cluster, expiry } => {
             let cluster = resolve::cluster(&s.api, &cluster).await?;
-            let yaml = download(s, &cluster, Duration::from_secs(1800)).await?;
+            let yaml = download(s, &cluster, Duration::from_secs(1800), expiry).await?;
             print_out(&yaml)
         }
         KubeconfigCommand::Save {
@@ -440,6 +446,7 @@ async fn kubeconfig_command(s: &Session, command: KubeconfigCommand) -> Result<(
             context_name,
             kubeconfig: file,
             wait_timeout,
+            expiry,
         } => {
             let target = file
                 .or_else(|| {
@@ -465,7 +472,7 @@ async fn kubeconfig_command(s: &Session, command: KubeconfigCommand) -> Result<(
                         .name
                 }
             };
-            let yaml = download(s, &cluster, Duration::from_secs(wait_timeout)).await?;
+            let yaml = download(s, &cluster, Duration::from_secs(wait_timeout), expiry).await?;
             let existing = match std::fs::read_to_string(&target) {
                 Ok(text) => Some(text),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -503,9 +510,13 @@ async fn download(
     s: &Session,
     cluster: &ClusterRef,
     timeout: Duration,
+    expiry: ExpiryFlag,
 ) -> Result<String, CliError> {
     let deadline = Instant::now() + timeout;
-    let call = Call::get(format!("{}/kubeconfig", cluster.path())).query("format", "plain");
+    let mut call = Call::get(format!("{}/kubeconfig", cluster.path())).query("format", "plain");
+    if let Some(seconds) = expiry.expiry_seconds {
+        call = call.query("expiry_seconds", seconds);
+    }
     let mut said = false;
     loop {
         let answer = s.api.send(&call).await?;

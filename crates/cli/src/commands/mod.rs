@@ -1,5 +1,6 @@
 //! One module per command group; [`run`] picks the one asked for.
 
+mod activity;
 mod auth;
 mod auth_servers;
 mod catalog;
@@ -32,6 +33,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Eip(c) => networking::eips(&Session::open(global)?, c).await,
         Command::FirewallRule(c) => networking::rules(&Session::open(global)?, c).await,
         Command::AuthServer(c) => auth_servers::run(&Session::open(global)?, c).await,
+        Command::Audit(c) => activity::audit(&Session::open(global)?, c).await,
     }
 }
 

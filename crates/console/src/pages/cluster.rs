@@ -300,7 +300,10 @@ pub async fn kubeconfig(
     id: Path<Id>,
 ) -> Result<HttpResponse, ConsoleError> {
     let services = state.services();
-    match services.kubeconfig(&signed.caller, id.0).await? {
+    match services
+        .kubeconfig(&signed.caller, id.0, Default::default())
+        .await?
+    {
         KubeconfigAnswer::Ready { yaml, .. } => {
             let cluster = services
                 .get_cluster(&signed.caller, id.0, Freshness::Recent)

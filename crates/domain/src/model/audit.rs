@@ -27,6 +27,7 @@ words! {
         FirewallRule => "firewall_rule",
         AuthServer => "auth_server",
         Credential => "credential",
+        KubeconfigCredential => "kubeconfig_credential",
     }
 }
 
@@ -42,6 +43,8 @@ words! {
         Allocated => "allocated",
         ReleaseStarted => "release_started",
         ReplacementStarted => "replacement_started",
+        Revoked => "revoked",
+        Rotated => "rotated",
     }
 }
 

@@ -124,3 +124,15 @@ pub trait CloudProvider: Send + Sync {
     fn address_pool(&self, exposure: Exposure) -> Option<AddressPool>;
     async fn execute(&self, step: Step) -> Result<StepOutcome, ProviderError>;
 }
+
+/// The check a cluster's API server asks of the control plane before it accepts a bearer
+/// token (webhook token authentication, the way managed clusters defer to their provider):
+/// so a revoked or expired credential is refused by the cluster at once.
+#[async_trait]
+pub trait TokenReviewer: Send + Sync {
+    async fn review(
+        &self,
+        cluster_id: uuid::Uuid,
+        token: &crate::model::secret::Secret,
+    ) -> Result<crate::service::Reviewed, crate::DomainError>;
+}

@@ -17,10 +17,11 @@ use crate::model::cluster::{Cluster, Exposure};
 use crate::model::elastic_ip::ElasticIp;
 use crate::model::firewall::FirewallRule;
 use crate::model::idempotency::{IdempotencyCompletion, IdempotencyRecord, IdempotencyScope};
-use crate::model::kubeconfig::SealedCredentials;
+use crate::model::kubeconfig::{IssuedCredential, SealedCredentials};
 use crate::model::node::Node;
 use crate::model::node_pool::NodePool;
 use crate::model::operation::{ClusterOperation, OperationStatus, Settled};
+use crate::model::secret::{SealedSecret, TokenDigest};
 use crate::names::{DnsLabel, NodeName};
 
 /// The unique rule a write broke.
@@ -391,4 +392,51 @@ pub trait OperationLog: Send + Sync {
     ) -> Result<(), StoreError>;
     /// Deletes operations that finished before `before`; returns how many.
     async fn purge_finished_before(&self, before: DateTime<Utc>) -> Result<u64, StoreError>;
+}
+
+/// What a revocation ends: one download's credential, or all of a cluster's (a rotation,
+/// which also replaces the standing token with `rotated`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Revoke {
+    One(Uuid),
+    All { rotated: SealedSecret },
+}
+
+/// A revocation, applied in one transaction with its audit event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Revocation {
+    pub cluster_id: Uuid,
+    pub revoke: Revoke,
+    pub at: DateTime<Utc>,
+    /// The user id of who revoked.
+    pub by: String,
+    pub audit: AuditEvent,
+}
+
+/// The credentials downloads asked for with a lifetime: recorded by the digest of their token,
+/// never the token.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait KubeconfigCredentials: Send + Sync {
+    /// Records a new credential with its audit event, in one transaction.
+    async fn issue_credential(
+        &self,
+        credential: IssuedCredential,
+        digest: TokenDigest,
+        audit: AuditEvent,
+    ) -> Result<(), StoreError>;
+    /// A cluster's credentials, newest first.
+    async fn issued_credentials(
+        &self,
+        cluster_id: Uuid,
+    ) -> Result<Vec<IssuedCredential>, StoreError>;
+    /// The credential whose token has this digest, whatever its cluster or status.
+    async fn credential_by_digest(
+        &self,
+        digest: TokenDigest,
+    ) -> Result<Option<IssuedCredential>, StoreError>;
+    /// Revokes what the revocation names (credentials already revoked stay as they were) and
+    /// writes its audit event; returns how many were revoked. A rotation also replaces the
+    /// cluster's standing token.
+    async fn revoke_credentials(&self, revocation: Revocation) -> Result<u64, StoreError>;
 }

@@ -533,6 +533,7 @@ fn world(state: ClusterState, cloud: FakeCloud) -> World {
         auth_servers: Arc::new(m.auth_servers),
         audit: Arc::new(m.audit),
         operations: Arc::new(m.operations),
+        credentials: Arc::new(m.credentials),
         changes: Arc::new(m.changes),
         identity: Arc::new(m.identity),
         cloud: cloud.clone(),

@@ -16,13 +16,11 @@ use crate::model::cluster::{
     Cluster, ClusterPhase, Exposure, ExposureDecision, ExposureRefusal, PhaseEvent, Registration,
 };
 use crate::model::identity::Caller;
-use crate::model::kubeconfig::{self, ClusterCredentials};
 use crate::model::node_pool::{NodePool, PoolStatus};
 use crate::model::operation::OperationKind;
 use crate::ports::storage::{
     Change, ClusterWrite, Freshness, Page, StoreError, UniqueRule, ZoneCapacity,
 };
-use crate::rules::KUBECONFIG_RETRY_AFTER_SECONDS;
 use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{
     Decision, MAX_ATTEMPTS, OperationRef, Scheduled, Services, name_taken, require_changeable,
@@ -52,19 +50,6 @@ pub struct StateAnswer {
     pub version: i64,
     pub phase: ClusterPhase,
     pub changed: bool,
-}
-
-/// The kubeconfig, or a retry hint while the control plane is not up.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KubeconfigAnswer {
-    Ready {
-        cluster_id: uuid::Uuid,
-        yaml: String,
-    },
-    NotReady {
-        phase: ClusterPhase,
-        retry_after_seconds: u32,
-    },
 }
 
 impl Services {
@@ -591,55 +576,6 @@ impl Services {
                 }
             }
         }
-    }
-
-    /// The cluster's kubeconfig: ready from `ControlPlaneReady` on, `NotReady` before (with the
-    /// delay to wait before asking again).
-    pub async fn kubeconfig(
-        &self,
-        caller: &Caller,
-        id: Uuid,
-    ) -> Result<KubeconfigAnswer, DomainError> {
-        let cluster = self.live_cluster(id).await?;
-        let needed = if self.settings.kubeconfig_requires_super_admin {
-            Access::Write
-        } else {
-            Access::Read
-        };
-        access::authorize_object(caller, &cluster.organization_id, needed)?;
-        let not_ready = || KubeconfigAnswer::NotReady {
-            phase: cluster.phase,
-            retry_after_seconds: KUBECONFIG_RETRY_AFTER_SECONDS,
-        };
-        match cluster.phase {
-            ClusterPhase::Failed => return Err(DomainError::Conflict(Conflict::ClusterFailed)),
-            ClusterPhase::Deleting => return Err(DomainError::Conflict(Conflict::ClusterDeleting)),
-            p if !p.serves_kubeconfig() => return Ok(not_ready()),
-            _ => {}
-        }
-        let (Some(endpoint), Some(sealed)) = (
-            cluster.api_endpoint.as_deref(),
-            self.ports
-                .clusters
-                .credentials(cluster.id)
-                .await
-                .map_err(store_error)?,
-        ) else {
-            return Ok(not_ready());
-        };
-        let token = self
-            .ports
-            .vault
-            .open(&sealed.token)
-            .map_err(|e| DomainError::Internal(e.to_string()))?;
-        let credentials = ClusterCredentials {
-            ca_certificate_pem: sealed.ca_certificate_pem,
-            token,
-        };
-        Ok(KubeconfigAnswer::Ready {
-            cluster_id: cluster.id,
-            yaml: kubeconfig::render(cluster.name.as_str(), endpoint, &credentials),
-        })
     }
 }
 

@@ -14,6 +14,7 @@ mod clusters;
 mod elastic_ips;
 mod firewall_rules;
 mod idempotency;
+mod kubeconfigs;
 mod node_pools;
 mod nodes;
 mod operations;
@@ -22,8 +23,9 @@ use std::sync::Arc;
 
 pub use self::audit::AuditPage;
 pub use self::auth_servers::Deleted;
-pub use self::clusters::{ClusterPage, ExposureOutcome, KubeconfigAnswer, StateAnswer};
+pub use self::clusters::{ClusterPage, ExposureOutcome, StateAnswer};
 pub use self::idempotency::{Answer, IdempotencyRequest, Render};
+pub use self::kubeconfigs::{KubeconfigAnswer, KubeconfigRequest, Reviewed};
 pub use self::operations::OperationPage;
 
 use uuid::Uuid;
@@ -41,8 +43,11 @@ use crate::ports::provisioning::CloudProvider;
 use crate::ports::secrets::SecretVault;
 use crate::ports::storage::{
     AuditLog, AuthServerRepository, Change, ChangeFeed, ClusterRepository, Freshness,
-    IdempotencyStore, OperationLog, StoreError, UniqueRule, ZoneCapacity,
+    IdempotencyStore, KubeconfigCredentials, OperationLog, StoreError, UniqueRule, ZoneCapacity,
 };
+
+/// The longest lifetime a download may ask for unless the operator says otherwise: 30 days.
+pub const KUBECONFIG_EXPIRY_MAX_SECONDS_DEFAULT: u32 = 30 * 24 * 3600;
 
 /// Settings the rules depend on.
 #[derive(Debug, Clone)]
@@ -53,6 +58,11 @@ pub struct Settings {
     pub annotation_domain: String,
     /// An operator option: kubeconfig downloads need super_admin.
     pub kubeconfig_requires_super_admin: bool,
+    /// The lifetime of a download's own credential when the download names none; `None`: a
+    /// download without one gets the cluster's standing credential.
+    pub kubeconfig_expiry_default_seconds: Option<u32>,
+    /// The longest lifetime a download may ask for.
+    pub kubeconfig_expiry_max_seconds: u32,
 }
 
 impl Default for Settings {
@@ -61,6 +71,8 @@ impl Default for Settings {
             public_hostname_suffix: ".k8s.example.com".into(),
             annotation_domain: "k8s.example.com".into(),
             kubeconfig_requires_super_admin: false,
+            kubeconfig_expiry_default_seconds: None,
+            kubeconfig_expiry_max_seconds: KUBECONFIG_EXPIRY_MAX_SECONDS_DEFAULT,
         }
     }
 }
@@ -73,6 +85,7 @@ pub struct Ports {
     pub auth_servers: Arc<dyn AuthServerRepository>,
     pub audit: Arc<dyn AuditLog>,
     pub operations: Arc<dyn OperationLog>,
+    pub credentials: Arc<dyn KubeconfigCredentials>,
     pub changes: Arc<dyn ChangeFeed>,
     pub identity: Arc<dyn IdentityProvider>,
     pub cloud: Arc<dyn CloudProvider>,

@@ -54,6 +54,7 @@ async fn platform_refusing_connections_is_502() {
         platform,
         db,
         client,
+        ..
     } = TestApp::spawn_with(&[("TOKEN_CACHE_TTL_S", "0")]).await;
     platform.stop();
     let app_url = url.clone();

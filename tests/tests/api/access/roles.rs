@@ -139,7 +139,8 @@ fn path_of(route: &RouteSpec, fx: &Fixture) -> String {
         .replace("{eip}", &fx.eip)
         .replace("{operation}", &fx.operation)
         .replace("{rule}", &uuid::Uuid::new_v4().to_string())
-        .replace("{credential_id}", &fx.credential);
+        .replace("{credential_id}", &fx.credential)
+        .replace("{credential}", &uuid::Uuid::new_v4().to_string());
     if route.org == OrgSource::Collection {
         p.push_str(&format!("?organization={}", fx.org));
     }
@@ -206,10 +207,12 @@ fn method(route: &RouteSpec) -> Method {
     Method::from_bytes(route.method.as_bytes()).unwrap()
 }
 
-/// The sub-object a path names in a fixture may not exist (no nodes or firewall rules on a
-/// Pending cluster): 404 on it still proves authorization passed.
+/// The sub-object a path names in a fixture may not exist (no nodes, firewall rules or
+/// kubeconfig credentials on a Pending cluster): 404 on it still proves authorization passed.
 fn names_missing_sub_object(route: &RouteSpec) -> bool {
-    route.path.contains("{rule}") || route.path.contains("{node}")
+    route.path.contains("{rule}")
+        || route.path.contains("{node}")
+        || route.path.contains("{credential}")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

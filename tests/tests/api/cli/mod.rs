@@ -2,6 +2,7 @@
 //! lifecycle, the kubeconfig merge checked by kubectl, the exit codes, the retries, and a
 //! session on a terminal. Helpers: `blackbox::cli`.
 
+mod activity;
 mod auth_servers;
 mod failures;
 mod lifecycle;

@@ -3,6 +3,7 @@
 mod cache;
 mod changes;
 mod create;
+mod credentials;
 mod limits;
 mod progress;
 mod reads;

@@ -97,7 +97,11 @@ fn failed_cluster_can_only_be_read_and_deleted() {
         "cluster_failed"
     );
     assert_eq!(
-        code(block_on(s.kubeconfig(&super_admin_a(), id))),
+        code(block_on(s.kubeconfig(
+            &super_admin_a(),
+            id,
+            Default::default()
+        ))),
         "cluster_failed"
     );
     assert_eq!(
