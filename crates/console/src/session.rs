@@ -16,6 +16,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
 use domain::model::identity::Caller;
 use domain::model::secret::{SealedSecret, Secret};
+use domain::service::Services;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
@@ -210,6 +211,9 @@ fn open(state: &ConsoleState, req: &HttpRequest, now: DateTime<Utc>) -> Option<S
 pub struct Signed {
     pub caller: Caller,
     pub session: Session,
+    /// The use cases serving this request: the changes it makes name it (its id) in the
+    /// audit trail and on the operations they start, as the API's do.
+    pub services: Services,
 }
 
 impl FromRequest for Signed {
@@ -226,7 +230,13 @@ impl FromRequest for Signed {
             let now = state.services().ports().clock.now();
             let session = open(&state, &req, now).ok_or(ConsoleError::SignInNeeded)?;
             match state.services().authenticate(&session.token).await {
-                Ok(caller) => Ok(Signed { caller, session }),
+                Ok(caller) => Ok(Signed {
+                    caller,
+                    session,
+                    services: state
+                        .services()
+                        .for_request(&api::extract::request_id(&req)),
+                }),
                 Err(domain::DomainError::Unauthorized(_)) => Err(ConsoleError::SignInNeeded),
                 Err(e) => Err(ConsoleError::Domain(e)),
             }

@@ -353,6 +353,13 @@ async fn the_console_and_the_gateways_management_are_recorded_as_what_they_are()
         (&items[2]["via"], &items[2]["outcome"]),
         (&json!("console"), &json!("accepted"))
     );
+    assert!(
+        items[2]["request_id"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty()),
+        "a console change names its request too: {}",
+        items[2]
+    );
     assert_eq!(items[0]["resource_id"], json!(id(&added.json())));
     assert_eq!(items[0]["auth_server_id"], json!(server));
     assert_eq!(items[0]["changes"], json!({"username": "v"}));

@@ -5,7 +5,7 @@
 //! secret back, not even into a form drawn again after a refusal.
 
 use actix_web::http::StatusCode;
-use actix_web::web::{Bytes, Data, Path, Query};
+use actix_web::web::{Bytes, Path, Query};
 use actix_web::{HttpRequest, HttpResponse};
 use api::extract::Id;
 use domain::DomainError;
@@ -22,13 +22,13 @@ use domain::names::DnsLabel;
 use maud::{Markup, html};
 use serde::Deserialize;
 
+use crate::PREFIX;
 use crate::error::ConsoleError;
 use crate::pages::clusters::when;
 use crate::pages::forms::{Change, Redirect, Submitted, new_key, or_redraw, refusal, settled};
 use crate::pages::layout::{self, Nav};
 use crate::pages::{Acting, check_form, html_page, see_other, urlencode};
 use crate::session::Signed;
-use crate::{ConsoleState, PREFIX};
 
 /// Credential rows a new Basic or Token form starts with (empty rows are ignored).
 const ROWS: usize = 3;
@@ -66,11 +66,7 @@ pub struct ListQuery {
     environment: Option<String>,
 }
 
-pub async fn list(
-    state: Data<ConsoleState>,
-    signed: Signed,
-    query: Query<ListQuery>,
-) -> Result<HttpResponse, ConsoleError> {
+pub async fn list(signed: Signed, query: Query<ListQuery>) -> Result<HttpResponse, ConsoleError> {
     let acting = Acting::resolve(&signed.caller, query.organization.as_deref());
     let environment = match query.environment.as_deref().map(str::trim) {
         None | Some("") => None,
@@ -81,8 +77,8 @@ pub async fn list(
                 .to_owned(),
         ),
     };
-    let servers = state
-        .services()
+    let servers = signed
+        .services
         .list_auth_servers(&signed.caller, &acting.selector, environment.as_deref())
         .await?;
     let org = acting
@@ -335,7 +331,6 @@ fn create_draft(form: &Submitted, kind: AuthServerType, rows: usize) -> CreateAu
 }
 
 pub async fn create(
-    state: Data<ConsoleState>,
     req: HttpRequest,
     signed: Signed,
     body: Bytes,
@@ -361,8 +356,8 @@ pub async fn create(
     let outcome = async {
         let request = form.keyed(&format!("{PREFIX}/auth-servers/new"), &redirect)?;
         Ok::<_, ConsoleError>(
-            state
-                .services()
+            signed
+                .services
                 .create_auth_server(&signed.caller, draft, Some(request))
                 .await?,
         )
@@ -378,13 +373,9 @@ pub async fn create(
     }
 }
 
-pub async fn detail(
-    state: Data<ConsoleState>,
-    signed: Signed,
-    id: Path<Id>,
-) -> Result<HttpResponse, ConsoleError> {
-    let server = state
-        .services()
+pub async fn detail(signed: Signed, id: Path<Id>) -> Result<HttpResponse, ConsoleError> {
+    let server = signed
+        .services
         .get_auth_server(&signed.caller, id.0)
         .await?;
     Ok(draw_detail(&signed, &server, StatusCode::OK, None))
@@ -527,20 +518,18 @@ fn edit_form(s: &AuthServerView, base: &str, csrf: &str) -> Markup {
 /// A server's page after a change: where the change sent the browser, or the page with the
 /// refusal's words.
 async fn after(
-    state: &ConsoleState,
     signed: &Signed,
     id: uuid::Uuid,
     done: Result<HttpResponse, DomainError>,
 ) -> Result<HttpResponse, ConsoleError> {
     or_redraw(done, async |status, words| {
-        let server = state.services().get_auth_server(&signed.caller, id).await?;
+        let server = signed.services.get_auth_server(&signed.caller, id).await?;
         Ok(draw_detail(signed, &server, status, Some(&words)))
     })
     .await
 }
 
 pub async fn edit(
-    state: Data<ConsoleState>,
     req: HttpRequest,
     signed: Signed,
     id: Path<Id>,
@@ -549,8 +538,8 @@ pub async fn edit(
     let form = Submitted::read(&body)?;
     check_form(&req, &signed.session, form.get("csrf"))?;
     let done = async {
-        let server = state
-            .services()
+        let server = signed
+            .services
             .get_auth_server(&signed.caller, id.0)
             .await?;
         let config = match server.kind {
@@ -576,8 +565,8 @@ pub async fn edit(
             environment: form.text("edit-environment"),
             config,
         };
-        state
-            .services()
+        signed
+            .services
             .patch_auth_server(&signed.caller, id.0, patch, None)
             .await?;
         Ok::<_, DomainError>(see_other(&format!("{PREFIX}/auth-servers/{}", id.0)))
@@ -585,20 +574,19 @@ pub async fn edit(
     .await;
     match done {
         Err(DomainError::Internal(cause)) => Err(DomainError::Internal(cause).into()),
-        other => after(&state, &signed, id.0, other).await,
+        other => after(&signed, id.0, other).await,
     }
 }
 
 pub async fn delete(
-    state: Data<ConsoleState>,
     req: HttpRequest,
     signed: Signed,
     id: Path<Id>,
     body: Bytes,
 ) -> Result<HttpResponse, ConsoleError> {
     let change = Change::read(&req, &signed, &body)?;
-    let server = state
-        .services()
+    let server = signed
+        .services
         .get_auth_server(&signed.caller, id.0)
         .await?;
     if change.form.get("confirm").trim() != server.name {
@@ -615,17 +603,16 @@ pub async fn delete(
     );
     let done = change
         .run(back, async |request| {
-            state
-                .services()
+            signed
+                .services
                 .delete_auth_server(&signed.caller, id.0, Some(request), None)
                 .await
         })
         .await?;
-    after(&state, &signed, id.0, done).await
+    after(&signed, id.0, done).await
 }
 
 pub async fn add_credential(
-    state: Data<ConsoleState>,
     req: HttpRequest,
     signed: Signed,
     id: Path<Id>,
@@ -645,17 +632,16 @@ pub async fn add_credential(
     let back = format!("{PREFIX}/auth-servers/{}", id.0);
     let done = change
         .run(back, async |request| {
-            state
-                .services()
+            signed
+                .services
                 .add_credential(&signed.caller, id.0, credential, Some(request))
                 .await
         })
         .await?;
-    after(&state, &signed, id.0, done).await
+    after(&signed, id.0, done).await
 }
 
 pub async fn remove_credential(
-    state: Data<ConsoleState>,
     req: HttpRequest,
     signed: Signed,
     path: Path<(Id, Id)>,
@@ -666,11 +652,11 @@ pub async fn remove_credential(
     let back = format!("{PREFIX}/auth-servers/{}", id.0);
     let done = change
         .run(back, async |request| {
-            state
-                .services()
+            signed
+                .services
                 .remove_credential(&signed.caller, id.0, credential.0, Some(request))
                 .await
         })
         .await?;
-    after(&state, &signed, id.0, done).await
+    after(&signed, id.0, done).await
 }

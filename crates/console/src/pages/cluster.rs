@@ -2,7 +2,7 @@
 //! kubeconfig download, and deleting it (confirmed by typing its name).
 
 use actix_web::http::{StatusCode, header};
-use actix_web::web::{Data, Form, Path};
+use actix_web::web::{Form, Path};
 use actix_web::{HttpRequest, HttpResponse};
 use api::extract::Id;
 use domain::DomainError;
@@ -13,20 +13,16 @@ use domain::service::KubeconfigAnswer;
 use maud::{Markup, html};
 use serde::Deserialize;
 
+use crate::PREFIX;
 use crate::error::ConsoleError;
 use crate::pages::clusters::{phase_badge, when};
 use crate::pages::layout::{self, Nav};
 use crate::pages::{Acting, check_form, html_page, see_other};
 use crate::session::Signed;
-use crate::{ConsoleState, PREFIX};
 
-pub async fn overview(
-    state: Data<ConsoleState>,
-    signed: Signed,
-    id: Path<Id>,
-) -> Result<HttpResponse, ConsoleError> {
-    let cluster = state
-        .services()
+pub async fn overview(signed: Signed, id: Path<Id>) -> Result<HttpResponse, ConsoleError> {
+    let cluster = signed
+        .services
         .get_cluster(&signed.caller, id.0, Freshness::Recent)
         .await?;
     Ok(page(&signed, &cluster, StatusCode::OK, None))
@@ -197,7 +193,6 @@ pub struct Edit {
 
 /// Replaces the description (empty clears it) and the tags (empty clears them).
 pub async fn edit(
-    state: Data<ConsoleState>,
     req: HttpRequest,
     signed: Signed,
     id: Path<Id>,
@@ -216,11 +211,11 @@ pub async fn edit(
         description: Some(description),
         tags: Some(Some(tags)),
     };
-    let outcome = state
-        .services()
+    let outcome = signed
+        .services
         .patch_cluster(&signed.caller, id.0, patch, None)
         .await;
-    refused_or_back(&state, &signed, id.0, outcome.map(|_| ())).await
+    refused_or_back(&signed, id.0, outcome.map(|_| ())).await
 }
 
 #[derive(Deserialize)]
@@ -231,7 +226,6 @@ pub struct ExposureForm {
 
 /// Starts an exposure change.
 pub async fn exposure(
-    state: Data<ConsoleState>,
     req: HttpRequest,
     signed: Signed,
     id: Path<Id>,
@@ -246,16 +240,15 @@ pub async fn exposure(
             "exposure must be public or private".into(),
         ));
     };
-    let outcome = state
-        .services()
+    let outcome = signed
+        .services
         .change_exposure(&signed.caller, id.0, ExposurePatch { exposure }, None)
         .await;
-    refused_or_back(&state, &signed, id.0, outcome.map(|_| ())).await
+    refused_or_back(&signed, id.0, outcome.map(|_| ())).await
 }
 
 /// Back to the Overview after a change; a refusal shows it there with its words.
 async fn refused_or_back(
-    state: &ConsoleState,
     signed: &Signed,
     id: uuid::Uuid,
     outcome: Result<(), DomainError>,
@@ -264,8 +257,8 @@ async fn refused_or_back(
         Ok(()) => Ok(see_other(&format!("{PREFIX}/clusters/{id}"))),
         Err(DomainError::Internal(cause)) => Err(DomainError::Internal(cause).into()),
         Err(e) => {
-            let cluster = state
-                .services()
+            let cluster = signed
+                .services
                 .get_cluster(&signed.caller, id, Freshness::Recent)
                 .await?;
             let status = api::problem::status_of(&e);
@@ -294,12 +287,8 @@ fn delete_form(c: &Cluster, csrf: &str) -> Markup {
 }
 
 /// The kubeconfig as a file; before the control plane is up, a page saying when to retry.
-pub async fn kubeconfig(
-    state: Data<ConsoleState>,
-    signed: Signed,
-    id: Path<Id>,
-) -> Result<HttpResponse, ConsoleError> {
-    let services = state.services();
+pub async fn kubeconfig(signed: Signed, id: Path<Id>) -> Result<HttpResponse, ConsoleError> {
+    let services = &signed.services;
     match services
         .kubeconfig(&signed.caller, id.0, Default::default())
         .await?
@@ -343,14 +332,13 @@ pub struct Delete {
 
 /// Deletes the cluster once its name was typed; a second submission finds it deleting.
 pub async fn delete(
-    state: Data<ConsoleState>,
     req: HttpRequest,
     signed: Signed,
     id: Path<Id>,
     form: Form<Delete>,
 ) -> Result<HttpResponse, ConsoleError> {
     check_form(&req, &signed.session, &form.csrf)?;
-    let services = state.services();
+    let services = &signed.services;
     let cluster = services
         .get_cluster(&signed.caller, id.0, Freshness::Recent)
         .await?;

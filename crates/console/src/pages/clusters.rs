@@ -3,7 +3,7 @@
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
-use actix_web::web::{Data, Path, Query};
+use actix_web::web::{Path, Query};
 use api::extract::Id;
 use chrono::{DateTime, Utc};
 use domain::DomainError;
@@ -15,11 +15,11 @@ use domain::ports::storage::PageRequest;
 use maud::{Markup, html};
 use serde::Deserialize;
 
+use crate::PREFIX;
 use crate::error::ConsoleError;
 use crate::pages::layout::{self, Nav};
 use crate::pages::{Acting, html_page};
 use crate::session::Signed;
-use crate::{ConsoleState, PREFIX};
 
 /// Rows per page.
 pub const PAGE_SIZE: u32 = 20;
@@ -32,11 +32,7 @@ pub struct ListQuery {
     page: Option<String>,
 }
 
-pub async fn list(
-    state: Data<ConsoleState>,
-    signed: Signed,
-    query: Query<ListQuery>,
-) -> Result<HttpResponse, ConsoleError> {
+pub async fn list(signed: Signed, query: Query<ListQuery>) -> Result<HttpResponse, ConsoleError> {
     let acting = Acting::resolve(&signed.caller, query.organization.as_deref());
     // A page number that does not read as one is the first page, as a person would expect.
     let page = query
@@ -45,8 +41,8 @@ pub async fn list(
         .and_then(|p| p.parse::<u32>().ok())
         .filter(|p| (1..=i32::MAX as u32).contains(p))
         .unwrap_or(1);
-    let found = state
-        .services()
+    let found = signed
+        .services
         .list_clusters(
             &signed.caller,
             ListClusters {
@@ -163,13 +159,12 @@ pub struct LiveQuery {
 
 /// The row again, once the cluster changed after `since` (or the wait ran out).
 pub async fn live_row(
-    state: Data<ConsoleState>,
     signed: Signed,
     id: Path<Id>,
     query: Query<LiveQuery>,
 ) -> Result<HttpResponse, ConsoleError> {
     let id = id.0;
-    let services = state.services();
+    let services = &signed.services;
     let since = query.since.unwrap_or(0);
     let found = match services
         .cluster_state(&signed.caller, id, since, LIVE_WAIT_SECONDS)

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use actix_web::http::StatusCode;
-use actix_web::web::{Bytes, Data, Query};
+use actix_web::web::{Bytes, Query};
 use actix_web::{HttpRequest, HttpResponse};
 use domain::DomainError;
 use domain::input::cluster::CreateClusterRequest;
@@ -22,12 +22,12 @@ use domain::validation::Violations;
 use maud::{Markup, html};
 use serde::Deserialize;
 
+use crate::PREFIX;
 use crate::error::ConsoleError;
 use crate::pages::forms::{Redirect, settled};
 use crate::pages::layout::{self, Nav};
 use crate::pages::{Acting, check_form, html_page};
 use crate::session::Signed;
-use crate::{ConsoleState, PREFIX};
 
 const ACTION: &str = "/console/clusters/new";
 
@@ -197,15 +197,11 @@ pub struct NewQuery {
 }
 
 /// The empty form, for the acting organization and the chosen zone (the default zone first).
-pub async fn form(
-    state: Data<ConsoleState>,
-    signed: Signed,
-    query: Query<NewQuery>,
-) -> Result<HttpResponse, ConsoleError> {
+pub async fn form(signed: Signed, query: Query<NewQuery>) -> Result<HttpResponse, ConsoleError> {
     let acting = Acting::resolve(&signed.caller, query.organization.as_deref());
     // The catalog read resolves and checks the organization as every read does.
-    let offer = state
-        .services()
+    let offer = signed
+        .services
         .catalog(&signed.caller, &acting.selector, query.zone.as_deref())
         .await?;
     let zone = offer.zone.id.clone();
@@ -225,7 +221,7 @@ pub async fn form(
         }],
         ..Fields::default()
     };
-    Ok(draw(&state, &signed, &fields, None, StatusCode::OK))
+    Ok(draw(&signed, &fields, None, StatusCode::OK))
 }
 
 fn recommended<T>(items: &[T], is: impl Fn(&T) -> bool, id: impl Fn(&T) -> &String) -> String {
@@ -238,7 +234,6 @@ fn recommended<T>(items: &[T], is: impl Fn(&T) -> bool, id: impl Fn(&T) -> &Stri
 }
 
 pub async fn submit(
-    state: Data<ConsoleState>,
     req: HttpRequest,
     signed: Signed,
     body: Bytes,
@@ -253,25 +248,20 @@ pub async fn submit(
                     ..PoolFields::default()
                 });
             }
-            return Ok(draw(&state, &signed, &fields, None, StatusCode::OK));
+            return Ok(draw(&signed, &fields, None, StatusCode::OK));
         }
         Intent::RemovePool(i) => {
             if i < fields.pools.len() && fields.pools.len() > 1 {
                 fields.pools.remove(i);
             }
-            return Ok(draw(&state, &signed, &fields, None, StatusCode::OK));
+            return Ok(draw(&signed, &fields, None, StatusCode::OK));
         }
         Intent::Create => {}
     }
     let draft = match fields.draft() {
         Ok(d) => d,
         Err(v) => {
-            return Ok(refused(
-                &state,
-                &signed,
-                &fields,
-                &DomainError::Validation(v),
-            ));
+            return Ok(refused(&signed, &fields, &DomainError::Validation(v)));
         }
     };
     let Some(key) = IdempotencyKey::parse(&fields.key) else {
@@ -284,14 +274,13 @@ pub async fn submit(
         fingerprint: fields.fingerprint(),
         render: &redirect,
     };
-    match state
-        .services()
+    match signed
+        .services
         .create_cluster(&signed.caller, draft, Some(request))
         .await
     {
         Ok(answer) => match settled(answer, &redirect) {
             Err(ConsoleError::Replayed(text)) => Ok(draw(
-                &state,
                 &signed,
                 &fields,
                 Some(&Problem::Text(text)),
@@ -299,7 +288,7 @@ pub async fn submit(
             )),
             other => other,
         },
-        Err(e) => Ok(refused(&state, &signed, &fields, &e)),
+        Err(e) => Ok(refused(&signed, &fields, &e)),
     }
 }
 
@@ -309,31 +298,25 @@ enum Problem {
     Text(String),
 }
 
-fn refused(
-    state: &ConsoleState,
-    signed: &Signed,
-    fields: &Fields,
-    e: &DomainError,
-) -> HttpResponse {
+fn refused(signed: &Signed, fields: &Fields, e: &DomainError) -> HttpResponse {
     let status = api::problem::status_of(e);
     let problem = match e {
         DomainError::Validation(v) => Problem::Fields(v.clone()),
         other => Problem::Text(api::problem::detail_of(other)),
     };
-    draw(state, signed, fields, Some(&problem), status)
+    draw(signed, fields, Some(&problem), status)
 }
 
 /// Draws the form with `fields` and a fresh idempotency key (a form drawn again after a
 /// refusal is a new request).
 fn draw(
-    state: &ConsoleState,
     signed: &Signed,
     fields: &Fields,
     problem: Option<&Problem>,
     status: StatusCode,
 ) -> HttpResponse {
     let acting = Acting::resolve(&signed.caller, Some(&fields.organization));
-    let catalog = state.services().catalog_data();
+    let catalog = signed.services.catalog_data();
     let offer = catalog
         .zone(&fields.zone)
         .unwrap_or_else(|| catalog.default_zone());

@@ -3,7 +3,7 @@
 //! managed through the API.
 
 use actix_web::http::StatusCode;
-use actix_web::web::{Bytes, Data, Path};
+use actix_web::web::{Bytes, Path};
 use actix_web::{HttpRequest, HttpResponse};
 use api::extract::Id;
 use domain::DomainError;
@@ -13,28 +13,23 @@ use domain::model::elastic_ip::ElasticIpStatus;
 use domain::ports::storage::Freshness;
 use maud::html;
 
+use crate::PREFIX;
 use crate::error::ConsoleError;
 use crate::pages::cluster::{Tab, frame};
 use crate::pages::forms::{Change, new_key, or_redraw};
 use crate::session::Signed;
-use crate::{ConsoleState, PREFIX};
 
-pub async fn tab(
-    state: Data<ConsoleState>,
-    signed: Signed,
-    id: Path<Id>,
-) -> Result<HttpResponse, ConsoleError> {
-    draw(&state, &signed, id.0, StatusCode::OK, None).await
+pub async fn tab(signed: Signed, id: Path<Id>) -> Result<HttpResponse, ConsoleError> {
+    draw(&signed, id.0, StatusCode::OK, None).await
 }
 
 async fn draw(
-    state: &ConsoleState,
     signed: &Signed,
     id: uuid::Uuid,
     status: StatusCode,
     problem: Option<&str>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let services = state.services();
+    let services = &signed.services;
     let c = services
         .get_cluster(&signed.caller, id, Freshness::Recent)
         .await?;
@@ -128,19 +123,17 @@ async fn draw(
 
 /// The tab after a change: where the change sent the browser, or the tab with the refusal.
 async fn after(
-    state: &ConsoleState,
     signed: &Signed,
     id: uuid::Uuid,
     done: Result<HttpResponse, DomainError>,
 ) -> Result<HttpResponse, ConsoleError> {
     or_redraw(done, async |status, words| {
-        draw(state, signed, id, status, Some(&words)).await
+        draw(signed, id, status, Some(&words)).await
     })
     .await
 }
 
 pub async fn allocate(
-    state: Data<ConsoleState>,
     req: HttpRequest,
     signed: Signed,
     id: Path<Id>,
@@ -156,17 +149,16 @@ pub async fn allocate(
     let back = format!("{PREFIX}/clusters/{}/networking", id.0);
     let done = change
         .run(back, async |request| {
-            state
-                .services()
+            signed
+                .services
                 .create_elastic_ip(&signed.caller, id.0, draft, Some(request))
                 .await
         })
         .await?;
-    after(&state, &signed, id.0, done).await
+    after(&signed, id.0, done).await
 }
 
 pub async fn release(
-    state: Data<ConsoleState>,
     req: HttpRequest,
     signed: Signed,
     path: Path<(Id, Id)>,
@@ -177,11 +169,11 @@ pub async fn release(
     let back = format!("{PREFIX}/clusters/{}/networking", id.0);
     let done = change
         .run(back, async |request| {
-            state
-                .services()
+            signed
+                .services
                 .release_elastic_ip(&signed.caller, id.0, eip.0, Some(request), None)
                 .await
         })
         .await?;
-    after(&state, &signed, id.0, done).await
+    after(&signed, id.0, done).await
 }

@@ -4,7 +4,7 @@
 use actix_web::HttpRequest;
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
-use actix_web::web::{Bytes, Data, Path};
+use actix_web::web::{Bytes, Path};
 use api::extract::Id;
 use domain::DomainError;
 use domain::input::node_pool::{NodePoolPatch, NodePoolRequest};
@@ -13,37 +13,32 @@ use domain::model::node_pool::NodePool;
 use domain::ports::storage::Freshness;
 use maud::{Markup, html};
 
+use crate::PREFIX;
 use crate::error::ConsoleError;
 use crate::pages::cluster::{Tab, frame};
 use crate::pages::forms::{Change, Submitted, new_key, or_redraw, refusal};
 use crate::session::Signed;
-use crate::{ConsoleState, PREFIX};
 
 /// The advice shown where a machine tier is: it cannot change in place.
 const REPLACE_POOL: &str = "A pool's machine tier cannot change: add a pool with the new tier, \
      move the workloads, then delete the old pool.";
 
-pub async fn pools_tab(
-    state: Data<ConsoleState>,
-    signed: Signed,
-    id: Path<Id>,
-) -> Result<HttpResponse, ConsoleError> {
-    draw_pools(&state, &signed, id.0, StatusCode::OK, None).await
+pub async fn pools_tab(signed: Signed, id: Path<Id>) -> Result<HttpResponse, ConsoleError> {
+    draw_pools(&signed, id.0, StatusCode::OK, None).await
 }
 
 async fn draw_pools(
-    state: &ConsoleState,
     signed: &Signed,
     id: uuid::Uuid,
     status: StatusCode,
     problem: Option<&str>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let c = state
-        .services()
+    let c = signed
+        .services
         .get_cluster(&signed.caller, id, Freshness::Recent)
         .await?;
-    let tiers = state
-        .services()
+    let tiers = signed
+        .services
         .catalog_data()
         .zone(&c.zone)
         .map(|z| z.machine_tiers.clone())
@@ -149,19 +144,17 @@ fn number(form: &Submitted, field: &str) -> Result<Option<i64>, DomainError> {
 
 /// The tab after a change: where the change sent the browser, or the tab with the refusal.
 async fn after_pool_change(
-    state: &ConsoleState,
     signed: &Signed,
     id: uuid::Uuid,
     done: Result<HttpResponse, DomainError>,
 ) -> Result<HttpResponse, ConsoleError> {
     or_redraw(done, async |status, words| {
-        draw_pools(state, signed, id, status, Some(&words)).await
+        draw_pools(signed, id, status, Some(&words)).await
     })
     .await
 }
 
 pub async fn add_pool(
-    state: Data<ConsoleState>,
     req: HttpRequest,
     signed: Signed,
     id: Path<Id>,
@@ -181,15 +174,15 @@ pub async fn add_pool(
             let back = format!("{PREFIX}/clusters/{}/node-pools", id.0);
             change
                 .run(back, async |request| {
-                    state
-                        .services()
+                    signed
+                        .services
                         .create_node_pool(&signed.caller, id.0, draft, Some(request))
                         .await
                 })
                 .await?
         }
     };
-    after_pool_change(&state, &signed, id.0, done).await
+    after_pool_change(&signed, id.0, done).await
 }
 
 /// A pool's new sizing as the scale form says it: a count, or autoscale with its bounds.
@@ -212,7 +205,6 @@ fn sizing(form: &Submitted) -> Result<NodePoolPatch, DomainError> {
 }
 
 pub async fn scale_pool(
-    state: Data<ConsoleState>,
     req: HttpRequest,
     signed: Signed,
     path: Path<(Id, String)>,
@@ -226,19 +218,18 @@ pub async fn scale_pool(
             let back = format!("{PREFIX}/clusters/{}/node-pools", id.0);
             change
                 .run(back, async |request| {
-                    state
-                        .services()
+                    signed
+                        .services
                         .patch_node_pool(&signed.caller, id.0, &pool, patch, Some(request), None)
                         .await
                 })
                 .await?
         }
     };
-    after_pool_change(&state, &signed, id.0, done).await
+    after_pool_change(&signed, id.0, done).await
 }
 
 pub async fn delete_pool(
-    state: Data<ConsoleState>,
     req: HttpRequest,
     signed: Signed,
     path: Path<(Id, String)>,
@@ -249,31 +240,26 @@ pub async fn delete_pool(
     let back = format!("{PREFIX}/clusters/{}/node-pools", id.0);
     let done = change
         .run(back, async |request| {
-            state
-                .services()
+            signed
+                .services
                 .delete_node_pool(&signed.caller, id.0, &pool, Some(request), None)
                 .await
         })
         .await?;
-    after_pool_change(&state, &signed, id.0, done).await
+    after_pool_change(&signed, id.0, done).await
 }
 
-pub async fn nodes_tab(
-    state: Data<ConsoleState>,
-    signed: Signed,
-    id: Path<Id>,
-) -> Result<HttpResponse, ConsoleError> {
-    draw_nodes(&state, &signed, id.0, StatusCode::OK, None).await
+pub async fn nodes_tab(signed: Signed, id: Path<Id>) -> Result<HttpResponse, ConsoleError> {
+    draw_nodes(&signed, id.0, StatusCode::OK, None).await
 }
 
 async fn draw_nodes(
-    state: &ConsoleState,
     signed: &Signed,
     id: uuid::Uuid,
     status: StatusCode,
     problem: Option<&str>,
 ) -> Result<HttpResponse, ConsoleError> {
-    let services = state.services();
+    let services = &signed.services;
     let c = services
         .get_cluster(&signed.caller, id, Freshness::Recent)
         .await?;
@@ -319,7 +305,6 @@ async fn draw_nodes(
 }
 
 pub async fn delete_node(
-    state: Data<ConsoleState>,
     req: HttpRequest,
     signed: Signed,
     path: Path<(Id, String)>,
@@ -330,8 +315,8 @@ pub async fn delete_node(
     let back = format!("{PREFIX}/clusters/{}/nodes", id.0);
     let done = change
         .run(back, async |request| {
-            state
-                .services()
+            signed
+                .services
                 .delete_node(&signed.caller, id.0, &node, Some(request))
                 .await
         })
@@ -340,7 +325,6 @@ pub async fn delete_node(
         Ok(response) => Ok(response),
         Err(e) => {
             draw_nodes(
-                &state,
                 &signed,
                 id.0,
                 api::problem::status_of(&e),
