@@ -181,6 +181,25 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         settings.workers,
         &in_force.certificates,
     )?;
+    // Every address is bound before anything starts in the background (the auth-server
+    // listener thread above all): a gateway that cannot listen leaves nothing running.
+    let (plain, addr) = serve::bind(&settings.bind_addr, settings.workers)?;
+    let admin_listener = match &settings.admin_bind_addr {
+        None => None,
+        Some(admin_bind) => {
+            let (mut sockets, admin_addr) = serve::bind(admin_bind, 1)?;
+            let bind_error = |reason: String| StartError::Bind {
+                addr: admin_bind.clone(),
+                reason,
+            };
+            let socket = sockets
+                .pop()
+                .ok_or_else(|| bind_error("no socket".into()))?;
+            let listener =
+                tokio::net::TcpListener::from_std(socket).map_err(|e| bind_error(e.to_string()))?;
+            Some((listener, admin_addr))
+        }
+    };
     let upstreams = Upstreams::new().map_err(StartError::Tls)?;
     let vault = secrets::Vault::from_base64_key(&settings.secrets_key).map_err(|e| {
         SettingsError::Invalid {
@@ -231,7 +250,6 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         trusted: settings.trusted_proxies.clone(),
         metrics: metrics.clone(),
     });
-    let (plain, addr) = serve::bind(&settings.bind_addr, settings.workers)?;
     let tls_addr = tls.as_ref().map(|t| t.addr);
     let mut tls = tls.map(|t| (t.sockets.into_iter(), t.acceptor));
     let sockets = plain
@@ -248,24 +266,12 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         state,
         serve::Connections::new(settings.max_connections),
     )?;
-    let (admin, admin_addr) = match &settings.admin_bind_addr {
+    let (admin, admin_addr) = match admin_listener {
         None => (None, None),
-        Some(admin_bind) => {
-            let (mut sockets, admin_addr) = serve::bind(admin_bind, 1)?;
-            let bind_error = |reason: String| StartError::Bind {
-                addr: admin_bind.clone(),
-                reason,
-            };
-            let socket = sockets
-                .pop()
-                .ok_or_else(|| bind_error("no socket".into()))?;
-            let listener =
-                tokio::net::TcpListener::from_std(socket).map_err(|e| bind_error(e.to_string()))?;
-            (
-                Some(tokio::spawn(serve_admin(listener, metrics))),
-                Some(admin_addr),
-            )
-        }
+        Some((listener, admin_addr)) => (
+            Some(tokio::spawn(serve_admin(listener, metrics))),
+            Some(admin_addr),
+        ),
     };
     Ok(Running {
         addr,
