@@ -110,6 +110,12 @@ pub struct Config {
     pub reconciler_workers: usize,
     /// How often an idle provisioning worker looks at the queue.
     pub reconciler_poll: Duration,
+    /// `SHUTDOWN_DELAY_SECONDS`: after SIGTERM, how long the process keeps serving with
+    /// `/readyz` failing, so load balancers stop sending before it stops accepting.
+    pub shutdown_delay: Duration,
+    /// `DRAIN_TIMEOUT_SECONDS`: how long requests in flight get to finish once it stops
+    /// accepting.
+    pub drain_timeout: Duration,
     /// The simulated cloud's settings (provisioning speed, capacity, address pools, faults).
     pub sim: provisioner_sim::SimConfig,
     /// Requests and writes per token per minute, and the processes sharing them.
@@ -214,6 +220,21 @@ impl Config {
                 2usize,
                 "a whole number (0 switches provisioning off)",
             )?,
+            shutdown_delay: Duration::from_secs(parse(
+                src,
+                "SHUTDOWN_DELAY_SECONDS",
+                5u64,
+                "a whole number of seconds",
+            )?),
+            drain_timeout: Duration::from_secs(
+                parse(
+                    src,
+                    "DRAIN_TIMEOUT_SECONDS",
+                    10u64,
+                    "a whole number of seconds",
+                )?
+                .max(1),
+            ),
             reconciler_poll: Duration::from_millis(
                 parse(
                     src,

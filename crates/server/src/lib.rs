@@ -7,6 +7,7 @@ mod system;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer};
@@ -31,14 +32,25 @@ pub struct Running {
     pub generated_secrets_key: bool,
     /// The provisioning workers; stop them with [`reconciler::ReconcilerHandle::shutdown`].
     pub reconciler: reconciler::ReconcilerHandle,
+    /// Set when the process starts to stop: `/readyz` fails from then on.
+    pub draining: Arc<AtomicBool>,
+    /// The change feed, closed when the process stops so waiting long-polls answer.
+    pub feed: PgChangeFeed,
 }
 
-struct StoreReadiness(PgStore);
+/// Ready while the database answers and the process is not stopping.
+struct StoreReadiness {
+    store: PgStore,
+    draining: Arc<AtomicBool>,
+}
 
 #[async_trait]
 impl api::Readiness for StoreReadiness {
     async fn ready(&self) -> Result<(), String> {
-        self.0.ping().await.map_err(|e| e.to_string())
+        if self.draining.load(Ordering::SeqCst) {
+            return Err("the process is stopping".into());
+        }
+        self.store.ping().await.map_err(|e| e.to_string())
     }
 }
 
@@ -112,7 +124,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         audit: store_arc.clone(),
         operations: store_arc.clone(),
         credentials: store_arc.clone(),
-        changes: Arc::new(feed),
+        changes: Arc::new(feed.clone()),
         identity,
         cloud: Arc::new(provisioner_sim::SimulatedCloud::new(sim)),
         vault: Arc::new(vault),
@@ -145,9 +157,13 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     );
     let queue = metrics::QueueMetrics::new(reconciler.metrics_reader());
     registry.register(Box::new(queue.clone()));
+    let draining = Arc::new(AtomicBool::new(false));
     let state = api::AppState {
         services: services.clone(),
-        readiness: Arc::new(StoreReadiness(store.clone())),
+        readiness: Arc::new(StoreReadiness {
+            store: store.clone(),
+            draining: draining.clone(),
+        }),
         metrics: Arc::new(registry),
         refresh: vec![queue],
         limiter: Arc::new(api::ratelimit::RateLimiter::new(config.rate_limits)),
@@ -171,7 +187,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             .configure(console::configure(console_state.clone()))
             .configure(api::configure(state.clone()))
     })
-    .shutdown_timeout(10)
+    // The process's own stop sequence (main.rs) decides when to stop accepting.
+    .disable_signals()
+    .shutdown_timeout(config.drain_timeout.as_secs())
     .bind(&config.bind_addr)
     .with_context(|| format!("BIND_ADDR: cannot listen on {}", config.bind_addr))?;
     let addr = server
@@ -187,6 +205,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         demo_tokens,
         generated_secrets_key,
         reconciler,
+        draining,
+        feed,
     })
 }
 

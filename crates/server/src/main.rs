@@ -22,6 +22,21 @@ fn init_tracing() {
     }
 }
 
+/// Waits for SIGTERM (how an orchestrator stops a process) or Ctrl-C; names which came.
+async fn stop_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+        },
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
@@ -54,6 +69,7 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
+        let shutdown_delay = config.shutdown_delay;
         let running = server::start(config).await?;
         println!("server: listening on http://{}", running.addr);
         println!("server: the web console is at http://{}/console", running.addr);
@@ -66,8 +82,22 @@ fn main() -> ExitCode {
                 println!("  {who}: {token}");
             }
         }
-        // actix-web stops gracefully on SIGTERM and Ctrl-C; then the workers finish their step.
-        running.server.await?;
+        let handle = running.server.handle();
+        let serving = tokio::spawn(running.server);
+        let signal = stop_signal().await;
+        // The stop sequence: /readyz fails at once; on SIGTERM the process keeps serving for
+        // SHUTDOWN_DELAY_SECONDS while load balancers take it out; then waiting long-polls
+        // answer with the version there is, the listener closes and requests in flight get
+        // DRAIN_TIMEOUT_SECONDS to finish; then the provisioning workers finish their step and
+        // give their leases back at once (another process takes the work on).
+        running.draining.store(true, std::sync::atomic::Ordering::SeqCst);
+        println!("server: {signal}: stopping (/readyz now fails)");
+        if signal == "SIGTERM" && !shutdown_delay.is_zero() {
+            tokio::time::sleep(shutdown_delay).await;
+        }
+        running.feed.close();
+        handle.stop(true).await;
+        serving.await??;
         running.reconciler.shutdown().await;
         println!("server: stopped");
         anyhow::Ok(())

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use domain::ports::storage::ChangeFeed;
+use domain::ports::storage::{ChangeFeed, Wake};
 use tokio::sync::watch;
 use uuid::Uuid;
 
@@ -49,6 +49,9 @@ struct Entry {
 struct Shared {
     clusters: Mutex<HashMap<Uuid, Entry>>,
     listening: AtomicBool,
+    /// Set once the process is stopping: every wait, present and future, ends at once.
+    closing: AtomicBool,
+    closed: tokio::sync::Notify,
 }
 
 impl Shared {
@@ -316,19 +319,61 @@ fn sleep_while_alive(total: Duration, alive: &Weak<Alive>) {
 
 #[async_trait]
 impl ChangeFeed for PgChangeFeed {
-    async fn wait(&self, cluster_id: Uuid, since: i64, timeout: Duration) {
+    async fn wait(&self, cluster_id: Uuid, since: i64, timeout: Duration) -> Wake {
+        let closed = self.shared.closed.notified();
+        tokio::pin!(closed);
+        // Registered before the flag is read, so a close in between is not missed.
+        closed.as_mut().enable();
+        if self.shared.closing.load(Ordering::SeqCst) {
+            return Wake::Closing;
+        }
         let mut rx = self.shared.subscribe(cluster_id);
         if *rx.borrow_and_update() > since {
-            return;
+            return Wake::Maybe;
         }
-        // Either a notification (any revision: the caller reads it again) or a reconnect.
-        let _ = tokio::time::timeout(timeout, rx.changed()).await;
+        // A notification (any revision: the caller reads it again), a reconnect, the time
+        // running out, or the process stopping.
+        tokio::select! {
+            _ = tokio::time::timeout(timeout, rx.changed()) => Wake::Maybe,
+            () = closed => Wake::Closing,
+        }
+    }
+}
+
+impl PgChangeFeed {
+    /// The process is stopping: every waiting long-poll answers now with what there is, and
+    /// any later one at once (its client asks again, of another process).
+    pub fn close(&self) {
+        self.shared.closing.store(true, Ordering::SeqCst);
+        self.shared.closed.notify_waiters();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn closing_answers_every_waiter_now_and_every_later_wait_at_once() {
+        let feed = PgChangeFeed {
+            shared: Arc::new(Shared::default()),
+            watch: Arc::new(WatchState::new(0)),
+            _alive: Arc::new(Alive),
+        };
+        let id = Uuid::new_v4();
+        let waiting = {
+            let feed = feed.clone();
+            tokio::spawn(async move { feed.wait(id, 0, Duration::from_secs(3600)).await })
+        };
+        tokio::task::yield_now().await;
+        feed.close();
+        // Both would take an hour otherwise.
+        assert_eq!(waiting.await.ok(), Some(Wake::Closing));
+        assert_eq!(
+            feed.wait(id, 0, Duration::from_secs(3600)).await,
+            Wake::Closing
+        );
+    }
 
     #[tokio::test]
     async fn a_notification_before_the_wait_is_remembered() {

@@ -364,6 +364,7 @@ impl Drop for PrivatePostgres {
 }
 
 mod database_outage;
+mod graceful_stop;
 mod platform_outage;
 mod secrets;
 mod sigkill;

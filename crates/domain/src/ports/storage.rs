@@ -287,14 +287,24 @@ pub trait OperationQueue: Send + Sync {
     async fn depth(&self) -> Result<u64, StoreError>;
 }
 
+/// Why a wait of the [`ChangeFeed`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// The revision may have moved, or the time ran out: read it again.
+    Maybe,
+    /// The process is stopping: answer with what is there now rather than wait on.
+    Closing,
+}
+
 /// Wakes state long-polls when a cluster's revision moves, across server processes.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait ChangeFeed: Send + Sync {
-    /// Resolves when the cluster's revision may have moved past `since`, or after `timeout`.
-    /// MUST hold no database connection while waiting. Spurious wake-ups are allowed: the
-    /// caller reads the revision again.
-    async fn wait(&self, cluster_id: Uuid, since: i64, timeout: Duration);
+    /// Resolves when the cluster's revision may have moved past `since`, or after `timeout`
+    /// (`Wake::Maybe`), or at once once the process is stopping (`Wake::Closing`, from then on
+    /// for every wait). MUST hold no database connection while waiting. Spurious wake-ups are
+    /// allowed: the caller reads the revision again.
+    async fn wait(&self, cluster_id: Uuid, since: i64, timeout: Duration) -> Wake;
 }
 
 /// What one auth-server request changes, in one transaction.

@@ -19,7 +19,7 @@ use crate::model::identity::Caller;
 use crate::model::node_pool::{NodePool, PoolStatus};
 use crate::model::operation::OperationKind;
 use crate::ports::storage::{
-    Change, ClusterWrite, Freshness, Page, StoreError, UniqueRule, ZoneCapacity,
+    Change, ClusterWrite, Freshness, Page, StoreError, UniqueRule, Wake, ZoneCapacity,
 };
 use crate::service::idempotency::{Answer, IdempotencyRequest};
 use crate::service::{
@@ -559,7 +559,7 @@ impl Services {
             if remaining.is_zero() {
                 return Ok(answer(version, phase, false));
             }
-            self.ports.changes.wait(cluster.id, since, remaining).await;
+            let wake = self.ports.changes.wait(cluster.id, since, remaining).await;
             match self
                 .ports
                 .clusters
@@ -572,6 +572,11 @@ impl Services {
                     (version, phase) = (v, p);
                     if v > since {
                         return Ok(answer(v, p, true));
+                    }
+                    // The process is stopping: the client gets the version there is now and
+                    // asks again (another process answers), rather than a cut connection.
+                    if wake == Wake::Closing {
+                        return Ok(answer(v, p, false));
                     }
                 }
             }

@@ -25,7 +25,7 @@ fn state_waits_for_a_change_then_answers_changed() {
         .expect_wait()
         .with(eq(CLUSTER_1), eq(5), mockall::predicate::always())
         .times(1)
-        .returning(|_, _, _| ());
+        .returning(|_, _, _| crate::ports::storage::Wake::Maybe);
     m.clusters
         .expect_revision()
         .returning(|_| Ok(Some((6, ClusterPhase::ControlPlaneReady))));
@@ -49,6 +49,25 @@ fn state_with_timeout_zero_answers_unchanged_at_once() {
         block_on(
             m.services()
                 .cluster_state(&caller(&[(ORG_A, Role::Member)]), CLUSTER_1, 5, 0),
+        )
+        .unwrap();
+    assert_eq!((a.version, a.changed), (5, false));
+}
+
+#[test]
+fn a_stopping_process_answers_a_waiting_poll_with_the_version_there_is() {
+    let mut m = Mocks::new().with_cluster(cluster(ORG_A, ClusterPhase::Provisioning));
+    m.changes
+        .expect_wait()
+        .times(1)
+        .returning(|_, _, _| crate::ports::storage::Wake::Closing);
+    m.clusters
+        .expect_revision()
+        .returning(|_| Ok(Some((5, ClusterPhase::Provisioning))));
+    let a =
+        block_on(
+            m.services()
+                .cluster_state(&caller(&[(ORG_A, Role::Member)]), CLUSTER_1, 5, 60),
         )
         .unwrap();
     assert_eq!((a.version, a.changed), (5, false));
