@@ -17,7 +17,10 @@ pub(crate) fn provider_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/oidc")
 }
 
-/// Installs oidc-provider once (npm); `Err(reason)` when npm cannot.
+/// Installs oidc-provider once (npm); `Err(reason)` when npm cannot. nextest runs each test
+/// in a process of its own, so the install is serialised across processes by a file lock, and
+/// counts as done only once npm finished (a marker written after it), never because a package
+/// file of a half-finished install is already there.
 pub(crate) fn ensure_installed() -> Result<(), String> {
     static INSTALL: std::sync::Mutex<Option<Result<(), String>>> = std::sync::Mutex::new(None);
     let mut done = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
@@ -25,26 +28,33 @@ pub(crate) fn ensure_installed() -> Result<(), String> {
         return result.clone();
     }
     let dir = provider_dir();
-    let result = if dir.join("node_modules/oidc-provider/package.json").exists() {
-        Ok(())
-    } else {
-        match std::process::Command::new("npm")
-            .args(["install", "--prefix"])
-            .arg(&dir)
-            // From the lockfile: naming the package would rewrite the exact pins.
-            .args(["--no-audit", "--no-fund"])
-            .output()
-        {
-            Ok(out) if out.status.success() => Ok(()),
-            Ok(out) => Err(format!(
-                "npm install oidc-provider failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            )),
-            Err(e) => Err(format!("npm cannot run: {e}")),
-        }
-    };
+    let result = install_locked(&dir);
     *done = Some(result.clone());
     result
+}
+
+fn install_locked(dir: &std::path::Path) -> Result<(), String> {
+    let marker = dir.join("node_modules/.kubesvc-installed");
+    let lock = std::fs::File::create(dir.join("node_modules.lock"))
+        .map_err(|e| format!("the install lock: {e}"))?;
+    lock.lock().map_err(|e| format!("the install lock: {e}"))?;
+    if marker.exists() {
+        return Ok(());
+    }
+    let out = std::process::Command::new("npm")
+        .args(["install", "--prefix"])
+        .arg(dir)
+        // From the lockfile: naming the package would rewrite the exact pins.
+        .args(["--no-audit", "--no-fund"])
+        .output()
+        .map_err(|e| format!("npm cannot run: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "npm install oidc-provider failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    std::fs::write(&marker, b"").map_err(|e| format!("the install marker: {e}"))
 }
 
 pub(crate) struct Provider {
