@@ -13,7 +13,7 @@ CARGO_TEST_ARGS ?= --workspace
 # reference in headless Chromium (tests/docs); console: the web console driven in headless
 # Chromium as a super_admin and a member, with an axe-core scan (tests/console); schemathesis:
 # a bounded schema-fuzzing run against `server --dev` (schemathesis.toml). `make fuzz` runs the long one.
-TEST_STEPS ?= rust openapi client refusals docs console schemathesis
+TEST_STEPS ?= rust deploy openapi client refusals docs console schemathesis
 
 export CARGO_TEST_ARGS TEST_STEPS
 

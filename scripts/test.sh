@@ -167,6 +167,27 @@ step_client() {
     run_child env PYTHONPATH="$out" KUBESVC_URL="$FUZZ_URL" "$CLIENT_VENV/bin/python" "$ROOT/tests/client/lifecycle.py"
 }
 
+DEPLOY_VENV="${KUBESVC_CACHE:-$HOME/.cache/kubesvc}/deploy-venv"
+
+# shellcheck disable=SC2317 # steps are called as "step_$step"
+step_deploy() {
+    have kubectl || die "kubectl renders deploy/ (kubectl kustomize, offline)"
+    if ! "$DEPLOY_VENV/bin/pip" freeze 2>/dev/null | grep -qx 'kubernetes-validate==1.37.0'; then
+        say "installing kubernetes-validate into $DEPLOY_VENV (pinned in scripts/requirements-deploy.txt)"
+        python3 -m venv "$DEPLOY_VENV" || { apt_install python3-venv && python3 -m venv "$DEPLOY_VENV"; }
+        "$DEPLOY_VENV/bin/pip" install --quiet --disable-pip-version-check -r "$ROOT/scripts/requirements-deploy.txt" || return $?
+    fi
+    mkdir -p "$ROOT/.local"
+    local rendered="$ROOT/.local/deploy.yaml"
+    say "rendering deploy/ with kubectl kustomize"
+    kubectl kustomize "$ROOT/deploy" >"$rendered" || return $?
+    say "validating every object against the Kubernetes 1.32 schemas (kubernetes-validate --strict)"
+    "$DEPLOY_VENV/bin/kubernetes-validate" --strict --quiet -k 1.32.0 "$rendered" || return $?
+    say "checking settings, probes, resources and security contexts (scripts/check-deploy.py)"
+    "$DEPLOY_VENV/bin/python" "$ROOT/scripts/check-deploy.py" "$rendered" \
+        "$ROOT/docs/configuration.md" "$ROOT/docs/gateway.md"
+}
+
 # shellcheck disable=SC2317 # steps are called as "step_$step"
 step_docs() {
     have chromium || apt_install chromium

@@ -22,6 +22,29 @@ fn init_tracing() {
     }
 }
 
+/// `server --migrate`: what a deployment's migration Job runs before a release's replicas start.
+/// Only DATABASE_URL is read; the other settings belong to the serving process.
+fn migrate() -> ExitCode {
+    init_tracing();
+    let Some(url) = std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    else {
+        eprintln!("server: DATABASE_URL is required to migrate");
+        return ExitCode::from(2);
+    };
+    match store_postgres::run_migrations(&url) {
+        Ok(()) => {
+            println!("server: the database schema is current");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("server: migrations failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Waits for SIGTERM (how an orchestrator stops a process) or Ctrl-C; names which came.
 async fn stop_signal() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
@@ -41,13 +64,16 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!(
-            "usage: server [--dev]\n  settings come from the environment; see README.md and docs/configuration.md"
+            "usage: server [--dev | --migrate]\n  settings come from the environment; see README.md and docs/configuration.md\n  --migrate: apply the pending database migrations (DATABASE_URL) and exit"
         );
         return ExitCode::SUCCESS;
     }
-    if let Some(bad) = args.iter().find(|a| *a != "--dev") {
-        eprintln!("server: unknown argument {bad:?} (usage: server [--dev])");
+    if let Some(bad) = args.iter().find(|a| *a != "--dev" && *a != "--migrate") {
+        eprintln!("server: unknown argument {bad:?} (usage: server [--dev | --migrate])");
         return ExitCode::from(2);
+    }
+    if args.iter().any(|a| a == "--migrate") {
+        return migrate();
     }
     let dev = args.iter().any(|a| a == "--dev");
     let config = match Config::load(&Source::from_env(), dev) {
