@@ -232,3 +232,31 @@ impl Mocks {
         self
     }
 }
+
+/// A running operation of `CLUSTER_1` in `ORG_A`, asked by alice through the API.
+pub fn running_operation(
+    kind: crate::model::operation::OperationKind,
+    resource: crate::model::audit::AuditResource,
+    resource_id: String,
+) -> crate::model::operation::ClusterOperation {
+    crate::model::operation::ClusterOperation {
+        id: Uuid::from_u128(0x0909),
+        cluster_id: CLUSTER_1,
+        organization_id: ORG_A,
+        kind,
+        resource,
+        resource_id,
+        requested_by: crate::model::audit::Actor {
+            user_id: "alice".into(),
+            email: None,
+            client: ClientKind::Api,
+        },
+        request_id: None,
+        status: crate::model::operation::OperationStatus::Running,
+        attempts: 0,
+        last_error: None,
+        created_at: at(0),
+        updated_at: at(0),
+        finished_at: None,
+    }
+}

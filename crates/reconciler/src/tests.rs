@@ -287,31 +287,15 @@ async fn a_transient_failure_is_retried_with_exponential_backoff() {
 
 #[tokio::test]
 async fn a_finished_reconcile_settles_the_operations_it_carried_out() {
-    use domain::model::audit::{Actor, AuditResource};
-    use domain::model::identity::ClientKind;
-    use domain::model::operation::{ClusterOperation, OperationKind, OperationStatus};
+    use domain::model::audit::AuditResource;
+    use domain::model::operation::{OperationKind, OperationStatus};
     let mut repo = MockClusterRepository::new();
     repo.expect_cluster().returning(|_, _| Ok(None));
-    let deletion = ClusterOperation {
-        id: Uuid::from_u128(0x0909),
-        cluster_id: CLUSTER_1,
-        organization_id: ORG_A,
-        kind: OperationKind::Delete,
-        resource: AuditResource::Cluster,
-        resource_id: CLUSTER_1.to_string(),
-        requested_by: Actor {
-            user_id: "alice".into(),
-            email: None,
-            client: ClientKind::Api,
-        },
-        request_id: None,
-        status: OperationStatus::Running,
-        attempts: 0,
-        last_error: None,
-        created_at: at(0),
-        updated_at: at(0),
-        finished_at: None,
-    };
+    let deletion = domain::testing::running_operation(
+        OperationKind::Delete,
+        AuditResource::Cluster,
+        CLUSTER_1.to_string(),
+    );
     let mut operations = MockOperationLog::new();
     operations
         .expect_open_operations()

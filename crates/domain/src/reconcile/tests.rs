@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use futures::executor::block_on;
 use uuid::Uuid;
 
-use crate::model::audit::{Actor, AuditResource};
+use crate::model::audit::AuditResource;
 use crate::model::cluster::{
     Cluster, ClusterPhase, Exposure, ExposureChange, ExposureChangeStatus, Registration,
     RegistrationReason, SubStatus,
@@ -19,7 +19,6 @@ use crate::model::elastic_ip::{AddressPool, ElasticIp, ElasticIpStatus};
 use crate::model::firewall::{
     Direction, FirewallRule, FirewallRuleStatus, Ipv4Cidr, PortRange, Protocol,
 };
-use crate::model::identity::ClientKind;
 use crate::model::kubeconfig::{ClusterCredentials, SealedCredentials};
 use crate::model::node::{Node, NodeStatus};
 use crate::model::node_pool::{NodePool, PoolStatus};
@@ -1081,26 +1080,7 @@ fn lifecycle_from_create_to_gone() {
 // ---------------------------------------------------------------- settle
 
 fn open_op(kind: OperationKind, resource: AuditResource, resource_id: String) -> ClusterOperation {
-    ClusterOperation {
-        id: Uuid::from_u128(0x0909),
-        cluster_id: CLUSTER_1,
-        organization_id: ORG_A,
-        kind,
-        resource,
-        resource_id,
-        requested_by: Actor {
-            user_id: "alice".into(),
-            email: None,
-            client: ClientKind::Api,
-        },
-        request_id: None,
-        status: OperationStatus::Running,
-        attempts: 0,
-        last_error: None,
-        created_at: at(0),
-        updated_at: at(0),
-        finished_at: None,
-    }
+    crate::testing::running_operation(kind, resource, resource_id)
 }
 
 /// What a case names, the operation, the cluster as stored (none: gone), how it should end.
