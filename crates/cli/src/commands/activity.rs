@@ -7,6 +7,7 @@ use wire::audit::AuditEventList;
 use wire::credential::{CredentialList, IssuedCredential};
 use wire::operation::OperationList;
 
+use super::parse;
 use crate::args::{AuditCommand, KubeconfigCredentialCommand};
 use crate::client::Call;
 use crate::error::CliError;
@@ -186,13 +187,5 @@ pub async fn audit(s: &Session, command: AuditCommand) -> Result<(), CliError> {
         raw: Value::Array(items),
         names: events.iter().map(|e| e.id.to_string()).collect(),
         table,
-    })
-}
-
-fn parse<T: serde::de::DeserializeOwned>(raw: Value) -> Result<T, CliError> {
-    serde_json::from_value(raw).map_err(|e| {
-        CliError::Network(format!(
-            "the API's answer does not have the expected shape: {e}"
-        ))
     })
 }

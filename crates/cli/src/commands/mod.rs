@@ -86,6 +86,15 @@ fn key(flag: &crate::args::KeyFlag) -> String {
         .unwrap_or_else(crate::client::fresh_key)
 }
 
+/// An answer of the API read as one of its shapes.
+fn parse<T: serde::de::DeserializeOwned>(raw: Value) -> Result<T, CliError> {
+    serde_json::from_value(raw).map_err(|e| {
+        CliError::Network(format!(
+            "the API's answer does not have the expected shape: {e}"
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use wire::request::networking::{
 };
 
 use super::clusters::{follow, to_json};
-use super::{key, spelled};
+use super::{key, parse, spelled};
 use crate::args::{EipCommand, FirewallCommand, WaitFlags};
 use crate::client::Call;
 use crate::error::CliError;
@@ -237,14 +237,6 @@ async fn settle(
         return Ok(None);
     }
     Ok(Some(s.api.send(&Call::get(path)).await?.json()?))
-}
-
-fn parse<T: serde::de::DeserializeOwned>(raw: Value) -> Result<T, CliError> {
-    serde_json::from_value(raw).map_err(|e| {
-        CliError::Network(format!(
-            "the API's answer does not have the expected shape: {e}"
-        ))
-    })
 }
 
 fn show_eip_list(s: &Session, raw: Value) -> Result<(), CliError> {

@@ -188,17 +188,12 @@ impl Services {
             revoked_at: None,
             revoked_by: None,
         };
-        let audit = self.audit_event(
+        let audit = self.credential_event(
             caller,
-            cluster.organization_id,
-            Some(Parent::Cluster(cluster.id)),
-            Audit::new(
-                AuditResource::KubeconfigCredential,
-                issued.id,
-                AuditAction::Created,
-                json!({"expires_at": issued.expires_at, "expiry_seconds": seconds}),
-            ),
-            Outcome::Applied,
+            cluster,
+            issued.id,
+            AuditAction::Created,
+            json!({"expires_at": issued.expires_at, "expiry_seconds": seconds}),
         );
         self.ports
             .credentials
@@ -206,6 +201,25 @@ impl Services {
             .await
             .map_err(store_error)?;
         Ok((token, issued))
+    }
+
+    /// The audit event of a change of one of `cluster`'s kubeconfig credentials (or of all of
+    /// them, named by the cluster's id): it takes effect as it commits.
+    fn credential_event(
+        &self,
+        caller: &Caller,
+        cluster: &Cluster,
+        id: Uuid,
+        action: AuditAction,
+        changes: serde_json::Value,
+    ) -> crate::model::audit::AuditEvent {
+        self.audit_event(
+            caller,
+            cluster.organization_id,
+            Some(Parent::Cluster(cluster.id)),
+            Audit::new(AuditResource::KubeconfigCredential, id, action, changes),
+            Outcome::Applied,
+        )
     }
 
     /// A bearer token of 256 random bits (two random ids), hex.
@@ -262,17 +276,12 @@ impl Services {
         if found.status(now) == CredentialStatus::Revoked {
             return Ok(found);
         }
-        let audit = self.audit_event(
+        let audit = self.credential_event(
             caller,
-            cluster.organization_id,
-            Some(Parent::Cluster(cluster.id)),
-            Audit::new(
-                AuditResource::KubeconfigCredential,
-                found.id,
-                AuditAction::Revoked,
-                json!({"issued_to": found.issued_to.user_id}),
-            ),
-            Outcome::Applied,
+            &cluster,
+            found.id,
+            AuditAction::Revoked,
+            json!({"issued_to": found.issued_to.user_id}),
         );
         self.ports
             .credentials
@@ -311,17 +320,12 @@ impl Services {
             .vault
             .seal(&self.new_token())
             .map_err(|e| DomainError::Internal(e.to_string()))?;
-        let audit = self.audit_event(
+        let audit = self.credential_event(
             caller,
-            cluster.organization_id,
-            Some(Parent::Cluster(cluster.id)),
-            Audit::new(
-                AuditResource::KubeconfigCredential,
-                cluster.id,
-                AuditAction::Rotated,
-                json!({"standing": "[redacted]"}),
-            ),
-            Outcome::Applied,
+            &cluster,
+            cluster.id,
+            AuditAction::Rotated,
+            json!({"standing": "[redacted]"}),
         );
         self.ports
             .credentials

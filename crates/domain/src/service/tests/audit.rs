@@ -1,8 +1,6 @@
 //! The audit trail: every change carries its event into the commit, and the trail reads back
 //! one organization at a time.
 
-use std::sync::{Arc, Mutex};
-
 use super::*;
 use crate::input::audit::ListAuditEvents;
 use crate::model::audit::{
@@ -10,18 +8,7 @@ use crate::model::audit::{
     PAGE_MAX, Parent,
 };
 
-/// Mocks that keep every write committed, to look at afterwards.
-fn recording(m: &mut Mocks) -> Arc<Mutex<Vec<ClusterWrite>>> {
-    let writes = Arc::new(Mutex::new(Vec::new()));
-    let kept = writes.clone();
-    m.clusters.expect_commit().returning(move |w| {
-        kept.lock().unwrap().push(w);
-        Ok(6)
-    });
-    writes
-}
-
-fn only_event(writes: &Mutex<Vec<ClusterWrite>>) -> AuditEvent {
+fn only_event(writes: &std::sync::Mutex<Vec<ClusterWrite>>) -> AuditEvent {
     let writes = writes.lock().unwrap();
     assert_eq!(writes.len(), 1, "one write expected");
     writes[0].audit.clone().unwrap()

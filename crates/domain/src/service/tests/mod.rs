@@ -57,6 +57,17 @@ fn sel(query: Option<&str>, header: Option<&str>) -> OrgSelector {
     OrgSelector::first_named([query, header])
 }
 
+/// Mocks whose commits all succeed (revision 6) and are kept, to look at afterwards.
+fn recording(m: &mut Mocks) -> std::sync::Arc<std::sync::Mutex<Vec<ClusterWrite>>> {
+    let writes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = writes.clone();
+    m.clusters.expect_commit().returning(move |w| {
+        kept.lock().unwrap().push(w);
+        Ok(6)
+    });
+    writes
+}
+
 fn code<T: std::fmt::Debug>(r: Result<T, DomainError>) -> &'static str {
     match r {
         Ok(_) => "ok",

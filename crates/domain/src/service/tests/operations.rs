@@ -1,19 +1,7 @@
 //! The operation a change starts: written with the change, named in the answer.
 
-use std::sync::{Arc, Mutex};
-
 use super::*;
 use crate::model::operation::{OperationKind, OperationStatus};
-
-fn recording(m: &mut Mocks) -> Arc<Mutex<Vec<ClusterWrite>>> {
-    let writes = Arc::new(Mutex::new(Vec::new()));
-    let kept = writes.clone();
-    m.clusters.expect_commit().returning(move |w| {
-        kept.lock().unwrap().push(w);
-        Ok(6)
-    });
-    writes
-}
 
 #[test]
 fn work_for_provisioning_starts_an_operation_the_answer_points_at() {
