@@ -33,12 +33,14 @@ step_rust() {
     have script || apt_install bsdutils
     have tmux || apt_install tmux
     # The crash-and-restart tests run the real `server` binary as a child process, and the
-    # CLI tests the real `kubesvc`.
-    say "cargo build -p server -p kubesvc (the binaries the process and CLI tests start)"
-    run_child cargo build -p server --bin server -p kubesvc --bin kubesvc || return $?
+    # CLI tests the real `kubesvc`, the operator's tests the real `kubesvc-admin`.
+    say "cargo build -p server -p kubesvc -p kubesvc-admin (the binaries the process and CLI tests start)"
+    run_child cargo build -p server --bin server -p kubesvc --bin kubesvc \
+        -p kubesvc-admin --bin kubesvc-admin || return $?
     KUBESVC_SERVER_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/server"
     KUBESVC_CLI_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/kubesvc"
-    export KUBESVC_SERVER_BIN KUBESVC_CLI_BIN
+    KUBESVC_ADMIN_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/kubesvc-admin"
+    export KUBESVC_SERVER_BIN KUBESVC_CLI_BIN KUBESVC_ADMIN_BIN
     if cargo nextest --version >/dev/null 2>&1; then
         say "cargo nextest run ${args[*]} --no-fail-fast"
         local status=0

@@ -1,6 +1,7 @@
 //! The black-box harness: a fresh database, the stub account platform over real HTTP and the
 //! full server on a free port, driven only through HTTP (zero2prod's `spawn_app`).
 
+pub mod admin;
 pub mod cli;
 pub mod console;
 pub mod process;
@@ -106,6 +107,8 @@ pub struct TestApp {
 pub struct SecondServer {
     pub url: String,
     pub client: Client,
+    /// The simulated clusters' API servers, authenticating through this server.
+    pub cluster_api: provisioner_sim::SimulatedApiServer,
 }
 
 /// An answer, read whole.
@@ -207,10 +210,11 @@ impl TestApp {
     /// Another server on the same database and platform (a second process in effect: its own
     /// pool, its own LISTEN connection, its own workers).
     pub async fn second_server(&self, settings: &[(&str, &str)]) -> SecondServer {
-        let (url, _) = start_server(&self.db.url, &self.platform, settings).await;
+        let (url, cluster_api) = start_server(&self.db.url, &self.platform, settings).await;
         SecondServer {
             url,
             client: self.client.clone(),
+            cluster_api,
         }
     }
 

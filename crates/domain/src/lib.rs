@@ -5,6 +5,7 @@
 pub mod access;
 pub mod error;
 pub mod input;
+pub mod maintenance;
 pub mod model;
 pub mod names;
 pub mod ports;

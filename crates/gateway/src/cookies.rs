@@ -24,7 +24,9 @@ const MAX_VALUE: usize = 4096;
 
 /// Seals and opens one kind of cookie.
 pub struct Sealer {
-    cipher: ChaCha20Poly1305,
+    /// The first seals; every one opens, so cookies made before a `SECRETS_KEY` rotation stay
+    /// good until their key leaves the ring.
+    ciphers: Vec<ChaCha20Poly1305>,
     purpose: &'static str,
 }
 
@@ -37,9 +39,13 @@ impl std::fmt::Debug for Sealer {
 }
 
 impl Sealer {
-    pub fn new(key: [u8; 32], purpose: &'static str) -> Sealer {
+    /// A sealer with `keys`, the sealing one first (an empty list seals and opens nothing).
+    pub fn new(keys: Vec<[u8; 32]>, purpose: &'static str) -> Sealer {
         Sealer {
-            cipher: ChaCha20Poly1305::new(Key::from_slice(&key)),
+            ciphers: keys
+                .iter()
+                .map(|k| ChaCha20Poly1305::new(Key::from_slice(k)))
+                .collect(),
             purpose,
         }
     }
@@ -55,7 +61,8 @@ impl Sealer {
         rand::rngs::OsRng.fill_bytes(&mut nonce);
         let aad = self.aad(name);
         let ciphertext = self
-            .cipher
+            .ciphers
+            .first()?
             .encrypt(
                 Nonce::from_slice(&nonce),
                 Payload {
@@ -80,16 +87,17 @@ impl Sealer {
         }
         let (nonce, ciphertext) = raw.split_at(NONCE_LEN);
         let aad = self.aad(name);
-        let plain = self
-            .cipher
-            .decrypt(
-                Nonce::from_slice(nonce),
-                Payload {
-                    msg: ciphertext,
-                    aad: &aad,
-                },
-            )
-            .ok()?;
+        let plain = self.ciphers.iter().find_map(|cipher| {
+            cipher
+                .decrypt(
+                    Nonce::from_slice(nonce),
+                    Payload {
+                        msg: ciphertext,
+                        aad: &aad,
+                    },
+                )
+                .ok()
+        })?;
         serde_json::from_slice(&plain).ok()
     }
 }
@@ -156,7 +164,7 @@ mod tests {
 
     #[test]
     fn a_sealed_value_opens_only_under_its_own_name_and_purpose() {
-        let a = Sealer::new([1u8; 32], "a");
+        let a = Sealer::new(vec![[1u8; 32]], "a");
         let sealed = a.seal("c1", &vec!["x".to_owned()]).unwrap_or_default();
         assert_eq!(
             a.open::<Vec<String>>("c1", &sealed),
@@ -164,17 +172,36 @@ mod tests {
         );
         assert_eq!(a.open::<Vec<String>>("c2", &sealed), None);
         assert_eq!(
-            Sealer::new([1u8; 32], "b").open::<Vec<String>>("c1", &sealed),
+            Sealer::new(vec![[1u8; 32]], "b").open::<Vec<String>>("c1", &sealed),
             None
         );
         assert_eq!(
-            Sealer::new([2u8; 32], "a").open::<Vec<String>>("c1", &sealed),
+            Sealer::new(vec![[2u8; 32]], "a").open::<Vec<String>>("c1", &sealed),
             None
         );
         let mut tampered = sealed.clone();
         tampered.replace_range(20..21, if &sealed[20..21] == "A" { "B" } else { "A" });
         assert_eq!(a.open::<Vec<String>>("c1", &tampered), None);
         assert_eq!(a.open::<Vec<String>>("c1", &"A".repeat(5000)), None);
+    }
+
+    #[test]
+    fn after_a_key_rotation_old_cookies_open_until_their_key_leaves_the_ring() {
+        let (old, new) = ([1u8; 32], [2u8; 32]);
+        let before = Sealer::new(vec![old], "session");
+        let cookie = before.seal("c1", &7u32).unwrap_or_default();
+        let rotated = Sealer::new(vec![new, old], "session");
+        assert_eq!(rotated.open::<u32>("c1", &cookie), Some(7));
+        let fresh = rotated.seal("c1", &8u32).unwrap_or_default();
+        assert_eq!(
+            before.open::<u32>("c1", &fresh),
+            None,
+            "sealed under the new key"
+        );
+        let after = Sealer::new(vec![new], "session");
+        assert_eq!(after.open::<u32>("c1", &fresh), Some(8));
+        assert_eq!(after.open::<u32>("c1", &cookie), None);
+        assert_eq!(Sealer::new(Vec::new(), "session").seal("c1", &1u32), None);
     }
 
     #[test]

@@ -201,12 +201,11 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         }
     };
     let upstreams = Upstreams::new().map_err(StartError::Tls)?;
-    let vault = secrets::Vault::from_base64_key(&settings.secrets_key).map_err(|e| {
-        SettingsError::Invalid {
+    let vault = secrets::Vault::from_keys(&settings.secrets_key, &settings.secrets_key_previous)
+        .map_err(|e| SettingsError::Invalid {
             name: "SECRETS_KEY",
             reason: e.to_string(),
-        }
-    })?;
+        })?;
     let url = settings.database_url.clone();
     let store = tokio::task::spawn_blocking(move || {
         PgStore::connect(&url, 2, std::time::Duration::from_secs(5))
@@ -214,6 +213,12 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
     .await
     .map_err(|e| StartError::Database(e.to_string()))?
     .map_err(|e| StartError::Database(e.to_string()))?;
+    // The token digest key is kept in the database, so tokens digested under an earlier
+    // SECRETS_KEY still verify.
+    let vault = store
+        .open_vault(vault)
+        .await
+        .map_err(|e| StartError::Database(e.to_string()))?;
     let metrics = Arc::new(Metrics::default());
     let registry = Registry::default();
     let count = registry

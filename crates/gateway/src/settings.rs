@@ -27,6 +27,9 @@ pub struct Settings {
     pub admin_bind_addr: Option<String>,
     /// Base64 of 32 bytes; opens the OIDC client secrets and keys the cookies.
     pub secrets_key: String,
+    /// Earlier values of `SECRETS_KEY` (comma-separated; empty: none): they still open what
+    /// they sealed and still verify the cookies made under them.
+    pub secrets_key_previous: String,
     pub routes_file: PathBuf,
     /// How often the routes file is looked at for a change; `None`: only on `SIGHUP`.
     pub routes_check: Option<Duration>,
@@ -122,9 +125,13 @@ impl Settings {
             |name: &'static str| move |reason: String| SettingsError::Invalid { name, reason };
         let database_url = required("DATABASE_URL")?;
         let secrets_key = required("SECRETS_KEY")?;
-        secrets::Vault::from_base64_key(&secrets_key).map_err(|e| SettingsError::Invalid {
-            name: "SECRETS_KEY",
-            reason: e.to_string(),
+        let secrets_key_previous = get("SECRETS_KEY_PREVIOUS").unwrap_or_default();
+        // The key errors name their setting and never repeat a value.
+        secrets::Vault::from_keys(&secrets_key, &secrets_key_previous).map_err(|e| {
+            SettingsError::Invalid {
+                name: "SECRETS_KEY",
+                reason: e.to_string(),
+            }
         })?;
         let routes_file = PathBuf::from(required("GATEWAY_ROUTES_FILE")?);
         let bind_addr = get("GATEWAY_BIND_ADDR").unwrap_or_else(|| DEFAULT_BIND_ADDR.to_owned());
@@ -178,6 +185,7 @@ impl Settings {
             tls_bind_addr: get("GATEWAY_TLS_BIND_ADDR"),
             admin_bind_addr: get("GATEWAY_ADMIN_BIND_ADDR"),
             secrets_key,
+            secrets_key_previous,
             routes_file,
             routes_check,
             jwks_min_refresh,

@@ -5,6 +5,8 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_S
 use rand::RngCore;
 use rand::rngs::OsRng;
 
+use crate::ring::PREVIOUS_SETTING;
+
 /// The setting the key comes from, named in every [`KeyError`].
 pub const KEY_SETTING: &str = "SECRETS_KEY";
 
@@ -26,6 +28,14 @@ pub enum KeyError {
         "{KEY_SETTING} decodes to {0} bytes but must be exactly 32; set it to the base64 of 32 random bytes (e.g. `openssl rand -base64 32`)"
     )]
     WrongLength(usize),
+    #[error(
+        "{PREVIOUS_SETTING}: key {position} is not the base64 of 32 bytes; list earlier values of {KEY_SETTING}, separated by commas"
+    )]
+    Previous { position: usize },
+    #[error(
+        "{PREVIOUS_SETTING}: key {position} is {KEY_SETTING} or an earlier key of the list again; list each key once"
+    )]
+    Repeated { position: usize },
 }
 
 pub(crate) fn decode(encoded: &str) -> Result<[u8; KEY_LEN], KeyError> {

@@ -80,7 +80,8 @@ pub enum Identity {
 
 #[derive(Debug, Clone)]
 pub enum SecretsKey {
-    Given(String),
+    /// `SECRETS_KEY`, and `SECRETS_KEY_PREVIOUS` (empty when unset).
+    Given { current: String, previous: String },
     /// Generated for this run (only with `--dev`).
     Generated,
 }
@@ -147,7 +148,10 @@ impl Config {
             required("ACCOUNT_PLATFORM_SERVICE_TOKEN")?;
         }
         let secrets_key = match (src.get("SECRETS_KEY"), dev) {
-            (Some(k), _) => SecretsKey::Given(k),
+            (Some(current), _) => SecretsKey::Given {
+                current,
+                previous: src.get("SECRETS_KEY_PREVIOUS").unwrap_or_default(),
+            },
             (None, true) => SecretsKey::Generated,
             (None, false) => return Err(ConfigError::Missing("SECRETS_KEY")),
         };

@@ -65,10 +65,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         }
     };
     let (vault, generated_secrets_key) = match &config.secrets_key {
-        SecretsKey::Given(k) => (
-            secrets::Vault::from_base64_key(k).context("SECRETS_KEY")?,
-            false,
-        ),
+        SecretsKey::Given { current, previous } => {
+            (secrets::Vault::from_keys(current, previous)?, false)
+        }
         SecretsKey::Generated => (
             secrets::Vault::from_base64_key(&secrets::Vault::generate_key())
                 .context("SECRETS_KEY")?,
@@ -85,6 +84,13 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     .await
     .context("database set-up")?
     .context("DATABASE_URL: cannot connect or migrate")?;
+    // A key generated for this run could not open a digest key stored by an earlier run, and
+    // nothing sealed by that run opens either: such a run keeps the key it derives.
+    let vault = if generated_secrets_key {
+        vault
+    } else {
+        store.open_vault(vault).await?
+    };
     let feed = PgChangeFeed::start(&config.database_url, config.cluster_cache_size);
     let clusters = Arc::new(CachedStore::new(store.clone(), &feed));
 

@@ -18,7 +18,7 @@ use crate::schema::cluster_operations as o;
 
 #[derive(Debug, Insertable, Queryable, Selectable, serde::Serialize)]
 #[diesel(table_name = o)]
-struct OperationRow {
+pub(crate) struct OperationRow {
     id: Uuid,
     cluster_id: Uuid,
     organization_id: Uuid,
@@ -61,7 +61,7 @@ impl OperationRow {
         }
     }
 
-    fn into_domain(self) -> Result<ClusterOperation, StoreError> {
+    pub(crate) fn into_domain(self) -> Result<ClusterOperation, StoreError> {
         let word = |column: &str, value: &str| {
             StoreError::Internal(format!("cluster_operations.{column} holds {value:?}"))
         };

@@ -11,6 +11,10 @@ pub enum StoreSetupError {
     Connect(String),
     #[error("cannot run the database migrations: {0}")]
     Migrations(String),
+    #[error(
+        "the database lacks migrations of this release; apply them first (`server --migrate` or `kubesvc-admin migrate`)"
+    )]
+    Pending,
 }
 
 /// The unique rule behind a unique index or constraint, by its name in the migrations.

@@ -21,11 +21,13 @@ mod gateway;
 mod idempotency;
 mod kubeconfig_credentials;
 mod listener;
+mod maintenance;
 mod notifier;
 mod operations;
 mod pool;
 mod rows;
 mod schema;
+mod sealed_values;
 #[cfg(feature = "test-support")]
 mod test_support;
 mod watch_cache;
@@ -46,6 +48,7 @@ pub use auth_server_changes::{
 pub use error::StoreSetupError;
 pub use feed::{APPLICATION_NAME as CHANGE_FEED_APPLICATION_NAME, PgChangeFeed};
 pub use notifier::APPLICATION_NAME as NOTIFIER_APPLICATION_NAME;
+pub use sealed_values::{SealedColumn, SealedValue, TOKEN_DIGEST_KEY, VaultSetupError};
 #[cfg(feature = "test-support")]
 pub use test_support::TestDatabase;
 pub use watch_cache::{CacheStats, CachedStore};
@@ -176,6 +179,27 @@ impl PgStore {
         Self::open(database_url, pool_size, connect_timeout, true)
     }
 
+    /// As [`PgStore::connect`] without running migrations: for tools that must not change the
+    /// schema as a side effect. Refuses a database that lacks migrations of this build.
+    pub fn connect_migrated(
+        database_url: &str,
+        pool_size: u32,
+        connect_timeout: Duration,
+    ) -> Result<PgStore, StoreSetupError> {
+        let mut conn =
+            PgConnection::establish(&with_connect_timeout(database_url, connect_timeout))
+                .map_err(|e| StoreSetupError::Connect(e.to_string()))?;
+        match conn.has_pending_migration(MIGRATIONS) {
+            Ok(false) => {}
+            Ok(true) => return Err(StoreSetupError::Pending),
+            Err(e) => return Err(StoreSetupError::Migrations(e.to_string())),
+        }
+        // No idle connection kept: r2d2 would open it on its own thread whenever the one in
+        // use leaves none idle, and a short-lived tool that exits while libpq is connecting on
+        // another thread can crash in the TLS library's exit handlers.
+        Self::build(database_url, pool_size, 0, connect_timeout, true)
+    }
+
     /// As [`PgStore::connect`], without the checkout check: only the retry of
     /// [`PgStore::run_blocking`] stands between a dead connection and a request, which is what
     /// a test of that retry needs.
@@ -195,11 +219,27 @@ impl PgStore {
         check_on_checkout: bool,
     ) -> Result<PgStore, StoreSetupError> {
         run_migrations(database_url)?;
+        Self::build(
+            database_url,
+            pool_size,
+            1,
+            connect_timeout,
+            check_on_checkout,
+        )
+    }
+
+    fn build(
+        database_url: &str,
+        pool_size: u32,
+        min_idle: u32,
+        connect_timeout: Duration,
+        check_on_checkout: bool,
+    ) -> Result<PgStore, StoreSetupError> {
         let pool_size = pool_size.max(1);
         let manager = pool::PgManager::new(with_connect_timeout(database_url, connect_timeout));
         let pool = Pool::builder()
             .max_size(pool_size)
-            .min_idle(Some(1))
+            .min_idle(Some(min_idle))
             .connection_timeout(connect_timeout)
             // A connection that died while idle (database restarted) is found and replaced on
             // checkout instead of failing the request that drew it. The check reads the

@@ -271,3 +271,12 @@ diesel::allow_tables_to_appear_in_same_query!(
     cluster_operations,
     kubeconfig_credentials,
 );
+
+diesel::table! {
+    /// Data keys sealed under the SECRETS_KEY ring; see `sealed_values.rs`.
+    vault_keys (purpose) {
+        purpose -> Text,
+        sealed -> Text,
+        created_at -> Timestamptz,
+    }
+}

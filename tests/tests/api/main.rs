@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod access;
+mod admin;
 mod audit;
 mod auth_servers;
 mod cli;

@@ -365,6 +365,7 @@ impl Drop for PrivatePostgres {
 
 mod database_outage;
 mod graceful_stop;
+mod key_rotation;
 mod migrate;
 mod platform_outage;
 mod secrets;

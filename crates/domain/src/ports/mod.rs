@@ -4,6 +4,7 @@
 pub mod budget;
 pub mod clock;
 pub mod identity;
+pub mod maintenance;
 pub mod provisioning;
 pub mod secrets;
 pub mod storage;

@@ -124,11 +124,11 @@ fn no_store(mut response: Response) -> Response {
 
 impl Oidc {
     pub fn new(vault: secrets::Vault, outbound: Outbound, settings: &OidcSettings) -> Oidc {
-        // One key per purpose, derived from SECRETS_KEY: a cookie never opens a sealed secret
+        // One key per purpose, derived from each key of the SECRETS_KEY ring: a cookie never opens a sealed secret
         // and a login cookie never passes for a session.
         let session_purpose = format!("gateway session cookie v2\0{}", settings.session_epoch);
-        let logins = Sealer::new(vault.derive_key("gateway login cookie v1"), "login");
-        let sessions = Sealer::new(vault.derive_key(&session_purpose), "session");
+        let logins = Sealer::new(vault.derive_keys("gateway login cookie v1"), "login");
+        let sessions = Sealer::new(vault.derive_keys(&session_purpose), "session");
         Oidc {
             providers: Providers::new(
                 outbound.clone(),

@@ -7,6 +7,7 @@
 mod attacks;
 mod basic_and_token;
 mod harness;
+mod key_rotation;
 mod oidc;
 mod routes_reload;
 mod tls;
