@@ -364,6 +364,7 @@ impl Drop for PrivatePostgres {
 }
 
 mod database_outage;
+mod failover;
 mod graceful_stop;
 mod key_rotation;
 mod migrate;
