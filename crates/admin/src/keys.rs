@@ -81,17 +81,10 @@ async fn status(store: &PgStore, vault: &Vault) -> Result<Outcome, AdminError> {
             Ok(())
         })
         .await?;
-        let total: u64 = counts.values().sum();
-        let by_key: Vec<String> = counts
-            .iter()
-            .map(|(k, n)| format!("{n} under {k}"))
-            .collect();
-        println!(
-            "{}: {total}{}{}",
-            column.name(),
-            if by_key.is_empty() { "" } else { ": " },
-            by_key.join(", ")
-        );
+        println!("{}: {}", column.name(), counts.values().sum::<u64>());
+        for (key, n) in &counts {
+            println!("  {n} under {key}");
+        }
     }
     println!("not under the current key: {not_current}");
     Ok(Outcome::Done)

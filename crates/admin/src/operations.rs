@@ -50,16 +50,21 @@ pub async fn run(command: OperationsCommand) -> Result<Outcome, AdminError> {
 /// One line about an operation.
 pub fn summary(o: &ClusterOperation) -> String {
     let mut s = format!(
-        "{} {} {} of {} {} on cluster {}, started {} by {}",
+        "{} {} {} of {} {}",
         o.id,
         o.status.as_str(),
         o.kind.as_str(),
         o.resource.as_str(),
         o.resource_id,
-        o.cluster_id,
+    );
+    if o.resource_id != o.cluster_id.to_string() {
+        s.push_str(&format!(" on cluster {}", o.cluster_id));
+    }
+    s.push_str(&format!(
+        ", started {} by {}",
         time(o.created_at),
         o.requested_by.user_id
-    );
+    ));
     if o.attempts > 0 {
         s.push_str(&format!(", {} failed attempts", o.attempts));
     }

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use actix_web::dev::Service;
 use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer};
 use anyhow::Context;
@@ -187,8 +188,26 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             .collect(),
     );
 
+    let closing = draining.clone();
     let server = HttpServer::new(move || {
+        let closing = closing.clone();
         App::new()
+            // Once stopping, every answer closes its connection: a client's next request opens
+            // a new one, which the load balancer sends to another replica, rather than keeping
+            // this one busy on a kept-alive connection until the drain time cuts it.
+            .wrap_fn(move |req, srv| {
+                let answer = srv.call(req);
+                let closing = closing.clone();
+                async move {
+                    let mut res = answer.await?;
+                    if closing.load(Ordering::SeqCst) {
+                        res.response_mut()
+                            .head_mut()
+                            .set_connection_type(actix_web::http::ConnectionType::Close);
+                    }
+                    Ok(res)
+                }
+            })
             .wrap(from_fn(api::middleware::observe))
             .configure(console::configure(console_state.clone()))
             .configure(api::configure(state.clone()))

@@ -150,7 +150,7 @@ async fn a_stuck_operation_is_listed_retried_and_cancelled_with_a_reason_its_own
         .expect(0);
     assert!(
         listed.stdout.contains(&format!(
-            "{op_id} running exposure_change of cluster {cluster} on cluster {cluster}"
+            "{op_id} running exposure_change of cluster {cluster}, started "
         )),
         "{listed:#?}"
     );

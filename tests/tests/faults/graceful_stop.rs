@@ -1,5 +1,5 @@
 //! SIGTERM of the real server binary, as an orchestrator stops a replica: `/readyz` fails
-//! first while it still serves, a waiting long-poll is answered (not cut), requests in flight
+//! first while it still serves (closing each connection after its answer), a waiting long-poll is answered (not cut), requests in flight
 //! finish, the provisioning lease it held is given back at once, and it exits 0.
 
 use super::*;
@@ -58,6 +58,14 @@ async fn sigterm_fails_readiness_first_answers_long_polls_and_gives_its_work_bac
     assert_eq!(
         still_serving.status, 200,
         "it serves while load balancers take it out"
+    );
+    assert_eq!(
+        still_serving
+            .headers
+            .get("connection")
+            .map(|v| v.as_bytes()),
+        Some(&b"close"[..]),
+        "a kept-alive client is sent elsewhere for its next request"
     );
 
     let answered = poll

@@ -64,7 +64,11 @@ impl Replicas {
         for i in 0..self.servers.len() {
             self.servers[i].signal_term();
             let status = self.servers[i].exited(Duration::from_secs(30)).await;
-            assert!(status.success(), "replica {i} stopped badly: {status}");
+            assert!(
+                status.success(),
+                "replica {i} stopped badly: {status}\n{}",
+                self.servers[i].log_tail()
+            );
             let log = self
                 .scratch
                 .path(&format!("replica-{i}-{}.log", self.restarts));
