@@ -47,6 +47,9 @@ pub enum OperationsCommand {
     List {
         #[arg(long, default_value_t = 10)]
         older_than_minutes: u32,
+        /// Only those whose provisioning failed at least once.
+        #[arg(long)]
+        failing: bool,
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(i64).range(1..=10_000))]
         limit: i64,
     },

@@ -12,13 +12,22 @@ pub async fn run(command: OperationsCommand) -> Result<Outcome, AdminError> {
     match command {
         OperationsCommand::List {
             older_than_minutes,
+            failing,
             limit,
         } => {
             let older_than = chrono::Duration::minutes(i64::from(older_than_minutes));
-            let stuck = m.stuck_operations(older_than, limit).await?;
+            let mut stuck = m.stuck_operations(older_than, limit).await?;
+            if failing {
+                stuck.retain(|s| s.operation.attempts > 0);
+            }
             println!(
-                "{} operations running for more than {older_than_minutes} minutes",
-                stuck.len()
+                "{} operations running for more than {older_than_minutes} minutes{}",
+                stuck.len(),
+                if failing {
+                    " that failed at least once"
+                } else {
+                    ""
+                }
             );
             for s in &stuck {
                 println!("{}", printable(&summary(&s.operation)));

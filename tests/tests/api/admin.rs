@@ -145,7 +145,13 @@ async fn a_stuck_operation_is_listed_retried_and_cancelled_with_a_reason_its_own
     let tool = admin(&app);
 
     let listed = tool
-        .run_async(&["operations", "list", "--older-than-minutes", "0"])
+        .run_async(&[
+            "operations",
+            "list",
+            "--older-than-minutes",
+            "0",
+            "--failing",
+        ])
         .await
         .expect(0);
     assert!(
@@ -263,4 +269,24 @@ async fn until_op(app: &TestApp, url: &str, done: impl Fn(&Value) -> bool) -> Va
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_brings_an_empty_database_to_this_release_which_the_other_commands_need() {
+    let db = store_postgres::TestDatabase::create_empty();
+    let tool = Admin::new(&db.url, TEST_SECRETS_KEY);
+    let refused = tool.run_async(&["check"]).await.expect(1);
+    assert!(
+        refused.stderr.contains("lacks migrations of this release"),
+        "the tool never migrates as a side effect: {refused:#?}"
+    );
+    for _ in 0..2 {
+        let migrated = tool.run_async(&["migrate"]).await.expect(0);
+        assert!(
+            migrated.stdout.contains("this release's schema"),
+            "{migrated:#?}"
+        );
+    }
+    let checked = tool.run_async(&["check"]).await.expect(0);
+    assert_eq!(checked.stdout, "0 problems found\n");
 }
