@@ -405,8 +405,8 @@ async fn a_failover_to_the_synchronous_standby_loses_no_acknowledged_write() {
     let kill = kill_the_primary_just_after_a_create_was_acknowledged(&pair, &load, before).await;
     // Together: each waits out the pool's connect timeout before its 503.
     tokio::join!(
-        every_kind_of_request_is_503_with_retry_after_while_there_is_no_primary(&http, &id),
-        readiness_fails_and_liveness_holds_while_there_is_no_primary(&http),
+        every_kind_of_request_is_503_with_retry_after(&http, &id, "with no primary", Vec::new()),
+        readiness_fails_and_liveness_holds(&http),
     );
     let promoted = promote_the_standby(&pair);
     let first_ack =
@@ -553,52 +553,6 @@ async fn kill_the_primary_just_after_a_create_was_acknowledged(
         done,
         acked_before,
     }
-}
-
-/// With the primary dead and the standby read-only, each kind of request is a clear 503 with
-/// Retry-After.
-async fn every_kind_of_request_is_503_with_retry_after_while_there_is_no_primary(
-    http: &Http,
-    id: &str,
-) {
-    let during: Vec<(Method, String, Option<Value>)> = vec![
-        (Method::GET, format!("{CLUSTERS}/{id}"), None),
-        (Method::GET, format!("{CLUSTERS}?organization=acme"), None),
-        (
-            Method::PATCH,
-            format!("{CLUSTERS}/{id}"),
-            Some(json!({"description": "lost"})),
-        ),
-        (
-            Method::POST,
-            CLUSTERS.to_owned(),
-            Some(cluster_body("acme", "during-1")),
-        ),
-        (
-            Method::GET,
-            format!("{CLUSTERS}/{id}/state?since=0&timeout_seconds=1"),
-            None,
-        ),
-    ];
-    let answers = futures::future::join_all(during.iter().map(|(m, p, b)| {
-        http.try_send(m.clone(), p, Some(TOKEN_ACME_SUPER_ADMIN), &[], b.as_ref())
-    }))
-    .await;
-    for ((m, p, _), a) in during.iter().zip(answers) {
-        let a = a.unwrap_or_else(|e| panic!("{m} {p} with no primary: {e}"));
-        assert_problem(&a, 503, "service_unavailable", &format!("{m} {p}"));
-        let retry = a.header("retry-after");
-        assert!(
-            retry.as_deref().is_some_and(|r| r.parse::<u32>().is_ok()),
-            "{m} {p}: Retry-After {retry:?}"
-        );
-    }
-}
-
-async fn readiness_fails_and_liveness_holds_while_there_is_no_primary(http: &Http) {
-    let ready = http.send(Method::GET, "/readyz", None, &[], None).await;
-    assert_eq!(ready.status, 503, "{}", ready.text());
-    assert_eq!(http.get("/healthz").await.status, 200);
 }
 
 /// `pg_ctl promote`, waiting until the standby is out of recovery. When that was.

@@ -363,6 +363,58 @@ impl Drop for PrivatePostgres {
     }
 }
 
+/// While no database takes writes: each kind of request (a read, a list, a change, a create, a
+/// state long-poll, and `extra`) answers a clear 503 with a numeric Retry-After. `when` names
+/// the moment in failure messages.
+async fn every_kind_of_request_is_503_with_retry_after(
+    http: &Http,
+    id: &str,
+    when: &str,
+    extra: Vec<(Method, String, Option<Value>)>,
+) {
+    let mut during: Vec<(Method, String, Option<Value>)> = vec![
+        (Method::GET, format!("{CLUSTERS}/{id}"), None),
+        (Method::GET, format!("{CLUSTERS}?organization=acme"), None),
+        (
+            Method::PATCH,
+            format!("{CLUSTERS}/{id}"),
+            Some(json!({"description": "lost"})),
+        ),
+        (
+            Method::POST,
+            CLUSTERS.to_owned(),
+            Some(cluster_body("acme", "during-1")),
+        ),
+        (
+            Method::GET,
+            format!("{CLUSTERS}/{id}/state?since=0&timeout_seconds=1"),
+            None,
+        ),
+    ];
+    during.extend(extra);
+    let answers = futures::future::join_all(during.iter().map(|(m, p, b)| {
+        http.try_send(m.clone(), p, Some(TOKEN_ACME_SUPER_ADMIN), &[], b.as_ref())
+    }))
+    .await;
+    for ((m, p, _), a) in during.iter().zip(answers) {
+        let a = a.unwrap_or_else(|e| panic!("{m} {p} {when}: {e}"));
+        assert_problem(&a, 503, "service_unavailable", &format!("{m} {p}"));
+        let retry = a.header("retry-after");
+        assert!(
+            retry.as_deref().is_some_and(|r| r.parse::<u32>().is_ok()),
+            "{m} {p}: Retry-After {retry:?}"
+        );
+    }
+}
+
+/// `/readyz` fails (503) while `/healthz` holds (200): taken out of the load balancer, not
+/// restarted.
+async fn readiness_fails_and_liveness_holds(http: &Http) {
+    let ready = http.send(Method::GET, "/readyz", None, &[], None).await;
+    assert_eq!(ready.status, 503, "{}", ready.text());
+    assert_eq!(http.get("/healthz").await.status, 200);
+}
+
 mod database_outage;
 mod failover;
 mod graceful_stop;
