@@ -893,10 +893,11 @@ async fn a_thousand_waiting_long_polls_hold_no_database_connection() {
     assert_eq!(p.status, 200);
     let mut woken = 0;
     for w in waiters {
-        if let Ok(Some(s)) = w.await {
-            if s["changed"] == true && s["version"] == 2 {
-                woken += 1;
-            }
+        if let Ok(Some(s)) = w.await
+            && s["changed"] == true
+            && s["version"] == 2
+        {
+            woken += 1;
         }
     }
     assert_eq!(woken, 1000);

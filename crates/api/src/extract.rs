@@ -346,10 +346,10 @@ impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
         let bytes = Bytes::from_request(req, payload);
         Box::pin(async move {
             let fail = |e: Failure| ApiError::new(e, rid.clone());
-            if let Some(ct) = &content_type {
-                if !is_json(ct) {
-                    return Err(fail(RequestError::UnsupportedMediaType.into()));
-                }
+            if let Some(ct) = &content_type
+                && !is_json(ct)
+            {
+                return Err(fail(RequestError::UnsupportedMediaType.into()));
             }
             if declared_len.is_some_and(|n| n > MAX_BODY_BYTES) {
                 return Err(fail(

@@ -60,10 +60,10 @@ pub fn sent_by_another_site(req: &HttpRequest) -> bool {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
-    if let Some(site) = text("sec-fetch-site") {
-        if !matches!(site.as_str(), "same-origin" | "none") {
-            return true;
-        }
+    if let Some(site) = text("sec-fetch-site")
+        && !matches!(site.as_str(), "same-origin" | "none")
+    {
+        return true;
     }
     match (text("origin"), text("host")) {
         (Some(origin), Some(host)) => {

@@ -218,10 +218,10 @@ impl Outbound {
             Some(url::Host::Ipv6(a)) => Some(IpAddr::V6(a)),
             _ => None,
         };
-        if let Some(ip) = literal {
-            if !self.policy.permits(ip) {
-                return Err(OutboundError::Forbidden(ip.to_string()));
-            }
+        if let Some(ip) = literal
+            && !self.policy.permits(ip)
+        {
+            return Err(OutboundError::Forbidden(ip.to_string()));
         }
         Ok(())
     }

@@ -141,10 +141,10 @@ pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>)
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if let (Some(max), Some(len)) = (limits.max_request_body, declared) {
-        if len > max {
-            return too_large(max);
-        }
+    if let (Some(max), Some(len)) = (limits.max_request_body, declared)
+        && len > max
+    {
+        return too_large(max);
     }
     let Ok(uri) = Uri::try_from(route.upstream_url(path, parts.uri.query().unwrap_or(""))) else {
         return problem(

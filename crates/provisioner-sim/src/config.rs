@@ -175,15 +175,15 @@ impl SimConfig {
             Some(v) => Some(parse_pool_cidr(ELASTIC_IP_PUBLIC_CIDR, &v)?),
             None => defaults.public_cidr,
         };
-        if let Some(public) = public_cidr {
-            if overlaps(private_cidr, public) {
-                return Err(bad(
-                    ELASTIC_IP_PUBLIC_CIDR,
-                    format!(
-                        "{public} overlaps {ELASTIC_IP_PRIVATE_CIDR} ({private_cidr}); the pools must be disjoint"
-                    ),
-                ));
-            }
+        if let Some(public) = public_cidr
+            && overlaps(private_cidr, public)
+        {
+            return Err(bad(
+                ELASTIC_IP_PUBLIC_CIDR,
+                format!(
+                    "{public} overlaps {ELASTIC_IP_PRIVATE_CIDR} ({private_cidr}); the pools must be disjoint"
+                ),
+            ));
         }
         let public_hostname_suffix = match set(PUBLIC_HOSTNAME_SUFFIX) {
             Some(v) => parse_hostname_suffix(&v)?,

@@ -57,10 +57,10 @@ impl Argon2Gate {
             Err(_) => {
                 let before = self.waiting.fetch_add(1, Ordering::AcqRel);
                 let _line = Leave(&self.waiting);
-                if let Queue::AtMost(limit) = queue {
-                    if before >= limit {
-                        return Err(Busy);
-                    }
+                if let Queue::AtMost(limit) = queue
+                    && before >= limit
+                {
+                    return Err(Busy);
                 }
                 match self.slots.acquire().await {
                     Ok(p) => p,

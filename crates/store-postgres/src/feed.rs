@@ -295,13 +295,13 @@ fn serve(
                 }
                 Err(error) => return Some(error),
             }
-            if let Some(purge) = cursor.purge(sent) {
-                if let Err(error) = conn.execute(&purge, STATEMENT_TIMEOUT) {
-                    if !conn.is_open() {
-                        return Some(error);
-                    }
-                    tracing::warn!(%error, "cannot purge the cluster change log; trying again later");
+            if let Some(purge) = cursor.purge(sent)
+                && let Err(error) = conn.execute(&purge, STATEMENT_TIMEOUT)
+            {
+                if !conn.is_open() {
+                    return Some(error);
                 }
+                tracing::warn!(%error, "cannot purge the cluster change log; trying again later");
             }
             shared.forget_idle();
             next_beat = Instant::now() + HEARTBEAT;

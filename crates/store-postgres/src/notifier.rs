@@ -104,11 +104,11 @@ fn run(url: &str, rx: &Receiver<String>) {
                 }
             }
         }
-        if let Some(c) = conn.as_mut() {
-            if let Err(error) = send(c, &batch) {
-                tracing::warn!(%error, "the notifier lost its connection; other processes will see changes within a second");
-                conn = None;
-            }
+        if let Some(c) = conn.as_mut()
+            && let Err(error) = send(c, &batch)
+        {
+            tracing::warn!(%error, "the notifier lost its connection; other processes will see changes within a second");
+            conn = None;
         }
     }
 }

@@ -104,7 +104,7 @@ async fn load(replicas: Vec<Http>, cluster: String, token: String, stop: Arc<Ato
         let key = format!("rotation-load-{n:06}");
         let mut sends: Vec<LoadRequest<'_>> = vec![(Method::GET, &kubeconfig, None, &[])];
         let idempotency = [("Idempotency-Key", key.as_str())];
-        if n % 5 == 0 {
+        if n.is_multiple_of(5) {
             sends.push((Method::POST, CLUSTERS, Some(&create), &idempotency));
         }
         for (method, path, body, headers) in sends {

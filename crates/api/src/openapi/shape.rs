@@ -84,10 +84,10 @@ fn non_empty_patches(doc: &mut Value) {
 fn prune(doc: &mut Value, names: &[&str]) {
     let text = doc.to_string();
     for name in names {
-        if !text.contains(&format!("\"#/components/schemas/{name}\"")) {
-            if let Some(schemas) = schemas(doc) {
-                schemas.remove(*name);
-            }
+        if !text.contains(&format!("\"#/components/schemas/{name}\""))
+            && let Some(schemas) = schemas(doc)
+        {
+            schemas.remove(*name);
         }
     }
 }

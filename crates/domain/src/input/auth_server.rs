@@ -248,12 +248,12 @@ fn issuer_url_rule(value: &str) -> Result<(), validator::ValidationError> {
         "http" if is_loopback_host(host) => {}
         _ => return Err(rule_error("must use https (http only for a loopback host)")),
     }
-    if let Some(ip) = literal_ip(&url) {
-        if never_an_issuer(ip) {
-            return Err(rule_error(
-                "must not be a link-local, cloud metadata, unspecified, multicast or broadcast address",
-            ));
-        }
+    if let Some(ip) = literal_ip(&url)
+        && never_an_issuer(ip)
+    {
+        return Err(rule_error(
+            "must not be a link-local, cloud metadata, unspecified, multicast or broadcast address",
+        ));
     }
     if url.query().is_some()
         || url.fragment().is_some()
@@ -594,10 +594,10 @@ impl CreateAuthServerRequest {
 }
 
 fn claim_change(v: &mut Violations, field: &str, c: &Option<Option<String>>) {
-    if let Some(Some(s)) = c {
-        if s.is_empty() || s.chars().count() > 255 {
-            v.push(field, "must be 1-255 characters (null clears it)");
-        }
+    if let Some(Some(s)) = c
+        && (s.is_empty() || s.chars().count() > 255)
+    {
+        v.push(field, "must be 1-255 characters (null clears it)");
     }
 }
 
@@ -648,15 +648,15 @@ impl AuthServerPatch {
                             &mut v,
                         );
                     }
-                    if let Some(id) = &p.client_id {
-                        if id.is_empty() || id.chars().count() > 255 {
-                            v.push("config.client_id", "must be 1-255 characters");
-                        }
+                    if let Some(id) = &p.client_id
+                        && (id.is_empty() || id.chars().count() > 255)
+                    {
+                        v.push("config.client_id", "must be 1-255 characters");
                     }
-                    if let Some(s) = &p.client_secret {
-                        if s.is_empty() {
-                            v.push("config.client_secret", "must not be empty");
-                        }
+                    if let Some(s) = &p.client_secret
+                        && s.is_empty()
+                    {
+                        v.push("config.client_secret", "must not be empty");
                     }
                     claim_change(&mut v, "config.username_claim", &p.username_claim);
                     claim_change(&mut v, "config.email_claim", &p.email_claim);

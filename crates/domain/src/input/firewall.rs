@@ -49,10 +49,10 @@ impl CreateFirewallRuleRequest {
         if let Some(d) = &self.description {
             check_len(&mut v, "description", d, MAX_FIREWALL_DESCRIPTION);
         }
-        if let Some(d) = &self.direction {
-            if d != "ingress" {
-                v.push("direction", "only `ingress` is supported");
-            }
+        if let Some(d) = &self.direction
+            && d != "ingress"
+        {
+            v.push("direction", "only `ingress` is supported");
         }
         let protocol = match self.protocol.as_deref() {
             None => {

@@ -99,10 +99,10 @@ pub fn check_sizing(
     if auto_scale && max_nodes.is_none() {
         v.push(f("max_nodes"), "is required when auto_scale is true");
     }
-    if let (Some(lo), Some(hi)) = (min, max) {
-        if lo > hi {
-            v.push(f("min_nodes"), format!("must not exceed max_nodes ({hi})"));
-        }
+    if let (Some(lo), Some(hi)) = (min, max)
+        && lo > hi
+    {
+        v.push(f("min_nodes"), format!("must not exceed max_nodes ({hi})"));
     }
     let count = match count {
         Some(c) => match in_range(v, &f("count"), c, 0, max_total) {
@@ -118,17 +118,15 @@ pub fn check_sizing(
             None
         }
     };
-    if auto_scale {
-        if let (Some(c), Some(lo), Some(hi)) = (count, min, max) {
-            if lo <= hi && (c < lo || c > hi) {
-                v.push(
-                    f("count"),
-                    format!(
-                        "must lie within min_nodes..max_nodes ({lo}..{hi}) when auto_scale is true"
-                    ),
-                );
-            }
-        }
+    if auto_scale
+        && let (Some(c), Some(lo), Some(hi)) = (count, min, max)
+        && lo <= hi
+        && (c < lo || c > hi)
+    {
+        v.push(
+            f("count"),
+            format!("must lie within min_nodes..max_nodes ({lo}..{hi}) when auto_scale is true"),
+        );
     }
     if v.len() > before {
         return None;

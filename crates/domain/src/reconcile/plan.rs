@@ -108,10 +108,10 @@ pub fn next_work(state: &ClusterState) -> Option<Work> {
     if cluster.default_environment.status == SubStatus::Pending {
         return Some(Work::InstallDefaultEnvironment);
     }
-    if cluster.phase == ClusterPhase::Provisioned {
-        if let Some(change) = cluster.exposure_change {
-            return Some(Work::SetExposure { to: change.to });
-        }
+    if cluster.phase == ClusterPhase::Provisioned
+        && let Some(change) = cluster.exposure_change
+    {
+        return Some(Work::SetExposure { to: change.to });
     }
     if let Some(work) = firewall_work(&state.firewall_rules) {
         return Some(work);
@@ -169,10 +169,10 @@ fn node_work(cluster: &Cluster, nodes: &[Node]) -> Option<Work> {
     for pool in cluster.live_pools() {
         let mine: Vec<&Node> = nodes_of(nodes, pool).collect();
         let target = usize::try_from(pool.count).unwrap_or(usize::MAX);
-        if mine.len() > target {
-            if let Some(node) = surplus_node(&mine) {
-                return Some(Work::DeleteNode { node: node.clone() });
-            }
+        if mine.len() > target
+            && let Some(node) = surplus_node(&mine)
+        {
+            return Some(Work::DeleteNode { node: node.clone() });
         }
         if let Some(node) = mine.iter().find(|n| n.status == NodeStatus::Provisioning) {
             return Some(Work::CreateNode {

@@ -112,18 +112,17 @@ impl Services {
                             }));
                         }
                     };
-                    if let Some(n) = &spec.name {
-                        if self
+                    if let Some(n) = &spec.name
+                        && self
                             .alive_elastic_ips(c)
                             .await?
                             .iter()
                             .any(|e| e.name.as_ref() == Some(n))
-                        {
-                            return Err(DomainError::Conflict(Conflict::NameTaken {
-                                resource: Resource::ElasticIp,
-                                name: n.as_str().to_owned(),
-                            }));
-                        }
+                    {
+                        return Err(DomainError::Conflict(Conflict::NameTaken {
+                            resource: Resource::ElasticIp,
+                            name: n.as_str().to_owned(),
+                        }));
                     }
                     let used = self
                         .ports

@@ -24,10 +24,10 @@ impl Services {
     ) -> Result<Vec<Node>, DomainError> {
         let cluster = self.live_cluster(id).await?;
         access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
-        if let Some(p) = pool {
-            if cluster.pool(p).is_none() {
-                return Err(DomainError::NotFound(Resource::NodePool));
-            }
+        if let Some(p) = pool
+            && cluster.pool(p).is_none()
+        {
+            return Err(DomainError::NotFound(Resource::NodePool));
         }
         self.ports
             .clusters

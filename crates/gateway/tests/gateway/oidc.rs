@@ -37,12 +37,7 @@ fn install_locked(dir: &std::path::Path) -> Result<(), String> {
     let marker = dir.join("node_modules/.kubesvc-installed");
     let lock = std::fs::File::create(dir.join("node_modules.lock"))
         .map_err(|e| format!("the install lock: {e}"))?;
-    #[expect(
-        clippy::incompatible_msrv,
-        reason = "the tests build with the workspace's one toolchain; the crates' MSRV is for users"
-    )]
-    let locked = lock.lock();
-    locked.map_err(|e| format!("the install lock: {e}"))?;
+    lock.lock().map_err(|e| format!("the install lock: {e}"))?;
     if marker.exists() {
         return Ok(());
     }

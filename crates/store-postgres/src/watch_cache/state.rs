@@ -246,11 +246,11 @@ impl WatchState {
 
     /// A cluster reached `revision` (a notification, or a commit of this process).
     pub fn changed(&self, id: Uuid, revision: i64, org: Option<Uuid>, membership: Membership) {
-        if let Some(slot) = self.shard(id).get_mut(&id) {
-            if revision > slot.seen {
-                slot.seen = revision;
-                slot.value = None;
-            }
+        if let Some(slot) = self.shard(id).get_mut(&id)
+            && revision > slot.seen
+        {
+            slot.seen = revision;
+            slot.value = None;
         }
         if membership == Membership::Unchanged {
             return;
@@ -307,10 +307,11 @@ impl WatchState {
     /// creations and removals notified during the read wait in `pending`).
     pub fn install(&self, org: Uuid, handle: OrgHandle, index: OrgIndex) {
         let mut orgs = lock(&self.orgs);
-        if let Some(slot) = orgs.get_mut(&org) {
-            if slot.generation == handle.generation && slot.index.is_none() {
-                slot.index = Some(index);
-            }
+        if let Some(slot) = orgs.get_mut(&org)
+            && slot.generation == handle.generation
+            && slot.index.is_none()
+        {
+            slot.index = Some(index);
         }
     }
 
