@@ -17,7 +17,7 @@ TEST_STEPS ?= rust deploy openapi client refusals docs console schemathesis
 
 export CARGO_TEST_ARGS TEST_STEPS
 
-.PHONY: help run test fuzz bench db clean-local
+.PHONY: help run test fuzz soak bench db clean-local
 
 help: ## this list
 	@echo 'Targets:'
@@ -31,6 +31,8 @@ help: ## this list
 	@echo '  KUBESVC_LOCAL_PG=1  use the project-local PostgreSQL even when 127.0.0.1:5432 answers'
 	@echo '  CARGO_TEST_ARGS     make test: package selection (default --workspace)'
 	@echo '  TEST_STEPS          make test: the steps to run (default: $(TEST_STEPS))'
+	@echo '  SOAK_SECONDS        make soak: how long each long run lasts (default 300)'
+	@echo '  SOAK_TESTS          make soak: the test name filters (default: replicas failover)'
 
 run: ## the server in development mode (PostgreSQL, database kubesvc_dev, SECRETS_KEY set up first)
 	@bash scripts/run.sh
@@ -40,6 +42,9 @@ test: ## every test (libpq-dev and PostgreSQL set up first)
 
 fuzz: ## a long schemathesis run (1000 examples per operation) against server --dev
 	@FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-1000} TEST_STEPS='openapi schemathesis' bash scripts/test.sh
+
+soak: ## the long forms of the replica and failover runs (SOAK_SECONDS, default 300; nginx and PostgreSQL set up first)
+	@bash scripts/soak.sh
 
 bench: ## measure against the limits: writes docs/benchmarks.md (release builds; BENCH_* settings: kubesvc-bench --help)
 	@bash scripts/bench.sh

@@ -32,6 +32,7 @@ step_rust() {
     have kubectl || die "kubectl is needed: the CLI tests check the kubeconfig it merges"
     have script || apt_install bsdutils
     have tmux || apt_install tmux
+    { have nginx || [[ -x /usr/sbin/nginx ]]; } || apt_install nginx
     # The crash-and-restart tests run the real `server` binary as a child process, and the
     # CLI tests the real `kubesvc`, the operator's tests the real `kubesvc-admin`.
     say "cargo build -p server -p kubesvc -p kubesvc-admin (the binaries the process and CLI tests start)"

@@ -421,6 +421,7 @@ mod graceful_stop;
 mod key_rotation;
 mod migrate;
 mod platform_outage;
+mod replicas;
 mod secrets;
 mod sigkill;
 mod two_servers;
