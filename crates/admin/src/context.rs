@@ -1,7 +1,7 @@
 //! What every command stands on: the settings, the database, the vault and the domain's
 //! maintenance use cases wired on them.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -36,11 +36,33 @@ pub async fn migrate() -> Result<Outcome, AdminError> {
     Ok(Outcome::Done)
 }
 
+/// The stores opened by this run, closed by [`close`] before the process exits.
+static OPENED: Mutex<Vec<PgStore>> = Mutex::new(Vec::new());
+
 /// The service's database, which must be migrated already: the tool never changes the schema
 /// as a side effect of another command.
 pub async fn store() -> Result<PgStore, AdminError> {
     let url = database_url()?;
-    blocking(move || PgStore::connect_migrated(&url, POOL_SIZE, CONNECT_TIMEOUT)).await
+    let store =
+        blocking(move || PgStore::connect_migrated(&url, POOL_SIZE, CONNECT_TIMEOUT)).await?;
+    OPENED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(store.clone());
+    Ok(store)
+}
+
+/// Lets each store's notifier send what a change queued and end its thread: the process must
+/// not exit while libpq works on another thread (the TLS library's exit handlers then crash
+/// it, at random).
+pub async fn close() {
+    let stores = std::mem::take(&mut *OPENED.lock().unwrap_or_else(PoisonError::into_inner));
+    let _ = tokio::task::spawn_blocking(move || {
+        for store in &stores {
+            store.close_notifier();
+        }
+    })
+    .await;
 }
 
 async fn blocking<T: Send + 'static>(

@@ -67,7 +67,12 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(async {
+        let outcome = run(cli).await;
+        context::close().await;
+        outcome
+    });
+    match outcome {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Problems) => ExitCode::from(1),
         Err(AdminError::Settings(e)) => {

@@ -37,6 +37,8 @@ pub struct Running {
     pub draining: Arc<AtomicBool>,
     /// The change feed, closed when the process stops so waiting long-polls answer.
     pub feed: PgChangeFeed,
+    /// The store, whose notifier thread is ended last (`PgStore::close_notifier`).
+    pub store: PgStore,
 }
 
 /// Ready while the database answers and the process is not stopping.
@@ -232,6 +234,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         reconciler,
         draining,
         feed,
+        store: store.clone(),
     })
 }
 

@@ -125,6 +125,10 @@ fn main() -> ExitCode {
         handle.stop(true).await;
         serving.await??;
         running.reconciler.shutdown().await;
+        // The last notifications sent, and no libpq call left running on that thread when
+        // the process exits.
+        let store = running.store.clone();
+        let _ = tokio::task::spawn_blocking(move || store.close_notifier()).await;
         println!("server: stopped");
         anyhow::Ok(())
     });

@@ -257,6 +257,13 @@ impl PgStore {
         })
     }
 
+    /// Ends the notifier's thread once it sent what is queued (blocking, at most a connect
+    /// timeout): for a process about to exit. Every clone of this store stops notifying;
+    /// the change feeds still read the change log. Blocks: call it off the async workers.
+    pub fn close_notifier(&self) {
+        self.notifier.close();
+    }
+
     /// For `/readyz`: the database answers and every migration of this build is applied.
     pub async fn ping(&self) -> Result<(), StoreError> {
         self.run_blocking(|conn| {

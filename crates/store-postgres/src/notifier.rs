@@ -14,6 +14,8 @@
 //! catches up. A notification is never sent for a write that did not commit.
 
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use diesel::connection::SimpleConnection;
@@ -33,10 +35,17 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// The notifier's `application_name`.
 pub const APPLICATION_NAME: &str = "kubesvc-notifier";
 
-/// The sending end; cheap to clone. The thread ends when the last clone is dropped.
+/// The sending end; cheap to clone. The thread ends when [`Notifier::close`] is called or the
+/// last clone is dropped.
 #[derive(Clone)]
 pub(crate) struct Notifier {
-    queue: SyncSender<String>,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// `None` once closed: rings are dropped.
+    queue: Mutex<Option<SyncSender<String>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Notifier {
@@ -58,21 +67,59 @@ impl Notifier {
         let spawned = std::thread::Builder::new()
             .name("pg-notifier".into())
             .spawn(move || run(&url, &rx));
-        if let Err(error) = spawned {
-            tracing::error!(%error, "cannot start the notifier thread; other processes will see changes within a second");
+        let thread = match spawned {
+            Ok(handle) => Some(handle),
+            Err(error) => {
+                tracing::error!(%error, "cannot start the notifier thread; other processes will see changes within a second");
+                None
+            }
+        };
+        Notifier {
+            inner: Arc::new(Inner {
+                queue: Mutex::new(Some(queue)),
+                thread: Mutex::new(thread),
+            }),
         }
-        Notifier { queue }
     }
 
     /// Queues a committed change's payload; never blocks.
     pub fn ring(&self, payload: String) {
-        match self.queue.try_send(payload) {
+        let queue = self
+            .inner
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let Some(queue) = queue.as_ref() else { return };
+        match queue.try_send(payload) {
             Ok(()) | Err(TrySendError::Disconnected(_)) => {}
             Err(TrySendError::Full(_)) => {
                 tracing::debug!(
                     "notifier queue full; the change feeds will read the change from the log"
                 );
             }
+        }
+    }
+
+    /// Sends what is queued and ends the thread, waiting for it (at most a connect timeout):
+    /// for a process about to exit, which must not leave libpq working on another thread while
+    /// the C library's exit handlers run (the TLS library's cleanup then crashes the process).
+    /// Later rings are dropped. Blocks.
+    pub fn close(&self) {
+        drop(
+            self.inner
+                .queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
+        let thread = self
+            .inner
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread {
+            let _ = thread.join();
         }
     }
 }
