@@ -32,7 +32,7 @@ help: ## this list
 	@echo '  CARGO_TEST_ARGS     make test: package selection (default --workspace)'
 	@echo '  TEST_STEPS          make test: the steps to run (default: $(TEST_STEPS))'
 	@echo '  SOAK_SECONDS        make soak: how long each long run lasts (default 300)'
-	@echo '  SOAK_TESTS          make soak: the test name filters (default: replicas failover)'
+	@echo '  SOAK_TESTS          make soak: the test name filters (default: replicas failover key_rotation)'
 
 run: ## the server in development mode (PostgreSQL, database kubesvc_dev, SECRETS_KEY set up first)
 	@bash scripts/run.sh
@@ -43,7 +43,7 @@ test: ## every test (libpq-dev and PostgreSQL set up first)
 fuzz: ## a long schemathesis run (1000 examples per operation) against server --dev
 	@FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-1000} TEST_STEPS='openapi schemathesis' bash scripts/test.sh
 
-soak: ## the long forms of the replica and failover runs (SOAK_SECONDS, default 300; nginx and PostgreSQL set up first)
+soak: ## the long forms of the replica, failover and key-rotation runs (SOAK_SECONDS, default 300; nginx and PostgreSQL set up first)
 	@bash scripts/soak.sh
 
 bench: ## measure against the limits: writes docs/benchmarks.md (release builds; BENCH_* settings: kubesvc-bench --help)

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # make soak: the long forms of the fault tests that run for as long as they are given: three
 # server replicas behind nginx, killed and stopped round after round under load
-# (tests/tests/faults/replicas.rs), and the database failover runs. Each reads SOAK_SECONDS and
-# runs its short form (as in make test) without it. Prints each test's measured figures.
+# (tests/tests/faults/replicas.rs), the database failover run (failover.rs), and the
+# SECRETS_KEY rotation under load (key_rotation.rs). Each reads SOAK_SECONDS and runs its short
+# form (as in make test) without it. Prints each test's measured figures.
 #
 # Settings (make passes them through): SOAK_SECONDS (default 300), SOAK_TESTS (the test name
-# filters, default "replicas failover"), TEST_DATABASE_URL (as for make test; when unset, see
-# scripts/postgres.sh).
+# filters, default "replicas failover key_rotation"), TEST_DATABASE_URL (as for make test; when
+# unset, see scripts/postgres.sh).
 
 set -euo pipefail
 
@@ -14,7 +15,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/postgres.sh"
 
 export SOAK_SECONDS=${SOAK_SECONDS:-300}
-SOAK_TESTS=${SOAK_TESTS:-replicas failover}
+SOAK_TESTS=${SOAK_TESTS:-replicas failover key_rotation}
 # Each replica holds connections of its own and the long-polls of the load.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
@@ -30,11 +31,12 @@ else
     say "TEST_DATABASE_URL=$TEST_DATABASE_URL (the tests create and drop their own kubesvc_test_* databases)"
 fi
 
-# The tests start the real `server` binary as child processes.
-say "cargo build -p server (the binary the soak starts)"
-run_child cargo build -p server --bin server
+# The tests start the real `server` binary as child processes, the rotation `kubesvc-admin`.
+say "cargo build -p server -p kubesvc-admin (the binaries the soak starts)"
+run_child cargo build -p server --bin server -p kubesvc-admin --bin kubesvc-admin
 KUBESVC_SERVER_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/server"
-export KUBESVC_SERVER_BIN
+KUBESVC_ADMIN_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/kubesvc-admin"
+export KUBESVC_SERVER_BIN KUBESVC_ADMIN_BIN
 
 read -r -a filters <<<"$SOAK_TESTS"
 # One at a time, output shown: the figures are the point, and the machine has two cores.

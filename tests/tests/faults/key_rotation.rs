@@ -3,12 +3,23 @@
 //! sealed value re-sealed by `kubesvc-admin keys reseal` in small batches meanwhile, and the old
 //! key removed at the end. Every OIDC client secret and cluster token still opens, every
 //! kubeconfig credential (the standing token and one with a lifetime) is still accepted by the
-//! clusters, and nothing opens under the old key alone any more.
+//! clusters, and nothing opens under the old key alone any more. `SOAK_SECONDS` (`make soak`)
+//! lets the load run a quarter of it after each step.
 
 use super::*;
 use blackbox::admin::Admin;
 
 const OIDC_SECRETS: [&str; 2] = ["rotation-client-secret-1", "rotation-client-secret-2"];
+
+/// How long the load runs after each step: a quarter of `SOAK_SECONDS` (`make soak`), none
+/// in the short form.
+fn soak_dwell() -> Duration {
+    std::env::var("SOAK_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(|total| Duration::from_secs(total) / 4)
+        .unwrap_or(Duration::ZERO)
+}
 
 /// One replica's settings under a key ring.
 fn replica_env(app: &TestApp, current: &str, previous: &str) -> Vec<(&'static str, String)> {
@@ -178,18 +189,22 @@ async fn secrets_key_rotates_under_load_and_everything_opens_under_the_new_key_a
         stop.clone(),
     ));
     let started = Instant::now();
-    let phase = |what: &str| {
+    // The long form (`make soak`) lets the load run between the steps, so the re-seal meets
+    // more values written under each ring.
+    let dwell = soak_dwell();
+    let phase = async |what: &str| {
         eprintln!(
             "rotation: {what} at {:.1} s",
             started.elapsed().as_secs_f64()
-        )
+        );
+        tokio::time::sleep(dwell).await;
     };
     // 1. Every replica learns the new key before any seals with it.
     replicas.roll(&replica_env(&app, &old, &new)).await;
-    phase("every replica knows the new key");
+    phase("every replica knows the new key").await;
     // 2. The new key seals; the old one still opens.
     replicas.roll(&replica_env(&app, &new, &old)).await;
-    phase("every replica seals with the new key");
+    phase("every replica seals with the new key").await;
     // 3. Everything sealed before is sealed again, a few values at a time, beside the load.
     let admin = Admin::new(&app.db.url, &new).with("SECRETS_KEY_PREVIOUS", &old);
     let resealed = admin
@@ -202,10 +217,13 @@ async fn secrets_key_rotates_under_load_and_everything_opens_under_the_new_key_a
         status.stdout.contains("not under the current key: 0"),
         "{status:#?}"
     );
-    phase("re-sealed");
+    phase("re-sealed").await;
     // 4. The old key leaves the ring.
     replicas.roll(&replica_env(&app, &new, "")).await;
-    phase("the old key is gone");
+    eprintln!(
+        "rotation: the old key is gone at {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     stop.store(true, Ordering::SeqCst);
     let seen = traffic.await.unwrap();
     eprintln!(
