@@ -49,6 +49,18 @@ pg_choose() {
     PG_ADMIN_URL="postgres://$PG_USER@127.0.0.1:$PG_PORT/postgres"
 }
 
+# TEST_DATABASE_URL as given, else the PostgreSQL pg_choose finds (exported): make test and
+# make soak.
+choose_test_database() {
+    if [[ -n ${TEST_DATABASE_URL:-} ]]; then
+        say "TEST_DATABASE_URL is set: using it as is ($(redact_url "$TEST_DATABASE_URL"))"
+    else
+        pg_choose
+        export TEST_DATABASE_URL="$PG_ADMIN_URL"
+        say "TEST_DATABASE_URL=$TEST_DATABASE_URL (the tests create and drop their own kubesvc_test_* databases)"
+    fi
+}
+
 # Runs a PostgreSQL tool as the cluster's owner: initdb and pg_ctl refuse to run as root.
 as_pg() {
     if [[ $EUID -eq 0 ]]; then

@@ -23,13 +23,7 @@ cd "$ROOT"
 ensure_libpq_dev
 { have nginx || [[ -x /usr/sbin/nginx ]]; } || apt_install nginx
 
-if [[ -n ${TEST_DATABASE_URL:-} ]]; then
-    say "TEST_DATABASE_URL is set: using it as is ($(redact_url "$TEST_DATABASE_URL"))"
-else
-    pg_choose
-    export TEST_DATABASE_URL="$PG_ADMIN_URL"
-    say "TEST_DATABASE_URL=$TEST_DATABASE_URL (the tests create and drop their own kubesvc_test_* databases)"
-fi
+choose_test_database
 
 # The tests start the real `server` binary as child processes, the rotation `kubesvc-admin`.
 say "cargo build -p server -p kubesvc-admin (the binaries the soak starts)"

@@ -263,13 +263,7 @@ for step in $TEST_STEPS; do
 done
 ensure_libpq_dev
 
-if [[ -n ${TEST_DATABASE_URL:-} ]]; then
-    say "TEST_DATABASE_URL is set: using it as is ($(redact_url "$TEST_DATABASE_URL"))"
-else
-    pg_choose
-    export TEST_DATABASE_URL="$PG_ADMIN_URL"
-    say "TEST_DATABASE_URL=$TEST_DATABASE_URL (the tests create and drop their own kubesvc_test_* databases)"
-fi
+choose_test_database
 
 status=0
 results=()

@@ -389,7 +389,8 @@ impl PgStore {
             let _entered = span.enter();
             let _permit = permit;
             let checkout = || {
-                if pool.state().idle_connections == 0 && reachability.failed_lately() {
+                // The atomic first: `state()` takes the pool's lock, only worth it in an outage.
+                if reachability.failed_lately() && pool.state().idle_connections == 0 {
                     return Err(StoreError::Unavailable(
                         "the database could not be reached a moment ago".into(),
                     ));

@@ -35,17 +35,19 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// The notifier's `application_name`.
 pub const APPLICATION_NAME: &str = "kubesvc-notifier";
 
+/// What the thread is handed.
+enum Message {
+    Notify(String),
+    /// Send what came before, then end (the receiver goes, so later rings are dropped).
+    Stop,
+}
+
 /// The sending end; cheap to clone. The thread ends when [`Notifier::close`] is called or the
 /// last clone is dropped.
 #[derive(Clone)]
 pub(crate) struct Notifier {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    /// `None` once closed: rings are dropped.
-    queue: Mutex<Option<SyncSender<String>>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    queue: SyncSender<Message>,
+    thread: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
 impl std::fmt::Debug for Notifier {
@@ -75,22 +77,14 @@ impl Notifier {
             }
         };
         Notifier {
-            inner: Arc::new(Inner {
-                queue: Mutex::new(Some(queue)),
-                thread: Mutex::new(thread),
-            }),
+            queue,
+            thread: Arc::new(Mutex::new(thread)),
         }
     }
 
-    /// Queues a committed change's payload; never blocks.
+    /// Queues a committed change's payload; never blocks (nor locks: it is on every write).
     pub fn ring(&self, payload: String) {
-        let queue = self
-            .inner
-            .queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let Some(queue) = queue.as_ref() else { return };
-        match queue.try_send(payload) {
+        match self.queue.try_send(Message::Notify(payload)) {
             Ok(()) | Err(TrySendError::Disconnected(_)) => {}
             Err(TrySendError::Full(_)) => {
                 tracing::debug!(
@@ -105,33 +99,35 @@ impl Notifier {
     /// the C library's exit handlers run (the TLS library's cleanup then crashes the process).
     /// Later rings are dropped. Blocks.
     pub fn close(&self) {
-        drop(
-            self.inner
-                .queue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take(),
-        );
         let thread = self
-            .inner
             .thread
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         if let Some(thread) = thread {
+            // Waits for room when the queue is full: the thread is draining it.
+            let _ = self.queue.send(Message::Stop);
             let _ = thread.join();
         }
     }
 }
 
-fn run(url: &str, rx: &Receiver<String>) {
+fn run(url: &str, rx: &Receiver<Message>) {
     let mut conn: Option<PgConnection> = None;
     let mut failed_at: Option<Instant> = None;
-    while let Ok(first) = rx.recv() {
+    let mut stopping = false;
+    while !stopping {
+        let Ok(Message::Notify(first)) = rx.recv() else {
+            return;
+        };
         let mut batch = vec![first];
         while batch.len() < BATCH {
             match rx.try_recv() {
-                Ok(p) => batch.push(p),
+                Ok(Message::Notify(p)) => batch.push(p),
+                Ok(Message::Stop) => {
+                    stopping = true;
+                    break;
+                }
                 Err(_) => break,
             }
         }
