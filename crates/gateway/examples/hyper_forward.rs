@@ -86,7 +86,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listen: SocketAddr = args.next().ok_or(usage)?.parse()?;
     let upstream: &'static str = args.next().ok_or(usage)?.leak();
     if std::env::var("PER_CORE").is_ok_and(|v| v == "1") {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let cores = std::env::var("THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
         let threads: Vec<_> = (0..cores)
             .map(|_| {
                 std::thread::spawn(move || -> std::io::Result<()> {

@@ -32,6 +32,45 @@ pub enum BodyError {
     OverLimit,
     #[error("the peer's body failed: {0}")]
     Peer(#[from] hyper::Error),
+    #[error("the upstream's body failed: {0}")]
+    Wire(#[from] crate::wire::WireError),
+}
+
+/// A body as one of the gateway's peers sends it: read by hyper, or by the worker's own
+/// HTTP/1.1 client (`wire.rs`).
+pub enum PeerBody {
+    Hyper(Incoming),
+    Wire(crate::wire::WireBody),
+}
+
+impl PeerBody {
+    fn poll_frame(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        match self {
+            PeerBody::Hyper(incoming) => Pin::new(incoming)
+                .poll_frame(cx)
+                .map(|f| f.map(|f| f.map_err(BodyError::from))),
+            PeerBody::Wire(wire) => wire
+                .poll_frame(cx)
+                .map(|f| f.map(|f| f.map_err(BodyError::from))),
+        }
+    }
+
+    pub fn is_end_stream(&self) -> bool {
+        match self {
+            PeerBody::Hyper(incoming) => incoming.is_end_stream(),
+            PeerBody::Wire(wire) => wire.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            PeerBody::Hyper(incoming) => incoming.size_hint(),
+            PeerBody::Wire(wire) => wire.size_hint(),
+        }
+    }
 }
 
 impl Body {
@@ -48,15 +87,15 @@ impl Body {
     /// trailers (header fields after the body, which the gateway never checked and some
     /// servers merge into the headers: an `X-Auth-User` there would pose as the identity).
     pub fn request(incoming: Incoming, idle: Duration, limit: Option<u64>) -> Body {
-        Body::streamed(incoming, idle, limit, false)
+        Body::streamed(PeerBody::Hyper(incoming), idle, limit, false)
     }
 
     /// An upstream's answer body on its way to the client, trailers included (gRPC's status).
-    pub fn answer(incoming: Incoming, idle: Duration) -> Body {
-        Body::streamed(incoming, idle, None, true)
+    pub fn answer(peer: PeerBody, idle: Duration) -> Body {
+        Body::streamed(peer, idle, None, true)
     }
 
-    fn streamed(incoming: Incoming, idle: Duration, limit: Option<u64>, trailers: bool) -> Body {
+    fn streamed(incoming: PeerBody, idle: Duration, limit: Option<u64>, trailers: bool) -> Body {
         Body::Streamed(Streamed {
             inner: incoming,
             idle,
@@ -71,7 +110,7 @@ impl Body {
 /// A peer's body, with its idle timer (made only the first time the body has to wait: a body
 /// whose frames are already there never arms one) and what has passed of it.
 pub struct Streamed {
-    inner: Incoming,
+    inner: PeerBody,
     idle: Duration,
     timer: Option<Pin<Box<Sleep>>>,
     limit: Option<u64>,
@@ -85,7 +124,7 @@ impl Streamed {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
-        match Pin::new(&mut self.inner).poll_frame(cx) {
+        match self.inner.poll_frame(cx) {
             // Trailers come last: dropping them ends the body.
             Poll::Ready(Some(Ok(frame))) if frame.is_trailers() && !self.trailers => {
                 Poll::Ready(None)
@@ -102,7 +141,7 @@ impl Streamed {
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
-            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.into()))),
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => {
                 let idle = self.idle;

@@ -29,6 +29,7 @@ pub mod settings;
 mod tls;
 mod token;
 mod upstream;
+mod wire;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -406,11 +407,11 @@ pub(crate) async fn handle(req: Request<Incoming>, peer: Peer, state: &State) ->
         request_id = request_id.to_str().unwrap_or_default(),
         method = %req.method()
     );
+    // Boxed at once: the checks and the forwarding make a future of several KB, which every
+    // wrapper below and hyper's dispatcher would otherwise copy whole, per request.
+    let decided = Box::pin(decide(req, peer, state, &request_id));
     let (route, mut response) = problem::REQUEST_ID
-        .scope(
-            request_id.clone(),
-            decide(req, peer, state, &request_id).instrument(span),
-        )
+        .scope(request_id.clone(), decided.instrument(span))
         .await;
     state
         .metrics
@@ -510,7 +511,7 @@ async fn decide(
         }
         return (
             label,
-            state.oidc.callback(&facts, &callback, &attempts).await,
+            Box::pin(state.oidc.callback(&facts, &callback, &attempts)).await,
         );
     }
     let Some(route) = route else {
@@ -565,16 +566,18 @@ async fn decide(
     };
     let outcome = match &server.config {
         AuthServerConfig::Basic(basic) => {
-            state
-                .basic
-                .check(&server, basic, facts.authorization, &attempts)
-                .await
+            Box::pin(
+                state
+                    .basic
+                    .check(&server, basic, facts.authorization, &attempts),
+            )
+            .await
         }
         AuthServerConfig::Token(tokens) => {
             token::check(&state.vault, tokens, facts.authorization, &attempts)
         }
         AuthServerConfig::Oidc(config) => {
-            state.oidc.check(&server, config, &facts, &attempts).await
+            Box::pin(state.oidc.check(&server, config, &facts, &attempts)).await
         }
     };
     let response = match outcome {

@@ -238,7 +238,7 @@ pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>)
             return upstream_timeout();
         }
     };
-    let (mut head, incoming) = response.into_parts();
+    let (mut head, answer) = response.into_parts();
     if head.status == StatusCode::SWITCHING_PROTOCOLS {
         let upstream_upgrade = head.extensions.remove::<OnUpgrade>();
         return match (client_upgrade, upstream_upgrade) {
@@ -262,7 +262,7 @@ pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>)
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("private"));
     }
     head.version = Version::HTTP_11;
-    Response::from_parts(head, Body::answer(incoming, limits.idle))
+    Response::from_parts(head, Body::answer(answer, limits.idle))
 }
 
 /// The upgrade a request asks for (`Connection: upgrade` and the `Upgrade` header's protocols),

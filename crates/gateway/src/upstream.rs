@@ -1,6 +1,8 @@
 //! The upstream connections, kept per worker thread: a worker's requests reuse the keep-alive
 //! connections its own runtime drives, with no lock and no cross-thread wake-up between them.
 //!
+//! A request without a body and without an upgrade, to a plain `http://` upstream, goes through
+//! the worker's own HTTP/1.1 client (`wire.rs`): most traffic, at the least cost. The others to
 //! HTTP/1.1 upstreams go through the worker's own pool of hyper connections: a request takes
 //! an idle connection of its upstream (scheme and authority) that is ready for another
 //! request, or opens one (the route's connect timeout; TLS with the webpki roots for
@@ -22,7 +24,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 
-use crate::body::Body;
+use crate::body::{Body, PeerBody};
+use crate::wire;
 
 /// What sets one kind of upstream connection apart from another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +86,37 @@ impl Upstreams {
 
     /// Sends `request` (absolute URI) to its upstream through this worker's connections.
     pub async fn send(
+        &self,
+        kind: ClientKind,
+        request: Request<Body>,
+    ) -> Result<Response<PeerBody>, UpstreamError> {
+        let plain = request.uri().scheme() == Some(&Scheme::HTTP);
+        let simple = !kind.http2
+            && plain
+            && http_body::Body::is_end_stream(request.body())
+            && !request.headers().contains_key(http::header::UPGRADE);
+        if simple {
+            let authority = request
+                .uri()
+                .authority()
+                .ok_or("the upstream URL has no authority")?;
+            let host = host_header(authority, false)?;
+            let outgoing = wire::Outgoing {
+                method: request.method(),
+                target: request.uri().path_and_query().map_or("/", |p| p.as_str()),
+                host: &host,
+                headers: request.headers(),
+            };
+            let response = wire::send(authority, kind.connect, outgoing).await?;
+            return Ok(response.map(PeerBody::Wire));
+        }
+        // Boxed: the rarer path's future would otherwise make every request's larger.
+        Ok(Box::pin(self.send_hyper(kind, request))
+            .await?
+            .map(PeerBody::Hyper))
+    }
+
+    async fn send_hyper(
         &self,
         kind: ClientKind,
         request: Request<Body>,

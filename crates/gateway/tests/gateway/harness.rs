@@ -740,3 +740,79 @@ fn test_event(server: &AuthServer) -> AuditEvent {
         outcome: Outcome::Applied,
     }
 }
+
+/// An upstream that keeps its connections: every request head read on one is answered with
+/// what `answer` makes of it (the head, lower case), and the connection is closed after the
+/// answer when `answer` says so. Counts the connections it accepted.
+pub async fn keep_alive_upstream(
+    answer: fn(&str) -> (Vec<u8>, bool),
+) -> (SocketAddr, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                // The gateway sends bodiless requests here one at a time: nothing follows a
+                // head before its answer.
+                while let Some((head, _)) = read_head(&mut tcp).await {
+                    let (bytes, close) = answer(&head);
+                    if tcp.write_all(&bytes).await.is_err() || close {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    (addr, accepted)
+}
+
+/// `GET target` with these header lines on a connection kept open: the answer is read to the
+/// end its framing gives (chunked, or `Content-Length`; HEAD's has no body).
+pub async fn kept_request(
+    stream: &mut tokio::net::TcpStream,
+    method: &str,
+    target: &str,
+    headers: &[&str],
+) -> Raw {
+    let mut request = format!("{method} {target} HTTP/1.1\r\nHost: gateway\r\n");
+    for line in headers {
+        request.push_str(line);
+        request.push_str("\r\n");
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let answer = raw_answer(&text);
+            let complete = if method == "HEAD" {
+                true
+            } else if head
+                .to_ascii_lowercase()
+                .contains("transfer-encoding: chunked")
+            {
+                body.ends_with("0\r\n\r\n")
+            } else {
+                let length: usize = answer
+                    .header("content-length")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                body.len() >= length
+            };
+            if complete {
+                return answer;
+            }
+        }
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
+            .await
+            .expect("an answer within 10 s")
+            .expect("read");
+        assert!(n > 0, "the gateway closed the connection: {text}");
+        bytes.extend_from_slice(&buf[..n]);
+    }
+}

@@ -99,3 +99,128 @@ async fn a_second_gateway_on_the_same_address_does_not_start() {
     let error = second.err().expect("the second is refused").to_string();
     assert!(error.contains("cannot listen on"), "{error}");
 }
+
+/// Every framing an HTTP/1.1 upstream may give its answer reaches the client whole, three
+/// times over one client connection; the gateway's connection to the upstream is kept for the
+/// next request exactly when the answer allows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_of_every_framing_pass_whole_and_keep_the_connection_when_they_may() {
+    type Case = (
+        &'static str,
+        fn(&str) -> (Vec<u8>, bool),
+        &'static str,
+        usize,
+    );
+    let cases: [Case; 7] = [
+        (
+            "length",
+            |_| {
+                (
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello".to_vec(),
+                    false,
+                )
+            },
+            "hello",
+            1,
+        ),
+        (
+            "chunked, extensions and trailers",
+            |_| {
+                let a = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n\
+                         5;x=1\r\nhello\r\n6\r\n world\r\n0\r\nx-trailer: 1\r\n\r\n";
+                (a.as_bytes().to_vec(), false)
+            },
+            "hello world",
+            1,
+        ),
+        (
+            "informational answers first",
+            |_| {
+                let a = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\n\
+                         link: </s.css>\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                (a.as_bytes().to_vec(), false)
+            },
+            "ok",
+            1,
+        ),
+        (
+            "no content",
+            |_| (b"HTTP/1.1 204 No Content\r\n\r\n".to_vec(), false),
+            "",
+            1,
+        ),
+        (
+            "connection: close",
+            |_| {
+                let a = "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok";
+                (a.as_bytes().to_vec(), true)
+            },
+            "ok",
+            3,
+        ),
+        (
+            "HTTP/1.0",
+            |_| {
+                (
+                    b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok".to_vec(),
+                    true,
+                )
+            },
+            "ok",
+            3,
+        ),
+        (
+            "until the upstream closes",
+            |_| (b"HTTP/1.1 200 OK\r\n\r\nall of it".to_vec(), true),
+            "all of it",
+            3,
+        ),
+    ];
+    for (name, answer, body, connections) in cases {
+        let (upstream, accepted) = keep_alive_upstream(answer).await;
+        let h = harness_with(&[route("/f", "machines").to(upstream)], &[]).await;
+        let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
+        h.insert_all(&[&machines], "/f").await;
+        let mut client = tokio::net::TcpStream::connect(h.gateway).await.unwrap();
+        let auth = format!("Authorization: Bearer {TOKEN}");
+        for i in 0..3 {
+            let r = kept_request(&mut client, "GET", "/f/x", &[&auth]).await;
+            assert_eq!(
+                (r.status / 100, r.body.as_str()),
+                (2, body),
+                "{name}, request {i}: {r:?}"
+            );
+            assert_eq!(r.header("x-trailer"), None, "{name}");
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), connections, "{name}");
+    }
+}
+
+/// A HEAD answer's `Content-Length` tells the length of a body it does not have: the client
+/// gets the length, and the connection goes on with the next answer read right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_answer_keeps_its_length_and_the_connection_stays_in_step() {
+    let (upstream, accepted) = keep_alive_upstream(|head| {
+        let answer: &[u8] = if head.starts_with("head ") {
+            b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n"
+        } else {
+            b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\nget"
+        };
+        (answer.to_vec(), false)
+    })
+    .await;
+    let h = harness_with(&[route("/f", "machines").to(upstream)], &[]).await;
+    let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
+    h.insert_all(&[&machines], "/f").await;
+    let mut client = tokio::net::TcpStream::connect(h.gateway).await.unwrap();
+    let auth = format!("Authorization: Bearer {TOKEN}");
+    let head = kept_request(&mut client, "HEAD", "/f/x", &[&auth]).await;
+    assert_eq!(
+        (head.status, head.header("content-length")),
+        (200, Some("5")),
+        "{head:?}"
+    );
+    let get = kept_request(&mut client, "GET", "/f/x", &[&auth]).await;
+    assert_eq!((get.status, get.body.as_str()), (200, "get"), "{get:?}");
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+}

@@ -3,6 +3,7 @@
 //! gateway gives. docs/gateway.md, "Security model", says what each one guarantees.
 
 mod admin;
+mod answers;
 mod connections;
 mod headers;
 mod limits;

@@ -1,0 +1,883 @@
+//! The worker's own HTTP/1.1 client for the requests most traffic is made of: no body, no
+//! upgrade, to a plain `http://` upstream. The request head is written by hand from what the
+//! proxy built (never from the client's bytes), the answer's head is parsed with `httparse`
+//! and its body is read straight from the connection by the body that carries it to the
+//! client, in the worker's own task: no channel, no second task, no copy of a body that is
+//! already in the read buffer. Measured against hyper's client on the same server side, it
+//! takes about 2.5 µs of CPU off every proxied request (docs/performance.md).
+//!
+//! What it refuses, the answer's framing above all, it refuses as an upstream failure (the
+//! client gets a 502): `Content-Length` values that disagree or are not numbers, `chunked`
+//! anywhere but last, chunk framing that is not exactly RFC 9112's, a head over
+//! [`MAX_ANSWER_HEAD`] or with more than [`MAX_ANSWER_HEADERS`] fields, an unasked `101`.
+//! An answer with both `Transfer-Encoding` and `Content-Length` is read by the first (the
+//! proxy never passes the length on) and its connection is closed after it. A connection goes
+//! back to the worker's pool only after an answer whose end it read exactly, with nothing
+//! after it, from an upstream that did not ask to close.
+
+use std::cell::RefCell;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::uri::Authority;
+use http::{Method, Response, StatusCode, Version};
+use http_body::{Frame, SizeHint};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// The most an answer's head may take, status line included.
+pub const MAX_ANSWER_HEAD: usize = 64 * 1024;
+/// The most header fields an answer's head (or its trailers) may have: hyper's own bound.
+pub const MAX_ANSWER_HEADERS: usize = 100;
+/// The longest chunk-size line (with its extensions) read before the framing is refused.
+const MAX_CHUNK_LINE: usize = 4 * 1024;
+/// Bytes asked of the socket per read.
+const READ_SIZE: usize = 8 * 1024;
+/// How many idle connections a worker keeps to one upstream; more are closed.
+const MAX_IDLE_PER_UPSTREAM: usize = 256;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("the upstream closed the connection before its answer was complete")]
+    Closed,
+    #[error("the upstream's answer is malformed: {0}")]
+    Malformed(&'static str),
+    #[error("connecting to the upstream timed out")]
+    ConnectTimeout,
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+impl WireError {
+    /// The connect timeout, as the proxy recognises it (504 rather than 502).
+    fn into_io(self) -> std::io::Error {
+        match self {
+            WireError::Io(e) => e,
+            WireError::ConnectTimeout => {
+                std::io::Error::new(std::io::ErrorKind::TimedOut, WireError::ConnectTimeout)
+            }
+            other => std::io::Error::other(other),
+        }
+    }
+}
+
+/// One connection to an upstream, with what was read of it and not consumed yet.
+struct Conn {
+    tcp: TcpStream,
+    buf: BytesMut,
+}
+
+thread_local! {
+    // Boxed once per connection: the box travels with the answer's body, which stays small to
+    // move (a `Vec<Conn>` would move each connection in and out of the pool by value).
+    #[allow(clippy::vec_box)]
+    static IDLE: RefCell<Vec<(Authority, Vec<Box<Conn>>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// An idle connection to `authority` that has not been closed by the upstream meanwhile (as
+/// far as the worker's reactor has seen).
+fn checkout(authority: &Authority) -> Option<Box<Conn>> {
+    IDLE.with(|idle| {
+        let mut idle = idle.borrow_mut();
+        let (_, conns) = idle.iter_mut().find(|(a, _)| a == authority)?;
+        while let Some(conn) = conns.pop() {
+            // An idle connection has nothing to say: a read that finds bytes or the end means
+            // the upstream closed it (or spoke out of turn). No system call while the reactor
+            // has seen nothing on it.
+            match conn.tcp.try_read(&mut [0u8; 1]) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Some(conn),
+                _ => continue,
+            }
+        }
+        None
+    })
+}
+
+fn checkin(authority: &Authority, conn: Box<Conn>) {
+    IDLE.with(|idle| {
+        let mut idle = idle.borrow_mut();
+        match idle.iter_mut().find(|(a, _)| a == authority) {
+            Some((_, conns)) if conns.len() < MAX_IDLE_PER_UPSTREAM => conns.push(conn),
+            Some(_) => {}
+            None => idle.push((authority.clone(), vec![conn])),
+        }
+    })
+}
+
+async fn open(authority: &Authority, connect: Duration) -> Result<Box<Conn>, WireError> {
+    let port = authority.port_u16().unwrap_or(80);
+    // An IPv6 literal comes bracketed in a URL, bare to the resolver.
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let tcp = tokio::time::timeout(connect, TcpStream::connect((host, port)))
+        .await
+        .map_err(|_| WireError::ConnectTimeout)??;
+    tcp.set_nodelay(true)?;
+    Ok(Box::new(Conn {
+        tcp,
+        buf: BytesMut::with_capacity(READ_SIZE),
+    }))
+}
+
+/// What goes upstream: the proxy's request, minus a body it does not have.
+pub struct Outgoing<'a> {
+    pub method: &'a Method,
+    /// Origin form: the path and the query.
+    pub target: &'a str,
+    pub host: &'a HeaderValue,
+    pub headers: &'a HeaderMap,
+}
+
+/// The request head as it is written: the proxy's own fields, one per line, nothing else.
+fn encode(request: &Outgoing<'_>) -> Vec<u8> {
+    let fields: usize = request
+        .headers
+        .iter()
+        .map(|(n, v)| n.as_str().len() + v.len() + 4)
+        .sum();
+    let mut out = Vec::with_capacity(request.target.len() + fields + 64);
+    out.extend_from_slice(request.method.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(request.target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\nhost: ");
+    out.extend_from_slice(request.host.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in request.headers {
+        if name == header::HOST {
+            continue;
+        }
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    // A method whose requests carry a body says that this one's is empty, as hyper does.
+    let expects_body = matches!(*request.method, Method::POST | Method::PUT | Method::PATCH);
+    if expects_body && !request.headers.contains_key(header::CONTENT_LENGTH) {
+        out.extend_from_slice(b"content-length: 0\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+/// Sends `request` to `authority` on one of the worker's connections (a new one when none is
+/// idle) and reads its answer's head; the body follows in the answer.
+///
+/// A connection taken from the pool may have been closed by the upstream just before the
+/// request went out (its keep-alive timeout): when nothing at all came back on it, an
+/// idempotent request is sent again on another connection, as nginx and hyper's client do.
+pub async fn send(
+    authority: &Authority,
+    connect: Duration,
+    request: Outgoing<'_>,
+) -> Result<Response<WireBody>, std::io::Error> {
+    let head = encode(&request);
+    let bodiless = *request.method == Method::HEAD;
+    loop {
+        let (mut conn, reused) = match checkout(authority) {
+            Some(conn) => (conn, true),
+            // Boxed: connecting (the resolver's future above all) is rare and large.
+            None => (
+                Box::pin(open(authority, connect))
+                    .await
+                    .map_err(WireError::into_io)?,
+                false,
+            ),
+        };
+        match exchange(&mut conn, &head).await {
+            Ok(parts) => {
+                return answer(parts, conn, authority, bodiless).map_err(WireError::into_io);
+            }
+            Err(Failed { error, heard }) => {
+                if reused && !heard && request.method.is_idempotent() {
+                    continue;
+                }
+                return Err(error.into_io());
+            }
+        }
+    }
+}
+
+struct Failed {
+    error: WireError,
+    /// Whether any byte of an answer came back.
+    heard: bool,
+}
+
+/// An answer's head, parsed.
+struct Head {
+    status: StatusCode,
+    version: Version,
+    headers: HeaderMap,
+}
+
+/// Writes the request head and reads the final answer's head (informational ones, `100
+/// Continue` or `103 Early Hints`, are read and dropped, as hyper's client does).
+async fn exchange(conn: &mut Conn, head: &[u8]) -> Result<Head, Failed> {
+    let unheard = |error: WireError| Failed {
+        error,
+        heard: false,
+    };
+    conn.tcp
+        .write_all(head)
+        .await
+        .map_err(|e| unheard(e.into()))?;
+    loop {
+        if let Some(head) =
+            parse_head(&mut conn.buf).map_err(|error| Failed { error, heard: true })?
+        {
+            return Ok(head);
+        }
+        if conn.buf.len() >= MAX_ANSWER_HEAD {
+            return Err(Failed {
+                error: WireError::Malformed("the head is too large"),
+                heard: true,
+            });
+        }
+        conn.buf.reserve(READ_SIZE);
+        let heard = !conn.buf.is_empty();
+        match conn.tcp.read_buf(&mut conn.buf).await {
+            Ok(0) => {
+                return Err(Failed {
+                    error: WireError::Closed,
+                    heard,
+                });
+            }
+            Ok(_) => {}
+            Err(error) => {
+                return Err(Failed {
+                    error: error.into(),
+                    heard,
+                });
+            }
+        }
+    }
+}
+
+/// The final answer's head at the front of `buf` (removed from it), `None` while incomplete.
+fn parse_head(buf: &mut BytesMut) -> Result<Option<Head>, WireError> {
+    loop {
+        let mut fields = [httparse::EMPTY_HEADER; MAX_ANSWER_HEADERS];
+        let mut parsed = httparse::Response::new(&mut fields);
+        let len = match parsed.parse(buf) {
+            Ok(httparse::Status::Complete(len)) => len,
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(httparse::Error::TooManyHeaders) => {
+                return Err(WireError::Malformed("too many header fields"));
+            }
+            Err(_) => return Err(WireError::Malformed("not an HTTP/1.x answer head")),
+        };
+        let code = parsed.code.unwrap_or(0);
+        if (100..200).contains(&code) && code != 101 {
+            buf.advance(len);
+            continue;
+        }
+        let status =
+            StatusCode::from_u16(code).map_err(|_| WireError::Malformed("the status code"))?;
+        let version = match parsed.version {
+            Some(1) => Version::HTTP_11,
+            _ => Version::HTTP_10,
+        };
+        let mut headers = HeaderMap::with_capacity(parsed.headers.len());
+        for field in parsed.headers.iter() {
+            let name = HeaderName::from_bytes(field.name.as_bytes())
+                .map_err(|_| WireError::Malformed("a header name"))?;
+            let value = HeaderValue::from_bytes(field.value)
+                .map_err(|_| WireError::Malformed("a header value"))?;
+            headers.append(name, value);
+        }
+        buf.advance(len);
+        return Ok(Some(Head {
+            status,
+            version,
+            headers,
+        }));
+    }
+}
+
+/// How an answer's body ends (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// This many bytes are left.
+    Length(u64),
+    Chunked(Chunk),
+    /// Everything until the upstream closes the connection.
+    UntilClose,
+}
+
+/// Where a chunked body's reading stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    /// A chunk-size line comes next.
+    Size,
+    /// This many bytes of the current chunk are left, then its CRLF.
+    Data(u64),
+    /// The CRLF after a chunk's data.
+    DataEnd,
+    /// The trailer section, up to its empty line.
+    Trailers,
+}
+
+fn framing(head: &Head, bodiless_request: bool) -> Result<Framing, WireError> {
+    if head.status == StatusCode::SWITCHING_PROTOCOLS {
+        return Err(WireError::Malformed("a protocol switch nobody asked for"));
+    }
+    if bodiless_request
+        || head.status == StatusCode::NO_CONTENT
+        || head.status == StatusCode::NOT_MODIFIED
+    {
+        return Ok(Framing::Length(0));
+    }
+    let lengths = head.headers.get_all(header::CONTENT_LENGTH);
+    if head.headers.contains_key(header::TRANSFER_ENCODING) {
+        // With a Content-Length beside it, Transfer-Encoding decides (RFC 9112 §6.3), the
+        // length is not passed on, and the connection is not used again (`answer`).
+        if head.version != Version::HTTP_11 {
+            return Err(WireError::Malformed(
+                "Transfer-Encoding in an HTTP/1.0 answer",
+            ));
+        }
+        let codings: Vec<&[u8]> = head
+            .headers
+            .get_all(header::TRANSFER_ENCODING)
+            .iter()
+            .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+            .map(<[u8]>::trim_ascii)
+            .filter(|c| !c.is_empty())
+            .collect();
+        let chunked = |c: &&[u8]| c.eq_ignore_ascii_case(b"chunked");
+        return match codings.iter().position(chunked) {
+            Some(at) if at + 1 == codings.len() => Ok(Framing::Chunked(Chunk::Size)),
+            Some(_) => Err(WireError::Malformed("chunked is not the last coding")),
+            None => Ok(Framing::UntilClose),
+        };
+    }
+    let mut declared = None;
+    for value in lengths
+        .iter()
+        .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+    {
+        let value = value.trim_ascii();
+        if value.is_empty() || !value.iter().all(u8::is_ascii_digit) || value.len() > 19 {
+            return Err(WireError::Malformed("Content-Length is not a length"));
+        }
+        let n: u64 = std::str::from_utf8(value)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .ok_or(WireError::Malformed("Content-Length is not a length"))?;
+        if declared.is_some_and(|d| d != n) {
+            return Err(WireError::Malformed("Content-Length values disagree"));
+        }
+        declared = Some(n);
+    }
+    Ok(declared.map_or(Framing::UntilClose, Framing::Length))
+}
+
+fn answer(
+    head: Head,
+    conn: Box<Conn>,
+    authority: &Authority,
+    bodiless_request: bool,
+) -> Result<Response<WireBody>, WireError> {
+    let framing = framing(&head, bodiless_request)?;
+    // Framed two ways: the upstream may mean the other one, and whatever it sends after the
+    // chunked end must never be read as the next request's answer.
+    let framed_twice = head.headers.contains_key(header::TRANSFER_ENCODING)
+        && head.headers.contains_key(header::CONTENT_LENGTH);
+    let closes = framed_twice
+        || head.version != Version::HTTP_11
+        || head
+            .headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+            .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
+    let mut body = WireBody {
+        conn: Some(conn),
+        framing,
+        reusable: !closes && framing != Framing::UntilClose,
+        authority: authority.clone(),
+    };
+    if framing == Framing::Length(0) {
+        body.finish();
+    }
+    let mut response = Response::new(body);
+    *response.status_mut() = head.status;
+    *response.version_mut() = head.version;
+    *response.headers_mut() = head.headers;
+    Ok(response)
+}
+
+/// An answer's body, read from its connection as the client takes it. The connection goes
+/// back to the worker's pool when the body's end is read (dropped unread, it is closed).
+pub struct WireBody {
+    conn: Option<Box<Conn>>,
+    framing: Framing,
+    reusable: bool,
+    authority: Authority,
+}
+
+impl WireBody {
+    /// The body is read to its end: the connection goes back when it may take another request.
+    fn finish(&mut self) {
+        if let Some(conn) = self.conn.take()
+            && self.reusable
+            && conn.buf.is_empty()
+        {
+            checkin(&self.authority, conn);
+        }
+    }
+
+    pub fn is_end_stream(&self) -> bool {
+        self.conn.is_none()
+    }
+
+    pub fn size_hint(&self) -> SizeHint {
+        match (self.conn.is_some(), self.framing) {
+            (false, _) => SizeHint::with_exact(0),
+            (true, Framing::Length(left)) => SizeHint::with_exact(left),
+            _ => SizeHint::default(),
+        }
+    }
+
+    pub fn poll_frame(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, WireError>>> {
+        loop {
+            let Some(conn) = self.conn.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match self.framing {
+                Framing::Length(left) => {
+                    if !conn.buf.is_empty() {
+                        let n = left.min(conn.buf.len() as u64);
+                        let data = conn.buf.split_to(n as usize).freeze();
+                        self.framing = Framing::Length(left - n);
+                        if left == n {
+                            self.finish();
+                        }
+                        return Poll::Ready(Some(Ok(Frame::data(data))));
+                    }
+                    if ready!(poll_fill(conn, cx))? == 0 {
+                        self.conn = None;
+                        return Poll::Ready(Some(Err(WireError::Closed)));
+                    }
+                }
+                Framing::UntilClose => {
+                    if !conn.buf.is_empty() {
+                        let data = conn.buf.split().freeze();
+                        return Poll::Ready(Some(Ok(Frame::data(data))));
+                    }
+                    if ready!(poll_fill(conn, cx))? == 0 {
+                        self.conn = None;
+                        return Poll::Ready(None);
+                    }
+                }
+                Framing::Chunked(state) => match chunk_step(&mut conn.buf, state)? {
+                    Step::Next(next, frame) => {
+                        self.framing = Framing::Chunked(next);
+                        if let Some(frame) = frame {
+                            return Poll::Ready(Some(Ok(frame)));
+                        }
+                    }
+                    Step::Done(trailers) => {
+                        self.finish();
+                        return Poll::Ready(trailers.map(|t| Ok(Frame::trailers(t))));
+                    }
+                    Step::More => {
+                        if ready!(poll_fill(conn, cx))? == 0 {
+                            self.conn = None;
+                            return Poll::Ready(Some(Err(WireError::Closed)));
+                        }
+                    }
+                },
+            }
+        }
+    }
+}
+
+/// Reads what the socket has into the connection's buffer: the number of bytes, 0 at its end.
+fn poll_fill(conn: &mut Conn, cx: &mut Context<'_>) -> Poll<Result<usize, WireError>> {
+    conn.buf.reserve(READ_SIZE);
+    loop {
+        ready!(conn.tcp.poll_read_ready(cx))?;
+        match conn.tcp.try_read_buf(&mut conn.buf) {
+            Ok(n) => return Poll::Ready(Ok(n)),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Poll::Ready(Err(e.into())),
+        }
+    }
+}
+
+enum Step {
+    /// The next state, and a frame when the step made one.
+    Next(Chunk, Option<Frame<Bytes>>),
+    /// The body ended, with its trailers if it had any.
+    Done(Option<HeaderMap>),
+    /// More bytes are needed.
+    More,
+}
+
+/// One step of reading a chunked body out of `buf`.
+fn chunk_step(buf: &mut BytesMut, state: Chunk) -> Result<Step, WireError> {
+    match state {
+        Chunk::Size => {
+            let Some(end) = buf.windows(2).position(|w| w == b"\r\n") else {
+                return if buf.len() > MAX_CHUNK_LINE {
+                    Err(WireError::Malformed("a chunk-size line is too long"))
+                } else {
+                    Ok(Step::More)
+                };
+            };
+            let size = chunk_size(&buf[..end])?;
+            buf.advance(end + 2);
+            Ok(Step::Next(
+                if size == 0 {
+                    Chunk::Trailers
+                } else {
+                    Chunk::Data(size)
+                },
+                None,
+            ))
+        }
+        Chunk::Data(left) => {
+            if buf.is_empty() {
+                return Ok(Step::More);
+            }
+            let n = left.min(buf.len() as u64);
+            let data = buf.split_to(n as usize).freeze();
+            let next = if left == n {
+                Chunk::DataEnd
+            } else {
+                Chunk::Data(left - n)
+            };
+            Ok(Step::Next(next, Some(Frame::data(data))))
+        }
+        Chunk::DataEnd => match buf.get(..2) {
+            None if buf.first().is_none_or(|&b| b == b'\r') => Ok(Step::More),
+            Some(b"\r\n") => {
+                buf.advance(2);
+                Ok(Step::Next(Chunk::Size, None))
+            }
+            _ => Err(WireError::Malformed("a chunk does not end with CRLF")),
+        },
+        Chunk::Trailers => {
+            let mut fields = [httparse::EMPTY_HEADER; MAX_ANSWER_HEADERS];
+            match httparse::parse_headers(buf, &mut fields) {
+                Ok(httparse::Status::Complete((len, fields))) => {
+                    let trailers = if fields.is_empty() {
+                        None
+                    } else {
+                        let mut map = HeaderMap::with_capacity(fields.len());
+                        for field in fields.iter() {
+                            let name = HeaderName::from_bytes(field.name.as_bytes())
+                                .map_err(|_| WireError::Malformed("a trailer name"))?;
+                            let value = HeaderValue::from_bytes(field.value)
+                                .map_err(|_| WireError::Malformed("a trailer value"))?;
+                            map.append(name, value);
+                        }
+                        Some(map)
+                    };
+                    buf.advance(len);
+                    Ok(Step::Done(trailers))
+                }
+                Ok(httparse::Status::Partial) if buf.len() <= MAX_ANSWER_HEAD => Ok(Step::More),
+                Ok(httparse::Status::Partial) => {
+                    Err(WireError::Malformed("the trailers are too large"))
+                }
+                Err(_) => Err(WireError::Malformed("the trailers")),
+            }
+        }
+    }
+}
+
+/// A chunk-size line's size: hex digits (at most 16), then nothing or extensions after `;`
+/// (skipped, without control characters).
+fn chunk_size(line: &[u8]) -> Result<u64, WireError> {
+    let malformed = WireError::Malformed("a chunk size");
+    let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    if digits == 0 || digits > 16 {
+        return Err(malformed);
+    }
+    let rest = line[digits..].trim_ascii_start();
+    let extensions_ok = rest.is_empty()
+        || (rest[0] == b';' && rest.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f)));
+    if !extensions_ok {
+        return Err(malformed);
+    }
+    let hex =
+        std::str::from_utf8(&line[..digits]).map_err(|_| WireError::Malformed("a chunk size"))?;
+    u64::from_str_radix(hex, 16).map_err(|_| malformed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(status: u16, version: Version, fields: &[(&str, &str)]) -> Head {
+        let mut headers = HeaderMap::new();
+        for (n, v) in fields {
+            if let (Ok(n), Ok(v)) = (
+                HeaderName::from_bytes(n.as_bytes()),
+                HeaderValue::from_str(v),
+            ) {
+                headers.append(n, v);
+            }
+        }
+        Head {
+            status: StatusCode::from_u16(status).unwrap_or(StatusCode::IM_A_TEAPOT),
+            version,
+            headers,
+        }
+    }
+
+    #[test]
+    fn the_framing_of_an_answer_is_read_one_way_or_refused() {
+        use Framing::*;
+        let v11 = Version::HTTP_11;
+        for (status, version, fields, bodiless, expected) in [
+            (
+                200,
+                v11,
+                vec![("content-length", "3")],
+                false,
+                Some(Length(3)),
+            ),
+            (
+                200,
+                v11,
+                vec![("content-length", "3"), ("content-length", "3")],
+                false,
+                Some(Length(3)),
+            ),
+            (
+                200,
+                v11,
+                vec![("content-length", "3, 3")],
+                false,
+                Some(Length(3)),
+            ),
+            (
+                200,
+                v11,
+                vec![("content-length", "3"), ("content-length", "4")],
+                false,
+                None,
+            ),
+            (200, v11, vec![("content-length", "+3")], false, None),
+            (200, v11, vec![("content-length", "0x3")], false, None),
+            (200, v11, vec![("content-length", "")], false, None),
+            (
+                200,
+                v11,
+                vec![("content-length", "99999999999999999999")],
+                false,
+                None,
+            ),
+            (
+                200,
+                v11,
+                vec![("transfer-encoding", "chunked")],
+                false,
+                Some(Chunked(Chunk::Size)),
+            ),
+            (
+                200,
+                v11,
+                vec![("transfer-encoding", "gzip, CHUNKED")],
+                false,
+                Some(Chunked(Chunk::Size)),
+            ),
+            (
+                200,
+                v11,
+                vec![("transfer-encoding", "chunked, gzip")],
+                false,
+                None,
+            ),
+            (
+                200,
+                v11,
+                vec![("transfer-encoding", "gzip")],
+                false,
+                Some(UntilClose),
+            ),
+            (
+                200,
+                v11,
+                vec![("transfer-encoding", "chunked"), ("content-length", "3")],
+                false,
+                Some(Chunked(Chunk::Size)),
+            ),
+            (
+                200,
+                Version::HTTP_10,
+                vec![("transfer-encoding", "chunked")],
+                false,
+                None,
+            ),
+            (200, v11, vec![], false, Some(UntilClose)),
+            (
+                200,
+                v11,
+                vec![("content-length", "3")],
+                true,
+                Some(Length(0)),
+            ),
+            (
+                204,
+                v11,
+                vec![("content-length", "3")],
+                false,
+                Some(Length(0)),
+            ),
+            (
+                304,
+                v11,
+                vec![("transfer-encoding", "chunked")],
+                false,
+                Some(Length(0)),
+            ),
+            (101, v11, vec![("upgrade", "websocket")], false, None),
+        ] {
+            let got = framing(&head(status, version, &fields), bodiless).ok();
+            assert_eq!(got, expected, "{status} {fields:?} bodiless {bodiless}");
+        }
+    }
+
+    #[test]
+    fn chunk_sizes_are_hex_with_optional_extensions() {
+        for (line, expected) in [
+            (&b"0"[..], Some(0)),
+            (b"1a", Some(26)),
+            (b"FF;name=value", Some(255)),
+            (b"10 ; ext", Some(16)),
+            (b"ffffffffffffffff", Some(u64::MAX)),
+            (b"10000000000000000", None),
+            (b"", None),
+            (b" 1", None),
+            (b"-1", None),
+            (b"1 2", None),
+            (b"1;\x00", None),
+            (b"0x10", None),
+        ] {
+            assert_eq!(
+                chunk_size(line).ok(),
+                expected,
+                "{:?}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+
+    /// Reads a whole chunked body out of `wire`, fed to the reader in pieces of `piece` bytes.
+    fn decode(wire: &[u8], piece: usize) -> Result<(Vec<u8>, Option<HeaderMap>, usize), WireError> {
+        let mut buf = BytesMut::new();
+        let mut fed = 0;
+        let mut body = Vec::new();
+        let mut state = Chunk::Size;
+        loop {
+            match chunk_step(&mut buf, state)? {
+                Step::Next(next, frame) => {
+                    state = next;
+                    if let Some(data) = frame.as_ref().and_then(Frame::data_ref) {
+                        body.extend_from_slice(data);
+                    }
+                }
+                Step::Done(trailers) => return Ok((body, trailers, buf.len())),
+                Step::More => {
+                    if fed == wire.len() {
+                        return Err(WireError::Closed);
+                    }
+                    let end = (fed + piece).min(wire.len());
+                    buf.extend_from_slice(&wire[fed..end]);
+                    fed = end;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_chunked_body_is_read_whole_however_it_arrives() {
+        let wire = b"5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\ngrpc-status: 0\r\n\r\nNEXT";
+        for piece in [1, 2, 3, 7, 64] {
+            let Ok((body, Some(trailers), left)) = decode(wire, piece) else {
+                panic!("piece {piece}: not read whole, with its trailers");
+            };
+            assert_eq!(body, b"hello, world", "piece {piece}");
+            assert_eq!(trailers["grpc-status"], "0");
+            // What follows the body stays for whoever reads next (and keeps the connection
+            // out of the pool).
+            assert!(left <= 4);
+        }
+        assert!(matches!(decode(b"0\r\n\r\n", 1), Ok((body, None, 0)) if body.is_empty()));
+    }
+
+    #[test]
+    fn chunk_framing_that_is_not_exact_is_refused() {
+        for wire in [
+            &b"5\r\nhelloX\r\n0\r\n\r\n"[..],
+            b"5\nhello\r\n0\r\n\r\n",
+            b"g\r\n",
+            b"5\r\nhello\r\n0\r\nbad trailer\r\n\r\n",
+        ] {
+            assert!(
+                matches!(decode(wire, 3), Err(WireError::Malformed(_))),
+                "{:?}",
+                String::from_utf8_lossy(wire)
+            );
+        }
+        // A chunk-size line that never ends is refused at its bound, not buffered forever.
+        let endless = vec![b'1'; MAX_CHUNK_LINE + 10];
+        assert!(matches!(
+            decode(&endless, 1024),
+            Err(WireError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn the_request_head_is_the_proxys_fields_and_nothing_else() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-request-id", HeaderValue::from_static("abc"));
+        headers.insert(header::HOST, HeaderValue::from_static("spoofed"));
+        let host = HeaderValue::from_static("upstream:8080");
+        let get = encode(&Outgoing {
+            method: &Method::GET,
+            target: "/a?b=c",
+            host: &host,
+            headers: &headers,
+        });
+        assert_eq!(
+            String::from_utf8_lossy(&get),
+            "GET /a?b=c HTTP/1.1\r\nhost: upstream:8080\r\nx-request-id: abc\r\n\r\n"
+        );
+        let post = encode(&Outgoing {
+            method: &Method::POST,
+            target: "/",
+            host: &host,
+            headers: &HeaderMap::new(),
+        });
+        assert!(String::from_utf8_lossy(&post).ends_with("content-length: 0\r\n\r\n"));
+    }
+
+    #[test]
+    fn informational_answers_are_skipped_and_the_head_taken_off_the_buffer() {
+        let mut buf = BytesMut::from(
+            &b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"[..],
+        );
+        let Ok(Some(head)) = parse_head(&mut buf) else {
+            panic!("no head parsed");
+        };
+        assert_eq!(head.status, StatusCode::OK);
+        assert_eq!(&buf[..], b"ok");
+        let mut partial = BytesMut::from(&b"HTTP/1.1 200 OK\r\ncontent-len"[..]);
+        assert!(matches!(parse_head(&mut partial), Ok(None)));
+        let mut bad = BytesMut::from(&b"HTTP/1.1 200 OK\r\nbad header\r\n\r\n"[..]);
+        assert!(parse_head(&mut bad).is_err());
+    }
+}
