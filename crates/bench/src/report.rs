@@ -550,7 +550,10 @@ const METHOD: &str = "\
   token it signed). nginx and the gateway keep upstream connections alive (`keepalive` with \
   HTTP/1.1 for nginx; Caddy and the gateway pool them by default). Each is measured alone after \
   a request through it answered 200; wrk, the proxy and the upstream share the two cores, \
-  so the ratios say more than the absolute figures. Over TLS, nginx (`listen … ssl`) and the \
+  so the ratios say more than the absolute figures. Every proxy and route is measured in turn, \
+  `BENCH_GATEWAY_ROUNDS` rounds over all of them (3 by default), and each figure is that \
+  proxy's round with the median req/s: a machine shared with others drifts over a minute, and \
+  a ratio of two runs taken far apart would carry the drift. Over TLS, nginx (`listen … ssl`) and the \
   gateway's TLS listener serve one ECDSA P-256 certificate made by openssl for the run; wrk \
   speaks HTTP/1.1 over TLS to each, its connections kept alive. Then the reload: 20 times, a token is added \
   to the Token route's auth server through a server process and the gateway is asked with it, \

@@ -27,7 +27,7 @@
 //! - `BENCH_WAITERS` [10000], `BENCH_WAIT_CLUSTERS` [100], `BENCH_GAP_MS` [100],
 //!   `BENCH_SETTLE_MS` [3000]: item 4
 //! - `BENCH_PLATFORM_DURATION` [5], `BENCH_PLATFORM_CONNECTIONS` [16]: item 5
-//! - `BENCH_GATEWAY_CONNECTIONS` [16 64]: item 6
+//! - `BENCH_GATEWAY_CONNECTIONS` [16 64], `BENCH_GATEWAY_ROUNDS` [3]: item 6
 //! - `BENCH_LAG_ROUNDS` [200], `BENCH_LAG_POLL_US` [100]: item 7
 //! - `BENCH_DB_POOL_SIZE` [16]: the servers' `DATABASE_POOL_SIZE`
 //! - `BENCH_PROFILE` [release]: the binaries' cargo profile (only release writes docs/)
