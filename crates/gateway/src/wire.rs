@@ -226,11 +226,18 @@ async fn exchange(conn: &mut Conn, head: &[u8]) -> Result<Head, Failed> {
         .write_all(head)
         .await
         .map_err(|e| unheard(e.into()))?;
+    // How much of the buffer is known to hold no complete head.
+    let mut looked = 0;
     loop {
-        if let Some(head) =
-            parse_head(&mut conn.buf).map_err(|error| Failed { error, heard: true })?
-        {
-            return Ok(head);
+        if ends_a_section(&conn.buf, looked) {
+            if let Some(head) =
+                parse_head(&mut conn.buf).map_err(|error| Failed { error, heard: true })?
+            {
+                return Ok(head);
+            }
+            looked = conn.buf.len();
+        } else {
+            looked = conn.buf.len();
         }
         if conn.buf.len() >= MAX_ANSWER_HEAD {
             return Err(Failed {
@@ -256,6 +263,19 @@ async fn exchange(conn: &mut Conn, head: &[u8]) -> Result<Head, Failed> {
             }
         }
     }
+}
+
+/// Whether `buf` holds the empty line that ends a head or a trailer section, looking from `from`
+/// on (the bytes before it were looked at and held none). A head is parsed only once it can be
+/// complete: parsed again at every read, an upstream sending a byte at a time would make the
+/// gateway's work grow with the square of the head's length.
+fn ends_a_section(buf: &[u8], from: usize) -> bool {
+    // An empty line: one starting the buffer or right after a line's end.
+    let start = from.saturating_sub(2).min(buf.len());
+    (start..buf.len()).any(|j| {
+        let rest = &buf[j..];
+        (j == 0 || buf[j - 1] == b'\n') && (rest.starts_with(b"\n") || rest.starts_with(b"\r\n"))
+    })
 }
 
 /// The final answer's head at the front of `buf` (removed from it), `None` while incomplete.
@@ -312,14 +332,14 @@ enum Framing {
 /// Where a chunked body's reading stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Chunk {
-    /// A chunk-size line comes next.
-    Size,
+    /// A chunk-size line comes next; this many of its bytes were looked at and hold no CRLF.
+    Size(usize),
     /// This many bytes of the current chunk are left, then its CRLF.
     Data(u64),
     /// The CRLF after a chunk's data.
     DataEnd,
-    /// The trailer section, up to its empty line.
-    Trailers,
+    /// The trailer section, up to its empty line; this many bytes were looked at and hold none.
+    Trailers(usize),
 }
 
 fn framing(head: &Head, bodiless_request: bool) -> Result<Framing, WireError> {
@@ -351,7 +371,7 @@ fn framing(head: &Head, bodiless_request: bool) -> Result<Framing, WireError> {
             .collect();
         let chunked = |c: &&[u8]| c.eq_ignore_ascii_case(b"chunked");
         return match codings.iter().position(chunked) {
-            Some(at) if at + 1 == codings.len() => Ok(Framing::Chunked(Chunk::Size)),
+            Some(at) if at + 1 == codings.len() => Ok(Framing::Chunked(Chunk::Size(0))),
             Some(_) => Err(WireError::Malformed("chunked is not the last coding")),
             None => Ok(Framing::UntilClose),
         };
@@ -489,7 +509,8 @@ impl WireBody {
                         self.finish();
                         return Poll::Ready(trailers.map(|t| Ok(Frame::trailers(t))));
                     }
-                    Step::More => {
+                    Step::More(next) => {
+                        self.framing = Framing::Chunked(next);
                         if ready!(poll_fill(conn, cx))? == 0 {
                             self.conn = None;
                             return Poll::Ready(Some(Err(WireError::Closed)));
@@ -519,26 +540,28 @@ enum Step {
     Next(Chunk, Option<Frame<Bytes>>),
     /// The body ended, with its trailers if it had any.
     Done(Option<HeaderMap>),
-    /// More bytes are needed.
-    More,
+    /// More bytes are needed, then this state goes on.
+    More(Chunk),
 }
 
 /// One step of reading a chunked body out of `buf`.
 fn chunk_step(buf: &mut BytesMut, state: Chunk) -> Result<Step, WireError> {
     match state {
-        Chunk::Size => {
-            let Some(end) = buf.windows(2).position(|w| w == b"\r\n") else {
+        Chunk::Size(looked) => {
+            let from = looked.saturating_sub(1).min(buf.len());
+            let Some(end) = buf[from..].windows(2).position(|w| w == b"\r\n") else {
                 return if buf.len() > MAX_CHUNK_LINE {
                     Err(WireError::Malformed("a chunk-size line is too long"))
                 } else {
-                    Ok(Step::More)
+                    Ok(Step::More(Chunk::Size(buf.len())))
                 };
             };
+            let end = from + end;
             let size = chunk_size(&buf[..end])?;
             buf.advance(end + 2);
             Ok(Step::Next(
                 if size == 0 {
-                    Chunk::Trailers
+                    Chunk::Trailers(0)
                 } else {
                     Chunk::Data(size)
                 },
@@ -547,7 +570,7 @@ fn chunk_step(buf: &mut BytesMut, state: Chunk) -> Result<Step, WireError> {
         }
         Chunk::Data(left) => {
             if buf.is_empty() {
-                return Ok(Step::More);
+                return Ok(Step::More(state));
             }
             let n = left.min(buf.len() as u64);
             let data = buf.split_to(n as usize).freeze();
@@ -559,14 +582,21 @@ fn chunk_step(buf: &mut BytesMut, state: Chunk) -> Result<Step, WireError> {
             Ok(Step::Next(next, Some(Frame::data(data))))
         }
         Chunk::DataEnd => match buf.get(..2) {
-            None if buf.first().is_none_or(|&b| b == b'\r') => Ok(Step::More),
+            None if buf.first().is_none_or(|&b| b == b'\r') => Ok(Step::More(state)),
             Some(b"\r\n") => {
                 buf.advance(2);
-                Ok(Step::Next(Chunk::Size, None))
+                Ok(Step::Next(Chunk::Size(0), None))
             }
             _ => Err(WireError::Malformed("a chunk does not end with CRLF")),
         },
-        Chunk::Trailers => {
+        Chunk::Trailers(looked) => {
+            if !ends_a_section(buf, looked) {
+                return if buf.len() > MAX_ANSWER_HEAD {
+                    Err(WireError::Malformed("the trailers are too large"))
+                } else {
+                    Ok(Step::More(Chunk::Trailers(buf.len())))
+                };
+            }
             let mut fields = [httparse::EMPTY_HEADER; MAX_ANSWER_HEADERS];
             match httparse::parse_headers(buf, &mut fields) {
                 Ok(httparse::Status::Complete((len, fields))) => {
@@ -586,7 +616,9 @@ fn chunk_step(buf: &mut BytesMut, state: Chunk) -> Result<Step, WireError> {
                     buf.advance(len);
                     Ok(Step::Done(trailers))
                 }
-                Ok(httparse::Status::Partial) if buf.len() <= MAX_ANSWER_HEAD => Ok(Step::More),
+                Ok(httparse::Status::Partial) if buf.len() <= MAX_ANSWER_HEAD => {
+                    Ok(Step::More(Chunk::Trailers(buf.len())))
+                }
                 Ok(httparse::Status::Partial) => {
                     Err(WireError::Malformed("the trailers are too large"))
                 }
@@ -684,14 +716,14 @@ mod tests {
                 v11,
                 vec![("transfer-encoding", "chunked")],
                 false,
-                Some(Chunked(Chunk::Size)),
+                Some(Chunked(Chunk::Size(0))),
             ),
             (
                 200,
                 v11,
                 vec![("transfer-encoding", "gzip, CHUNKED")],
                 false,
-                Some(Chunked(Chunk::Size)),
+                Some(Chunked(Chunk::Size(0))),
             ),
             (
                 200,
@@ -712,7 +744,7 @@ mod tests {
                 v11,
                 vec![("transfer-encoding", "chunked"), ("content-length", "3")],
                 false,
-                Some(Chunked(Chunk::Size)),
+                Some(Chunked(Chunk::Size(0))),
             ),
             (
                 200,
@@ -751,6 +783,32 @@ mod tests {
     }
 
     #[test]
+    fn a_section_ends_at_its_empty_line_wherever_the_looking_resumes() {
+        // The buffer, and where its empty line starts (`None`: it has none yet).
+        for (buf, empty_line) in [
+            (&b"HTTP/1.1 200 OK\r\nA: b\r\n\r\n"[..], Some(25)),
+            (b"HTTP/1.1 200 OK\nA: b\n\n", Some(22)),
+            (b"HTTP/1.1 200 OK\r\nA: b\r\n", None),
+            (b"HTTP/1.1 200 OK\r\nA: b\r\n\r", None),
+            (b"\r\n", Some(0)),
+            (b"\n", Some(0)),
+            (b"\r", None),
+            (b"x-t: 1\r\n\r\n", Some(8)),
+        ] {
+            // Looking resumed anywhere up to the empty line (what came before held none).
+            let last = empty_line.unwrap_or(buf.len());
+            for from in 0..=last {
+                assert_eq!(
+                    ends_a_section(buf, from),
+                    empty_line.is_some(),
+                    "{:?} from {from}",
+                    String::from_utf8_lossy(buf)
+                );
+            }
+        }
+    }
+
+    #[test]
     fn chunk_sizes_are_hex_with_optional_extensions() {
         for (line, expected) in [
             (&b"0"[..], Some(0)),
@@ -780,7 +838,7 @@ mod tests {
         let mut buf = BytesMut::new();
         let mut fed = 0;
         let mut body = Vec::new();
-        let mut state = Chunk::Size;
+        let mut state = Chunk::Size(0);
         loop {
             match chunk_step(&mut buf, state)? {
                 Step::Next(next, frame) => {
@@ -790,7 +848,8 @@ mod tests {
                     }
                 }
                 Step::Done(trailers) => return Ok((body, trailers, buf.len())),
-                Step::More => {
+                Step::More(next) => {
+                    state = next;
                     if fed == wire.len() {
                         return Err(WireError::Closed);
                     }

@@ -224,3 +224,43 @@ async fn a_head_answer_keeps_its_length_and_the_connection_stays_in_step() {
     assert_eq!((get.status, get.body.as_str()), (200, "get"), "{get:?}");
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
 }
+
+/// An upstream that sends its answer a byte at a time (head, chunk sizes, trailers) is read
+/// whole: the gateway parses a head or a trailer section once its empty line is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_sent_a_byte_at_a_time_is_read_whole() {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            tcp.set_nodelay(true).unwrap();
+            tokio::spawn(async move {
+                while read_head(&mut tcp).await.is_some() {
+                    let answer = "HTTP/1.1 200 OK\r\nx-slow: yes\r\ntransfer-encoding: chunked\r\n\r\n\
+                                  5\r\nhello\r\n6;e=1\r\n world\r\n0\r\nx-t: 1\r\n\r\n";
+                    for byte in answer.as_bytes() {
+                        if tcp.write_all(&[*byte]).await.is_err() {
+                            return;
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                }
+            });
+        }
+    });
+    let h = harness_with(&[route("/slow", "machines").to(upstream)], &[]).await;
+    let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
+    h.insert_all(&[&machines], "/slow").await;
+    let mut client = tokio::net::TcpStream::connect(h.gateway).await.unwrap();
+    let auth = format!("Authorization: Bearer {TOKEN}");
+    for i in 0..2 {
+        let r = kept_request(&mut client, "GET", "/slow/x", &[&auth]).await;
+        assert_eq!(
+            (r.status, r.body.as_str()),
+            (200, "hello world"),
+            "request {i}: {r:?}"
+        );
+        assert_eq!(r.header("x-slow"), Some("yes"), "{r:?}");
+    }
+}
