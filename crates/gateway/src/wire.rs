@@ -302,14 +302,7 @@ fn parse_head(buf: &mut BytesMut) -> Result<Option<Head>, WireError> {
             Some(1) => Version::HTTP_11,
             _ => Version::HTTP_10,
         };
-        let mut headers = HeaderMap::with_capacity(parsed.headers.len());
-        for field in parsed.headers.iter() {
-            let name = HeaderName::from_bytes(field.name.as_bytes())
-                .map_err(|_| WireError::Malformed("a header name"))?;
-            let value = HeaderValue::from_bytes(field.value)
-                .map_err(|_| WireError::Malformed("a header value"))?;
-            headers.append(name, value);
-        }
+        let headers = header_map(parsed.headers)?;
         buf.advance(len);
         return Ok(Some(Head {
             status,
@@ -317,6 +310,19 @@ fn parse_head(buf: &mut BytesMut) -> Result<Option<Head>, WireError> {
             headers,
         }));
     }
+}
+
+/// Parsed fields as a header map; a name or value `http` does not take is malformed.
+fn header_map(fields: &[httparse::Header<'_>]) -> Result<HeaderMap, WireError> {
+    let mut map = HeaderMap::with_capacity(fields.len());
+    for field in fields {
+        let name = HeaderName::from_bytes(field.name.as_bytes())
+            .map_err(|_| WireError::Malformed("a header name"))?;
+        let value = HeaderValue::from_bytes(field.value)
+            .map_err(|_| WireError::Malformed("a header value"))?;
+        map.append(name, value);
+    }
+    Ok(map)
 }
 
 /// How an answer's body ends (RFC 9112 §6.3).
@@ -603,15 +609,7 @@ fn chunk_step(buf: &mut BytesMut, state: Chunk) -> Result<Step, WireError> {
                     let trailers = if fields.is_empty() {
                         None
                     } else {
-                        let mut map = HeaderMap::with_capacity(fields.len());
-                        for field in fields.iter() {
-                            let name = HeaderName::from_bytes(field.name.as_bytes())
-                                .map_err(|_| WireError::Malformed("a trailer name"))?;
-                            let value = HeaderValue::from_bytes(field.value)
-                                .map_err(|_| WireError::Malformed("a trailer value"))?;
-                            map.append(name, value);
-                        }
-                        Some(map)
+                        Some(header_map(fields)?)
                     };
                     buf.advance(len);
                     Ok(Step::Done(trailers))

@@ -741,6 +741,15 @@ fn test_event(server: &AuthServer) -> AuditEvent {
     }
 }
 
+/// A gateway with one route, `prefix`, to `upstream`, behind a Token auth server ("machines")
+/// that accepts `token`; ready once the route answers.
+pub async fn token_gateway(prefix: &str, upstream: SocketAddr, token: &str) -> Harness {
+    let h = harness_with(&[route(prefix, "machines").to(upstream)], &[]).await;
+    let machines = h.token_server(ORG_SLUG, "machines", token);
+    h.insert_all(&[&machines], prefix).await;
+    h
+}
+
 /// An upstream that keeps its connections: every request head read on one is answered with
 /// what `answer` makes of it (the head, lower case), and the connection is closed after the
 /// answer when `answer` says so. Counts the connections it accepted.

@@ -178,9 +178,7 @@ async fn answers_of_every_framing_pass_whole_and_keep_the_connection_when_they_m
     ];
     for (name, answer, body, connections) in cases {
         let (upstream, accepted) = keep_alive_upstream(answer).await;
-        let h = harness_with(&[route("/f", "machines").to(upstream)], &[]).await;
-        let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
-        h.insert_all(&[&machines], "/f").await;
+        let h = token_gateway("/f", upstream, TOKEN).await;
         let mut client = tokio::net::TcpStream::connect(h.gateway).await.unwrap();
         let auth = format!("Authorization: Bearer {TOKEN}");
         for i in 0..3 {
@@ -209,9 +207,7 @@ async fn a_head_answer_keeps_its_length_and_the_connection_stays_in_step() {
         (answer.to_vec(), false)
     })
     .await;
-    let h = harness_with(&[route("/f", "machines").to(upstream)], &[]).await;
-    let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
-    h.insert_all(&[&machines], "/f").await;
+    let h = token_gateway("/f", upstream, TOKEN).await;
     let mut client = tokio::net::TcpStream::connect(h.gateway).await.unwrap();
     let auth = format!("Authorization: Bearer {TOKEN}");
     let head = kept_request(&mut client, "HEAD", "/f/x", &[&auth]).await;
@@ -249,9 +245,7 @@ async fn an_answer_sent_a_byte_at_a_time_is_read_whole() {
             });
         }
     });
-    let h = harness_with(&[route("/slow", "machines").to(upstream)], &[]).await;
-    let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
-    h.insert_all(&[&machines], "/slow").await;
+    let h = token_gateway("/slow", upstream, TOKEN).await;
     let mut client = tokio::net::TcpStream::connect(h.gateway).await.unwrap();
     let auth = format!("Authorization: Bearer {TOKEN}");
     for i in 0..2 {

@@ -10,13 +10,6 @@ use crate::harness::*;
 
 const TOKEN: &str = "machines-token-0123456789abcdef";
 
-async fn gateway_to(upstream: std::net::SocketAddr) -> Harness {
-    let h = harness_with(&[route("/a", "machines").to(upstream)], &[]).await;
-    let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
-    h.insert_all(&[&machines], "/a").await;
-    h
-}
-
 /// The upstream sends more than its answer's length: a second, forged answer right behind it.
 /// Every request gets the first, and the connection that carried the rest is never used again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -27,7 +20,7 @@ async fn bytes_after_an_answer_never_answer_the_next_request() {
         (a.as_bytes().to_vec(), false)
     })
     .await;
-    let h = gateway_to(upstream).await;
+    let h = token_gateway("/a", upstream, TOKEN).await;
     let auth = format!("Authorization: Bearer {TOKEN}");
     for i in 0..5 {
         // A new client each time: the forged answer would go to someone else.
@@ -80,7 +73,7 @@ async fn answers_framed_ambiguously_are_refused_as_bad_gateway() {
     ];
     for (name, answer) in cases {
         let (upstream, _) = keep_alive_upstream(answer).await;
-        let h = gateway_to(upstream).await;
+        let h = token_gateway("/a", upstream, TOKEN).await;
         let mut client = tokio::net::TcpStream::connect(h.gateway).await.unwrap();
         let auth = format!("Authorization: Bearer {TOKEN}");
         for i in 0..2 {
@@ -107,7 +100,7 @@ async fn a_chunked_answer_broken_midway_is_cut_there() {
         (a.as_bytes().to_vec(), false)
     })
     .await;
-    let h = gateway_to(upstream).await;
+    let h = token_gateway("/a", upstream, TOKEN).await;
     let request = raw_request(
         "GET",
         h.gateway,
