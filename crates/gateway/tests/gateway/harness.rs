@@ -691,21 +691,7 @@ pub async fn read_head(stream: &mut tokio::net::TcpStream) -> Option<(String, Ve
 /// An upstream that reads one request head on each connection, writes `answer` as given, then
 /// drops the connection; with the count of connections it accepted.
 pub async fn raw_upstream(answer: &'static [u8]) -> (SocketAddr, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let count = accepted.clone();
-    tokio::spawn(async move {
-        while let Ok((mut tcp, _)) = listener.accept().await {
-            count.fetch_add(1, Ordering::SeqCst);
-            tokio::spawn(async move {
-                if read_head(&mut tcp).await.is_some() {
-                    let _ = tcp.write_all(answer).await;
-                }
-            });
-        }
-    });
-    (addr, accepted)
+    keep_alive_upstream(move |_| (answer.to_vec(), true)).await
 }
 
 /// The audit event the harness's writes carry (the trail is not what these tests look at).
@@ -754,7 +740,7 @@ pub async fn token_gateway(prefix: &str, upstream: SocketAddr, token: &str) -> H
 /// what `answer` makes of it (the head, lower case), and the connection is closed after the
 /// answer when `answer` says so. Counts the connections it accepted.
 pub async fn keep_alive_upstream(
-    answer: fn(&str) -> (Vec<u8>, bool),
+    answer: impl Fn(&str) -> (Vec<u8>, bool) + Copy + Send + 'static,
 ) -> (SocketAddr, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
