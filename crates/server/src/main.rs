@@ -125,10 +125,14 @@ fn main() -> ExitCode {
         handle.stop(true).await;
         serving.await??;
         running.reconciler.shutdown().await;
-        // The last notifications sent, and no libpq call left running on that thread when
-        // the process exits.
-        let store = running.store.clone();
-        let _ = tokio::task::spawn_blocking(move || store.close_notifier()).await;
+        // The last notifications sent, and no libpq call left running on the notifier's or
+        // the change feed's thread when the process exits.
+        let (store, feed) = (running.store.clone(), running.feed.clone());
+        let _ = tokio::task::spawn_blocking(move || {
+            feed.stop();
+            store.close_notifier();
+        })
+        .await;
         println!("server: stopped");
         anyhow::Ok(())
     });

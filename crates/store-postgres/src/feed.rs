@@ -30,8 +30,10 @@ use crate::{CLUSTER_CHANNEL, with_connect_timeout, with_param};
 const HEARTBEAT: Duration = Duration::from_secs(1);
 /// How long a statement on the LISTEN connection may take before the connection counts as lost.
 const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
-/// How often a reconnect backoff looks whether the feed was dropped.
+/// How often a reconnect backoff looks whether the feed was dropped or stopped.
 const STOP_CHECK: Duration = Duration::from_millis(50);
+/// The longest the listener waits for a notification before it looks whether it was stopped.
+const STOP_WAIT: Duration = Duration::from_millis(200);
 /// How long the latest revision of a cluster is remembered after its last notification or
 /// waiter: a long-poll that subscribes just after a notification still sees it.
 const REMEMBER: Duration = Duration::from_secs(30);
@@ -51,6 +53,8 @@ struct Shared {
     listening: AtomicBool,
     /// Set once the process is stopping: every wait, present and future, ends at once.
     closing: AtomicBool,
+    /// Set when the process is about to exit: the listener thread ends (see `stop`).
+    stopped: AtomicBool,
     closed: tokio::sync::Notify,
 }
 
@@ -133,6 +137,7 @@ pub struct PgChangeFeed {
     shared: Arc<Shared>,
     watch: Arc<WatchState>,
     _alive: Arc<Alive>,
+    thread: Arc<Mutex<Option<std::thread::JoinHandle<()>>>>,
 }
 
 impl std::fmt::Debug for PgChangeFeed {
@@ -159,13 +164,18 @@ impl PgChangeFeed {
         let spawned = std::thread::Builder::new()
             .name("pg-change-feed".into())
             .spawn(move || listen(&url, &thread_shared, &thread_watch, &thread_alive));
-        if let Err(error) = spawned {
-            tracing::error!(%error, "cannot start the change feed thread; long-polls will wait out their timeout");
-        }
+        let thread = match spawned {
+            Ok(handle) => Some(handle),
+            Err(error) => {
+                tracing::error!(%error, "cannot start the change feed thread; long-polls will wait out their timeout");
+                None
+            }
+        };
         PgChangeFeed {
             shared,
             watch,
             _alive: alive,
+            thread: Arc::new(Mutex::new(thread)),
         }
     }
 
@@ -212,9 +222,14 @@ impl PgChangeFeed {
     }
 }
 
+/// Whether the listener goes on: the feed is not dropped, nor stopped.
+fn running(alive: &Weak<Alive>, shared: &Shared) -> bool {
+    alive.strong_count() > 0 && !shared.stopped.load(Ordering::SeqCst)
+}
+
 fn listen(url: &str, shared: &Shared, watch: &WatchState, alive: &Weak<Alive>) {
     let mut backoff = Duration::from_millis(100);
-    while alive.strong_count() > 0 {
+    while running(alive, shared) {
         // LISTEN before the log position is taken: whatever commits after the position was
         // taken is either notified or read from the log at the next beat.
         let listening = Listener::connect(url).and_then(|mut conn| {
@@ -229,7 +244,7 @@ fn listen(url: &str, shared: &Shared, watch: &WatchState, alive: &Weak<Alive>) {
             Ok(listening) => listening,
             Err(error) => {
                 tracing::warn!(%error, retry_in_ms = backoff.as_millis() as u64, "change feed cannot listen");
-                sleep_while_alive(backoff, alive);
+                sleep_while_running(backoff, alive, shared);
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
@@ -261,8 +276,12 @@ fn serve(
 ) -> Option<String> {
     let mut next_beat = Instant::now() + HEARTBEAT;
     let mut last_read = Instant::now();
-    while alive.strong_count() > 0 {
-        match conn.wait(next_beat.saturating_duration_since(Instant::now())) {
+    while running(alive, shared) {
+        match conn.wait(
+            next_beat
+                .saturating_duration_since(Instant::now())
+                .min(STOP_WAIT),
+        ) {
             Ok(notifications) => {
                 for n in &notifications {
                     PgChangeFeed::deliver(shared, watch, n);
@@ -310,9 +329,9 @@ fn serve(
     None
 }
 
-fn sleep_while_alive(total: Duration, alive: &Weak<Alive>) {
+fn sleep_while_running(total: Duration, alive: &Weak<Alive>, shared: &Shared) {
     let until = Instant::now() + total;
-    while alive.strong_count() > 0 && Instant::now() < until {
+    while running(alive, shared) && Instant::now() < until {
         std::thread::sleep(STOP_CHECK);
     }
 }
@@ -347,6 +366,22 @@ impl PgChangeFeed {
         self.shared.closing.store(true, Ordering::SeqCst);
         self.shared.closed.notify_waiters();
     }
+
+    /// Ends the listener thread and waits for it (at most a wait slice, or the connect or
+    /// statement timeout it is in): for a process about to exit, which must not leave libpq
+    /// working on another thread while the C library's exit handlers run. The cache is exact
+    /// no longer after it. Blocks: call it off the async workers.
+    pub fn stop(&self) {
+        self.shared.stopped.store(true, Ordering::SeqCst);
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+    }
 }
 
 #[cfg(test)]
@@ -359,6 +394,7 @@ mod tests {
             shared: Arc::new(Shared::default()),
             watch: Arc::new(WatchState::new(0)),
             _alive: Arc::new(Alive),
+            thread: Arc::new(Mutex::new(None)),
         };
         let id = Uuid::new_v4();
         let waiting = {
@@ -382,6 +418,7 @@ mod tests {
             shared: shared.clone(),
             watch: Arc::new(WatchState::new(0)),
             _alive: Arc::new(Alive),
+            thread: Arc::new(Mutex::new(None)),
         };
         let id = Uuid::new_v4();
         shared.notified(id, 3);
@@ -397,6 +434,7 @@ mod tests {
             shared: shared.clone(),
             watch: Arc::new(WatchState::new(0)),
             _alive: Arc::new(Alive),
+            thread: Arc::new(Mutex::new(None)),
         };
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
         let wa = tokio::spawn({

@@ -73,6 +73,46 @@ async fn a_commit_wakes_a_waiter_of_the_change_feed() {
     .expect("the feed remembers revision 2");
 }
 
+/// A process about to exit stops the feed: its thread ends (no libpq call left running while
+/// the exit handlers run) and its session leaves the database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_feed_ends_its_thread_and_its_session() {
+    let db = TestDatabase::create();
+    let feed = PgChangeFeed::start(&db.url, 1000);
+    let sessions = format!(
+        "pg_stat_activity WHERE datname = '{}' AND application_name = '{}'",
+        db.name,
+        store_postgres::CHANGE_FEED_APPLICATION_NAME
+    );
+    let mut conn = raw(&db);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !feed.is_listening() || count(&mut conn, &sessions) != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the feed never listened"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let stopping = feed.clone();
+    tokio::task::spawn_blocking(move || stopping.stop())
+        .await
+        .unwrap();
+    assert!(!feed.is_listening());
+    // A backend leaves pg_stat_activity a moment after its client closed the socket.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while count(&mut conn, &sessions) != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the feed's session stayed"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Stopping again (another clone, say) is nothing more.
+    tokio::task::spawn_blocking(move || feed.stop())
+        .await
+        .unwrap();
+}
+
 /// The LISTEN connection is killed: the feed reconnects by itself and wakes its waiters.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_change_feed_reconnects_and_wakes_every_waiter() {
