@@ -40,7 +40,7 @@ pub type UpstreamError = Box<dyn std::error::Error + Send + Sync>;
 type Http2Client = Client<HttpsConnector<HttpConnector>, Body>;
 
 /// How many idle connections a worker keeps to one upstream; more are closed.
-const MAX_IDLE_PER_UPSTREAM: usize = 256;
+pub const MAX_IDLE_PER_UPSTREAM: usize = 256;
 /// How long an HTTP/2 upstream connection is kept idle.
 const HTTP2_POOL_IDLE: Duration = Duration::from_secs(90);
 
@@ -188,19 +188,8 @@ impl Upstreams {
         authority: &Authority,
         connect: Duration,
     ) -> Result<SendRequest<Body>, UpstreamError> {
-        let host = authority.host();
-        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
-        // An IPv6 literal comes bracketed in a URL, bare to the resolver and to TLS.
-        let bare = host.trim_start_matches('[').trim_end_matches(']');
-        let tcp = tokio::time::timeout(connect, tokio::net::TcpStream::connect((bare, port)))
-            .await
-            .map_err(|_| {
-                std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "connecting to the upstream timed out",
-                )
-            })??;
-        tcp.set_nodelay(true)?;
+        let bare = bare_host(authority);
+        let tcp = connect_tcp(authority, https, connect).await?;
         let builder = hyper::client::conn::http1::Builder::new();
         let mut sender = if https {
             let name = rustls::pki_types::ServerName::try_from(bare.to_owned())?;
@@ -234,6 +223,36 @@ impl Upstreams {
             .http2_only(true)
             .build(connector)
     }
+}
+
+/// The authority's host as the resolver and TLS take it: an IPv6 literal comes bracketed in a
+/// URL, bare to them.
+fn bare_host(authority: &Authority) -> &str {
+    authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+}
+
+/// A TCP connection to `authority` within `timeout` (a `TimedOut` error after it: the proxy
+/// answers 504 for that), without Nagle's delay: heads and bodies are written in pieces.
+pub async fn connect_tcp(
+    authority: &Authority,
+    https: bool,
+    timeout: Duration,
+) -> std::io::Result<tokio::net::TcpStream> {
+    let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let connecting = tokio::net::TcpStream::connect((bare_host(authority), port));
+    let tcp = tokio::time::timeout(timeout, connecting)
+        .await
+        .map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "connecting to the upstream timed out",
+            )
+        })??;
+    tcp.set_nodelay(true)?;
+    Ok(tcp)
 }
 
 /// `Host` for the upstream: its authority, without the scheme's default port.

@@ -28,6 +28,8 @@ use http_body::{Frame, SizeHint};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::upstream::{self, MAX_IDLE_PER_UPSTREAM};
+
 /// The most an answer's head may take, status line included.
 pub const MAX_ANSWER_HEAD: usize = 64 * 1024;
 /// The most header fields an answer's head (or its trailers) may have: hyper's own bound.
@@ -36,8 +38,6 @@ pub const MAX_ANSWER_HEADERS: usize = 100;
 const MAX_CHUNK_LINE: usize = 4 * 1024;
 /// Bytes asked of the socket per read.
 const READ_SIZE: usize = 8 * 1024;
-/// How many idle connections a worker keeps to one upstream; more are closed.
-const MAX_IDLE_PER_UPSTREAM: usize = 256;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WireError {
@@ -45,20 +45,15 @@ pub enum WireError {
     Closed,
     #[error("the upstream's answer is malformed: {0}")]
     Malformed(&'static str),
-    #[error("connecting to the upstream timed out")]
-    ConnectTimeout,
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
 
 impl WireError {
-    /// The connect timeout, as the proxy recognises it (504 rather than 502).
+    /// As the proxy reads upstream errors (an I/O error's kind, a timed-out connect: 504).
     fn into_io(self) -> std::io::Error {
         match self {
             WireError::Io(e) => e,
-            WireError::ConnectTimeout => {
-                std::io::Error::new(std::io::ErrorKind::TimedOut, WireError::ConnectTimeout)
-            }
             other => std::io::Error::other(other),
         }
     }
@@ -107,19 +102,9 @@ fn checkin(authority: &Authority, conn: Box<Conn>) {
     })
 }
 
-async fn open(authority: &Authority, connect: Duration) -> Result<Box<Conn>, WireError> {
-    let port = authority.port_u16().unwrap_or(80);
-    // An IPv6 literal comes bracketed in a URL, bare to the resolver.
-    let host = authority
-        .host()
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    let tcp = tokio::time::timeout(connect, TcpStream::connect((host, port)))
-        .await
-        .map_err(|_| WireError::ConnectTimeout)??;
-    tcp.set_nodelay(true)?;
+async fn open(authority: &Authority, connect: Duration) -> std::io::Result<Box<Conn>> {
     Ok(Box::new(Conn {
-        tcp,
+        tcp: upstream::connect_tcp(authority, false, connect).await?,
         buf: BytesMut::with_capacity(READ_SIZE),
     }))
 }
@@ -182,12 +167,7 @@ pub async fn send(
         let (mut conn, reused) = match checkout(authority) {
             Some(conn) => (conn, true),
             // Boxed: connecting (the resolver's future above all) is rare and large.
-            None => (
-                Box::pin(open(authority, connect))
-                    .await
-                    .map_err(WireError::into_io)?,
-                false,
-            ),
+            None => (Box::pin(open(authority, connect)).await?, false),
         };
         match exchange(&mut conn, &head).await {
             Ok(parts) => {
