@@ -171,6 +171,7 @@ async fn start_server(
         ("RATE_LIMIT_PER_TOKEN", "0"),
         ("RATE_LIMIT_WRITES_PER_TOKEN", "0"),
         ("RATE_LIMIT_WRITES_PER_ORGANIZATION", "0"),
+        ("RATE_LIMIT_UNAUTHENTICATED_PER_ADDRESS", "0"),
     ];
     for (k, v) in settings {
         pairs.retain(|(name, _)| name != k);

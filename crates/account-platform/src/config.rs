@@ -8,6 +8,7 @@ use domain::model::secret::Secret;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_TOKEN_CACHE_TTL: Duration = Duration::from_secs(10);
 pub const DEFAULT_ORG_CACHE_TTL: Duration = Duration::from_secs(60);
+pub const DEFAULT_REFUSAL_CACHE_TTL: Duration = Duration::from_secs(5);
 
 /// `Debug` is safe to log: `Secret` prints as `Secret(***)`.
 #[derive(Debug, Clone)]
@@ -22,6 +23,9 @@ pub struct PlatformConfig {
     pub token_cache_ttl: Duration,
     /// organization lookups; zero disables the cache (`ORG_CACHE_TTL_S`).
     pub org_cache_ttl: Duration,
+    /// tokens the platform refused (`TOKEN_REFUSAL_CACHE_TTL_S`); never longer than
+    /// `token_cache_ttl`, so switching the token cache off switches this off too.
+    pub refusal_cache_ttl: Duration,
 }
 
 impl PlatformConfig {
@@ -34,6 +38,7 @@ impl PlatformConfig {
             timeout: DEFAULT_TIMEOUT,
             token_cache_ttl: DEFAULT_TOKEN_CACHE_TTL,
             org_cache_ttl: DEFAULT_ORG_CACHE_TTL,
+            refusal_cache_ttl: DEFAULT_REFUSAL_CACHE_TTL,
         }
     }
 
@@ -44,6 +49,11 @@ impl PlatformConfig {
 
     pub fn with_token_cache_ttl(mut self, ttl: Duration) -> Self {
         self.token_cache_ttl = ttl;
+        self
+    }
+
+    pub fn with_refusal_cache_ttl(mut self, ttl: Duration) -> Self {
+        self.refusal_cache_ttl = ttl;
         self
     }
 

@@ -1,5 +1,6 @@
 //! The identity port over HTTP: `GET /v1/me` and `GET /v1/organizations/{ref}` of the account
-//! platform, behind two bounded TTL caches, with counters for `/metrics`.
+//! platform, behind bounded TTL caches (callers, tokens the platform refused, organizations),
+//! with counters for `/metrics`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -81,6 +82,9 @@ struct Inner {
     service_auth: HeaderValue,
     timeout: Duration,
     tokens: Option<Cache<TokenKey, Caller>>,
+    /// Tokens the platform refused lately: the same bad token sent again and again (a
+    /// misconfigured client in a retry loop, or an attacker) costs the platform one call a TTL.
+    refused: Option<Cache<TokenKey, ()>>,
     orgs: Option<Cache<OrgKey, Option<Organization>>>,
     metrics: Arc<PlatformMetrics>,
 }
@@ -144,6 +148,14 @@ impl HttpAccountPlatform {
                 .time_to_live(config.token_cache_ttl)
                 .build()
         });
+        let refusal_ttl = config.refusal_cache_ttl.min(config.token_cache_ttl);
+        let refused = (!refusal_ttl.is_zero()).then(|| {
+            Cache::builder()
+                .name("account-platform-refused-tokens")
+                .max_capacity(TOKEN_CACHE_CAPACITY)
+                .time_to_live(refusal_ttl)
+                .build()
+        });
         let orgs = (!config.org_cache_ttl.is_zero()).then(|| {
             Cache::builder()
                 .name("account-platform-organizations")
@@ -160,6 +172,7 @@ impl HttpAccountPlatform {
                 service_auth,
                 timeout: config.timeout,
                 tokens,
+                refused,
                 orgs,
                 metrics: Arc::default(),
             }),
@@ -178,6 +191,9 @@ impl HttpAccountPlatform {
     /// Forgets every cached caller and organization (e.g. after a test changes the directory).
     pub fn invalidate_caches(&self) {
         if let Some(c) = &self.inner.tokens {
+            c.invalidate_all();
+        }
+        if let Some(c) = &self.inner.refused {
             c.invalidate_all();
         }
         if let Some(c) = &self.inner.orgs {
@@ -308,16 +324,33 @@ impl HttpAccountPlatform {
 impl IdentityProvider for HttpAccountPlatform {
     async fn caller(&self, token: &Secret) -> Result<Caller, IdentityError> {
         let m = &self.inner.metrics;
+        let key = token_key(token);
+        if let Some(refused) = &self.inner.refused
+            && refused.contains_key(&key)
+        {
+            m.refusal_cached();
+            return Err(IdentityError::InvalidToken);
+        }
         let Some(cache) = &self.inner.tokens else {
             m.token_cache(false);
             return self.fetch_caller(token).await;
         };
-        // Concurrent lookups of one token share a single load; errors are never inserted.
-        let entry = cache
-            .entry(token_key(token))
+        // Concurrent lookups of one token share a single load; errors are never inserted here,
+        // a refusal goes to its own cache below.
+        let entry = match cache
+            .entry(key)
             .or_try_insert_with(self.fetch_caller(token))
             .await
-            .map_err(|e| (*e).clone())?;
+        {
+            Ok(entry) => entry,
+            Err(e) => {
+                let e = (*e).clone();
+                if let (IdentityError::InvalidToken, Some(refused)) = (&e, &self.inner.refused) {
+                    refused.insert(key, ()).await;
+                }
+                return Err(e);
+            }
+        };
         m.token_cache(!entry.is_fresh());
         Ok(entry.into_value())
     }

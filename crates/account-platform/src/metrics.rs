@@ -11,6 +11,7 @@ pub struct PlatformMetrics {
     org_calls: AtomicU64,
     token_cache_hits: AtomicU64,
     token_cache_misses: AtomicU64,
+    refusals_cached: AtomicU64,
     org_cache_hits: AtomicU64,
     org_cache_misses: AtomicU64,
     failures: AtomicU64,
@@ -27,6 +28,8 @@ pub struct PlatformMetricsSnapshot {
     pub token_cache_hits: u64,
     /// Callers whose lookup loaded from the platform (always, when the cache is off).
     pub token_cache_misses: u64,
+    /// Tokens refused without asking the platform, because it refused them moments ago.
+    pub refusals_cached: u64,
     pub org_cache_hits: u64,
     pub org_cache_misses: u64,
     /// Platform calls that ended in `Unavailable`.
@@ -40,6 +43,7 @@ impl PlatformMetrics {
             org_calls: self.org_calls.load(Ordering::Relaxed),
             token_cache_hits: self.token_cache_hits.load(Ordering::Relaxed),
             token_cache_misses: self.token_cache_misses.load(Ordering::Relaxed),
+            refusals_cached: self.refusals_cached.load(Ordering::Relaxed),
             org_cache_hits: self.org_cache_hits.load(Ordering::Relaxed),
             org_cache_misses: self.org_cache_misses.load(Ordering::Relaxed),
             failures: self.failures.load(Ordering::Relaxed),
@@ -49,7 +53,7 @@ impl PlatformMetrics {
     /// The cache hits of both caches together.
     pub fn cache_hits(&self) -> u64 {
         let s = self.snapshot();
-        s.token_cache_hits + s.org_cache_hits
+        s.token_cache_hits + s.refusals_cached + s.org_cache_hits
     }
 
     /// The cache misses of both caches together.
@@ -60,6 +64,9 @@ impl PlatformMetrics {
 
     pub(crate) fn me_call(&self) {
         self.me_calls.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn refusal_cached(&self) {
+        self.refusals_cached.fetch_add(1, Ordering::Relaxed);
     }
     pub(crate) fn org_call(&self) {
         self.org_calls.fetch_add(1, Ordering::Relaxed);

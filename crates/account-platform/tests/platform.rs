@@ -260,20 +260,28 @@ mod failures {
         assert_eq!(p.metrics_snapshot().failures, 1);
     }
 
+    /// A refusal is remembered for the refusal TTL, so a bad token sent in a loop costs one
+    /// call; with that TTL at zero, the next call asks again and sees a token added meanwhile.
     #[tokio::test]
-    async fn rejections_are_not_cached() {
-        let stub = StubPlatform::start(Directory::default());
-        let p = client(config(&stub));
-        assert_eq!(
-            p.caller(&Secret::new(CANARY)).await,
-            Err(IdentityError::InvalidToken)
-        );
-        stub.add_user(CANARY, &user("u1"));
-        assert_eq!(
-            p.caller(&Secret::new(CANARY)).await.map(|c| c.user.id),
-            Ok("u1".into())
-        );
-        assert_eq!(stub.me_calls(), 2);
+    async fn rejections_are_remembered_for_the_refusal_ttl_only() {
+        for (ttl, calls, then) in [
+            (Duration::from_secs(30), 1, Err(IdentityError::InvalidToken)),
+            (Duration::ZERO, 2, Ok("u1".to_owned())),
+        ] {
+            let stub = StubPlatform::start(Directory::default());
+            let p = client(config(&stub).with_refusal_cache_ttl(ttl));
+            assert_eq!(
+                p.caller(&Secret::new(CANARY)).await,
+                Err(IdentityError::InvalidToken)
+            );
+            stub.add_user(CANARY, &user("u1"));
+            assert_eq!(
+                p.caller(&Secret::new(CANARY)).await.map(|c| c.user.id),
+                then,
+                "{ttl:?}"
+            );
+            assert_eq!(stub.me_calls(), calls, "{ttl:?}");
+        }
     }
 
     #[tokio::test]

@@ -24,6 +24,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::problem::{ApiError, Failure, RequestError};
+use crate::ratelimit::{self, Authentication};
 use crate::state::AppState;
 
 /// Largest request body accepted; a larger one is 413.
@@ -128,11 +129,18 @@ impl FromRequest for Ctx {
             };
             let token = bearer_token(header_str(&req, header::AUTHORIZATION.as_str()))
                 .map_err(|f| ApiError::new(DomainError::Unauthorized(f), request_id.clone()))?;
-            let caller = state
-                .services
-                .authenticate(&token)
-                .await
-                .map_err(|e| ApiError::new(e, request_id.clone()))?;
+            let caller = match state.services.authenticate(&token).await {
+                Ok(caller) => {
+                    ratelimit::record(&req, Authentication::Accepted);
+                    caller
+                }
+                Err(e) => {
+                    if matches!(e, DomainError::Unauthorized(_)) {
+                        ratelimit::record(&req, Authentication::Refused);
+                    }
+                    return Err(ApiError::new(e, request_id));
+                }
+            };
             tracing::Span::current().record("caller", tracing::field::display(&caller.user.id));
             let org_header = header_str(&req, "X-Platform-Organization").map(str::to_owned);
             Ok(Ctx {

@@ -48,10 +48,13 @@ pub async fn observe(
     let admission = state
         .as_ref()
         .map(|s| ratelimit::admit(&s.limiter, &req, &id.0))
-        .unwrap_or(Admission::Pass(Vec::new()));
+        .unwrap_or(Admission::Pass(Vec::new(), None));
     let mut res = match admission {
-        Admission::Pass(standings) => {
+        Admission::Pass(standings, ticket) => {
             let mut res = next.call(req).instrument(span.clone()).await?;
+            if let (Some(ticket), Some(state)) = (ticket, &state) {
+                ticket.settle(&state.limiter, res.request());
+            }
             ratelimit::annotate(res.headers_mut(), &standings);
             res.map_into_left_body()
         }

@@ -338,6 +338,44 @@ pub fn markdown(r: &Results, chart_link: Option<&str>) -> String {
             "—",
         ));
     }
+    for r in &items.invalid_tokens {
+        let per = r.calls / (r.requests.max(1) as f64) * 1000.0;
+        let bound = crate::run::platform::invalid_token_bound(r);
+        let answers: Vec<String> = r
+            .statuses
+            .iter()
+            .map(|(status, n)| format!("{n} × {status}"))
+            .collect();
+        rows.push(row(
+            5,
+            format!(
+                "Account-platform calls per 1,000 requests with {} (one address)",
+                if r.distinct {
+                    "a new made-up token each"
+                } else {
+                    "one made-up token"
+                }
+            ),
+            format!(
+                "{per:.0} ({:.0} calls; answers {} in {:.1} s)",
+                r.calls,
+                answers.join(", "),
+                r.elapsed_s
+            ),
+            &format!(
+                "≤ {bound:.0} ({})",
+                if r.distinct {
+                    format!(
+                        "the address's {} a minute and their refill",
+                        r.address_quota
+                    )
+                } else {
+                    format!("one per {} s of refusal cache", r.refusal_ttl_s)
+                }
+            ),
+            verdict(r.calls <= bound),
+        ));
+    }
     if let [(true, on), (false, off)] = per_k.as_slice() {
         ratios.push(format!(
             "platform calls, cache off / cache on: {}",
@@ -707,6 +745,26 @@ mod tests {
                         },
                     },
                 ],
+                invalid_tokens: vec![
+                    InvalidTokens {
+                        distinct: false,
+                        requests: 1000,
+                        calls: 1.0,
+                        statuses: [(401, 1000)].into(),
+                        elapsed_s: 0.4,
+                        address_quota: 120,
+                        refusal_ttl_s: 5,
+                    },
+                    InvalidTokens {
+                        distinct: true,
+                        requests: 1000,
+                        calls: 121.0,
+                        statuses: [(401, 121), (429, 879)].into(),
+                        elapsed_s: 0.9,
+                        address_quota: 120,
+                        refusal_ttl_s: 5,
+                    },
+                ],
                 gateway: vec![gw(
                     16,
                     [
@@ -772,6 +830,8 @@ mod tests {
             "| 4 | Change (PATCH through a second process) → each waiter's answer | p50 13.8 ms, p99 23.6 ms, max 43.2 ms | p99 < 100 ms | meets |",
             "| 5 | Account-platform calls per 1,000 requests, token cache on (TOKEN_CACHE_TTL_S=10) | 0.00 (0 calls for 254246 requests, 50827 req/s) | — (reported) | — |",
             "| 5 | Account-platform calls per 1,000 requests, token cache off (TOKEN_CACHE_TTL_S=0) | 1000.13 (104816 calls for 104802 requests, 20552 req/s) | — (reported) | — |",
+            "| 5 | Account-platform calls per 1,000 requests with one made-up token (one address) | 1 (1 calls; answers 1000 × 401 in 0.4 s) | ≤ 2 (one per 5 s of refusal cache) | meets |",
+            "| 5 | Account-platform calls per 1,000 requests with a new made-up token each (one address) | 121 (121 calls; answers 121 × 401, 879 × 429 in 0.9 s) | ≤ 122 (the address's 120 a minute and their refill) | meets |",
             "| 6 | nginx `auth_basic` (htpasswd, apr1), 16 connections | 7797 req/s, p50 3.13 ms, p99 5.86 ms | — (reference) | — |",
             "| 6 | Gateway, Basic route (Argon2id, cached checks), 16 connections | 25210 req/s, p50 0.60 ms, p99 1.96 ms; **3.23 × nginx `auth_basic`** | ≥ 3 × nginx `auth_basic` req/s, p99 ≤ its 5.86 ms | meets |",
             "| 6 | Gateway, Token route (static bearer token), 16 connections | 21298 req/s, p50 0.71 ms, p99 2.21 ms; **0.44 × plain nginx** | ≥ 0.8 × plain nginx (48147 req/s) | **misses** |",

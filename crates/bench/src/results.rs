@@ -124,6 +124,24 @@ pub struct Platform {
     pub wrk: WrkRun,
 }
 
+/// Item 5 for tokens the platform refuses: 1,000 requests from one address, all with one
+/// made-up token or each with a new one, against a server with the default limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvalidTokens {
+    /// Whether every request carried a token of its own.
+    pub distinct: bool,
+    pub requests: u64,
+    /// `account_platform_calls_total{endpoint="me"}` after minus before.
+    pub calls: f64,
+    /// Answers by status (401, 429).
+    pub statuses: BTreeMap<u16, u64>,
+    /// How long the requests took, for the refill the bound allows.
+    pub elapsed_s: f64,
+    /// The server's `RATE_LIMIT_UNAUTHENTICATED_PER_ADDRESS` and `TOKEN_REFUSAL_CACHE_TTL_S`.
+    pub address_quota: u32,
+    pub refusal_ttl_s: u32,
+}
+
 /// Item 6 at one connection count: the proxies users would otherwise pick, then the gateway's
 /// routes, all in front of one upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -223,6 +241,8 @@ pub struct Items {
     pub longpoll: Option<LongPoll>,
     #[serde(default)]
     pub platform: Vec<Platform>,
+    #[serde(default)]
+    pub invalid_tokens: Vec<InvalidTokens>,
     #[serde(default)]
     pub gateway: Vec<Gateway>,
     #[serde(default)]

@@ -97,6 +97,9 @@ pub struct Config {
     pub public_hostname_suffix: String,
     pub annotation_domain: String,
     pub token_cache_ttl: Duration,
+    /// `TOKEN_REFUSAL_CACHE_TTL_S`: how long a token the platform refused is refused without
+    /// asking again (capped by `token_cache_ttl`).
+    pub refusal_cache_ttl: Duration,
     pub org_cache_ttl: Duration,
     pub platform_timeout: Duration,
     pub kubeconfig_requires_super_admin: bool,
@@ -119,8 +122,11 @@ pub struct Config {
     pub drain_timeout: Duration,
     /// The simulated cloud's settings (provisioning speed, capacity, address pools, faults).
     pub sim: provisioner_sim::SimConfig,
-    /// Requests and writes per token per minute, and the processes sharing them.
+    /// Requests and writes per token per minute, unauthenticated requests per address, and
+    /// the processes sharing them.
     pub rate_limits: api::ratelimit::Limits,
+    /// `TRUSTED_PROXIES`: the proxies whose `X-Forwarded-For` names the client address.
+    pub trusted_proxies: forwarded::TrustedProxies,
     /// Writes per organization per minute (0: unlimited).
     pub writes_per_organization: u32,
     /// Days an audit event, and a finished operation, is kept (`AUDIT_RETENTION_DAYS`; 0 keeps
@@ -180,6 +186,12 @@ impl Config {
                 src,
                 "TOKEN_CACHE_TTL_S",
                 10u64,
+                "a whole number of seconds",
+            )?),
+            refusal_cache_ttl: Duration::from_secs(parse(
+                src,
+                "TOKEN_REFUSAL_CACHE_TTL_S",
+                5u64,
                 "a whole number of seconds",
             )?),
             org_cache_ttl: Duration::from_secs(parse(
@@ -261,6 +273,12 @@ impl Config {
                     120u32,
                     "a whole number of writes per minute (0 switches the limit off)",
                 )?,
+                unauthenticated_per_address: parse(
+                    src,
+                    "RATE_LIMIT_UNAUTHENTICATED_PER_ADDRESS",
+                    120u32,
+                    "a whole number of requests per minute (0 switches the limit off)",
+                )?,
                 replicas: parse(
                     src,
                     "RATE_LIMIT_REPLICAS",
@@ -269,6 +287,13 @@ impl Config {
                 )?
                 .max(1),
             },
+            trusted_proxies: forwarded::TrustedProxies::parse(
+                &src.get("TRUSTED_PROXIES").unwrap_or_default(),
+            )
+            .map_err(|message| ConfigError::Invalid {
+                name: "TRUSTED_PROXIES",
+                message,
+            })?,
             writes_per_organization: parse(
                 src,
                 "RATE_LIMIT_WRITES_PER_ORGANIZATION",

@@ -110,6 +110,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
                 )
                 .with_timeout(config.platform_timeout)
                 .with_token_cache_ttl(config.token_cache_ttl)
+                .with_refusal_cache_ttl(config.refusal_cache_ttl)
                 .with_org_cache_ttl(config.org_cache_ttl),
             )
             .context("ACCOUNT_PLATFORM_URL")?;
@@ -175,7 +176,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         }),
         metrics: Arc::new(registry),
         refresh: vec![queue],
-        limiter: Arc::new(api::ratelimit::RateLimiter::new(config.rate_limits)),
+        limiter: Arc::new(api::ratelimit::RateLimiter::new(
+            config.rate_limits,
+            config.trusted_proxies.clone(),
+        )),
     };
     system::spawn_idempotency_purge(store.clone());
     system::spawn_audit_purge(store.clone(), config.audit_retention_days);

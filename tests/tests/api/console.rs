@@ -162,6 +162,24 @@ async fn a_token_the_platform_refuses_is_401_and_opens_no_session() {
     assert!(browser.cookie(SESSION).is_none());
 }
 
+/// Anyone may try a token at the sign-in form: each try counts against the address's quota of
+/// requests that authenticate as no one, so the form is no way around the API's limit.
+#[tokio::test]
+async fn guessing_tokens_at_the_sign_in_form_is_limited_per_address() {
+    let app = TestApp::spawn_api_only(&[("RATE_LIMIT_UNAUTHENTICATED_PER_ADDRESS", "3")]).await;
+    app.platform.reset_counters();
+    let mut browser = Browser::new(&app);
+    let mut statuses = Vec::new();
+    for i in 0..5 {
+        let page = browser
+            .sign_in(&format!("guess-{i}-0123456789abcdef"))
+            .await;
+        statuses.push(page.status);
+    }
+    assert_eq!(statuses, [401, 401, 401, 429, 429]);
+    assert_eq!(app.platform.me_calls(), 3);
+}
+
 #[tokio::test]
 async fn sign_in_is_refused_without_the_forms_own_nonce_or_from_another_site() {
     let app = TestApp::spawn_api_only(&[]).await;

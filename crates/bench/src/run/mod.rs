@@ -332,6 +332,10 @@ async fn run(
                 .items
                 .platform
                 .push(platform::run(&b, &a, 10).await?);
+            for distinct in [false, true] {
+                let r = platform::invalid_tokens(&b, &a, distinct).await?;
+                results.items.invalid_tokens.push(r);
+            }
             b.save(&results)?;
         }
         if runs(3) {

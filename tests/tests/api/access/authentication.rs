@@ -96,6 +96,28 @@ async fn with_the_token_cache_off_every_request_asks_the_platform() {
     assert_eq!(app.platform.me_calls(), 100);
 }
 
+/// A token the platform refused is refused again without asking for a few seconds
+/// (`TOKEN_REFUSAL_CACHE_TTL_S`), so a client retrying a bad token in a loop costs the platform
+/// one call, not one per request; with the token cache off, every request asks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_token_is_remembered_briefly() {
+    for (settings, calls) in [
+        (vec![], 1),
+        (vec![("TOKEN_REFUSAL_CACHE_TTL_S", "0")], 50),
+        (vec![("TOKEN_CACHE_TTL_S", "0")], 50),
+    ] {
+        let app = TestApp::spawn_with(&settings).await;
+        app.platform.reset_counters();
+        for _ in 0..50 {
+            let a = app
+                .get("/v1/catalog?organization=acme", "no-such-token-0123456789")
+                .await;
+            assert_eq!(a.json()["detail"], "invalid bearer token");
+        }
+        assert_eq!(app.platform.me_calls(), calls, "{settings:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn organization_resolution_query_then_header_then_preferred() {
     let app = TestApp::spawn().await;

@@ -1,6 +1,7 @@
 //! Fair use: requests and writes per token per minute, 429 `rate_limited` with `Retry-After`
-//! over a limit, the IETF `RateLimit-Policy`/`RateLimit` fields on every answer, and the
-//! limits shared by the processes behind one load balancer.
+//! over a limit, the IETF `RateLimit-Policy`/`RateLimit` fields on every answer, the limits
+//! shared by the processes behind one load balancer, and the requests that authenticate as no
+//! one, counted per client address.
 
 use reqwest::Method;
 use serde_json::json;
@@ -168,4 +169,136 @@ async fn an_organizations_writes_are_shared_by_its_writers_and_spent_by_no_one_e
     app.create_cluster_as(TOKEN_TWO_ORGS, "globex", "elsewhere")
         .await;
     assert_eq!(app.count_rows("clusters"), 3);
+}
+
+/// Every spelling of one token that authentication reads as that token draws from one bucket:
+/// a client cannot get a fresh quota by writing `bearer` or adding spaces.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_spelling_of_a_token_shares_its_bucket() {
+    let app = TestApp::spawn_api_only(&limits("4", "0")).await;
+    let spellings = [
+        format!("Bearer {TOKEN_ACME_MEMBER}"),
+        format!("bearer {TOKEN_ACME_MEMBER}"),
+        format!("BEARER    {TOKEN_ACME_MEMBER}"),
+        format!("Bearer\t{TOKEN_ACME_MEMBER}  "),
+        format!("  bEaReR {TOKEN_ACME_MEMBER}"),
+    ];
+    let mut statuses = Vec::new();
+    for header in &spellings {
+        let r = app
+            .request(Method::GET, CLUSTERS, None)
+            .header("Authorization", header);
+        statuses.push(app.send(r).await.status);
+    }
+    assert_eq!(statuses, [200, 200, 200, 200, 429]);
+}
+
+/// A flood of made-up tokens from one address: each costs an account-platform call until the
+/// address has spent its quota of requests that authenticate as no one; then unknown tokens
+/// are refused before the platform is asked. A token this process saw accepted still passes,
+/// and another address is not held back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn made_up_tokens_are_counted_per_address_and_stop_reaching_the_platform() {
+    let app = TestApp::spawn_api_only(&[
+        ("RATE_LIMIT_UNAUTHENTICATED_PER_ADDRESS", "10"),
+        ("TRUSTED_PROXIES", "127.0.0.1"),
+    ])
+    .await;
+    let from = |address: &str, token: &str| {
+        app.request(Method::GET, CLUSTERS, Some(token))
+            .header("X-Forwarded-For", address)
+    };
+    // A working client behind the same address, seen before the flood.
+    assert_eq!(
+        app.send(from("198.51.100.7", TOKEN_ACME_MEMBER))
+            .await
+            .status,
+        200
+    );
+    app.platform.reset_counters();
+
+    let mut statuses = Vec::new();
+    for i in 0..30 {
+        let guess = format!("made-up-token-{i:04}-0123456789abcdef");
+        statuses.push(app.send(from("198.51.100.7", &guess)).await.status);
+    }
+    assert_eq!(statuses[..10], [401; 10]);
+    assert_eq!(statuses[10..], [429; 20]);
+    assert_eq!(
+        app.platform.me_calls(),
+        10,
+        "one call per refused token, none after"
+    );
+
+    let refused = app
+        .send(from("198.51.100.7", "made-up-token-last-0123456789abcdef"))
+        .await;
+    expect(&refused, 429, "rate_limited");
+    assert!(refused.header("retry-after").is_some());
+    assert!(
+        refused.json()["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("address"))
+    );
+    assert_eq!(
+        refused.header("ratelimit-policy").as_deref(),
+        Some("\"address\";q=10;w=60")
+    );
+
+    // Requests without any token from that address are refused the same way.
+    let bare = app.send(
+        app.request(Method::GET, CLUSTERS, None)
+            .header("X-Forwarded-For", "198.51.100.7"),
+    );
+    expect(&bare.await, 429, "rate_limited");
+    // The working client's token passes; a client at another address is not held back.
+    assert_eq!(
+        app.send(from("198.51.100.7", TOKEN_ACME_MEMBER))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        app.send(from("203.0.113.9", TOKEN_ACME_SUPER_ADMIN))
+            .await
+            .status,
+        200
+    );
+    let elsewhere = app.send(from("203.0.113.9", "made-up-token-other-0123456789abcdef"));
+    assert_eq!(elsewhere.await.status, 401);
+}
+
+/// The client address is the TCP peer unless the peer is a trusted proxy: without
+/// `TRUSTED_PROXIES`, a client cannot spread its guesses over addresses it makes up; an IPv6
+/// client is counted by its /64 behind a trusted proxy too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn made_up_forwarding_headers_buy_no_fresh_quota() {
+    let untrusted =
+        TestApp::spawn_api_only(&[("RATE_LIMIT_UNAUTHENTICATED_PER_ADDRESS", "3")]).await;
+    let mut statuses = Vec::new();
+    for i in 0..5 {
+        let r = untrusted
+            .request(Method::GET, CLUSTERS, None)
+            .header("X-Forwarded-For", format!("192.0.2.{i}"));
+        statuses.push(untrusted.send(r).await.status);
+    }
+    assert_eq!(statuses, [401, 401, 401, 429, 429]);
+
+    let trusted = TestApp::spawn_api_only(&[
+        ("RATE_LIMIT_UNAUTHENTICATED_PER_ADDRESS", "3"),
+        ("TRUSTED_PROXIES", "127.0.0.1/32, ::1"),
+    ])
+    .await;
+    let mut statuses = Vec::new();
+    for i in 0..5 {
+        let r = trusted
+            .request(Method::GET, CLUSTERS, None)
+            .header("X-Forwarded-For", format!("2001:db8:7:7:{i}::1"));
+        statuses.push(trusted.send(r).await.status);
+    }
+    assert_eq!(statuses, [401, 401, 401, 429, 429], "one /64, one client");
+    let other = trusted
+        .request(Method::GET, CLUSTERS, None)
+        .header("X-Forwarded-For", "2001:db8:7:8::1");
+    assert_eq!(trusted.send(other).await.status, 401);
 }
