@@ -118,7 +118,7 @@ start_fuzz_server() {
     say "starting server --dev on $FUZZ_URL (database $FUZZ_DB, created for this run)"
     # No fair-use limits: schema fuzzing sends thousands of requests with one token.
     env -u ACCOUNT_PLATFORM_URL DATABASE_URL="$db_url" BIND_ADDR="127.0.0.1:$port" PROVISIONER_STEP_MS=0 \
-        RATE_LIMIT_PER_TOKEN=0 RATE_LIMIT_WRITES_PER_TOKEN=0 RATE_LIMIT_WRITES_PER_ORGANIZATION=0 RUST_LOG=warn "$bin" --dev >"$ROOT/.local/fuzz-server.log" 2>&1 &
+        RATE_LIMIT_PER_TOKEN=0 RATE_LIMIT_WRITES_PER_TOKEN=0 RATE_LIMIT_WRITES_PER_ORGANIZATION=0 RATE_LIMIT_UNAUTHENTICATED_PER_ADDRESS=0 RUST_LOG=warn "$bin" --dev >"$ROOT/.local/fuzz-server.log" 2>&1 &
     FUZZ_PID=$!
     local i
     for i in $(seq 1 100); do

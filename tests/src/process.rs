@@ -82,6 +82,7 @@ impl ServerProcess {
             .env("RATE_LIMIT_PER_TOKEN", "0")
             .env("RATE_LIMIT_WRITES_PER_TOKEN", "0")
             .env("RATE_LIMIT_WRITES_PER_ORGANIZATION", "0")
+            .env("RATE_LIMIT_UNAUTHENTICATED_PER_ADDRESS", "0")
             .stdin(Stdio::null())
             .stdout(Stdio::from(open()))
             .stderr(Stdio::from(open()));

@@ -105,7 +105,9 @@ impl ServerEnv {
             ("ZONE_MAX_NODES", "1000000000"),
             ("DATABASE_POOL_SIZE", &self.pool_size.to_string()),
             ("TOKEN_CACHE_TTL_S", &token_cache_ttl_s.to_string()),
-            // The load comes from one token by design: measured without fair-use limits.
+            // The load comes from one token by design: measured without fair-use limits, but
+            // for the per-address one, which only requests without a valid token meet (item 5
+            // measures it at its default).
             ("RATE_LIMIT_PER_TOKEN", "0"),
             ("RATE_LIMIT_WRITES_PER_TOKEN", "0"),
             ("RATE_LIMIT_WRITES_PER_ORGANIZATION", "0"),
