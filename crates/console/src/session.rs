@@ -16,9 +16,11 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
 use domain::model::identity::Caller;
 use domain::model::secret::{SealedSecret, Secret};
+use domain::model::session::{SessionStanding, SessionSubject};
 use domain::service::Services;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 use crate::error::ConsoleError;
 use crate::{ConsoleState, PREFIX};
@@ -45,6 +47,14 @@ struct Sealed {
     token: String,
     csrf: String,
     issued_at: i64,
+    /// The session's id, by which a sign-out ends it everywhere it is presented (absent in
+    /// sessions sealed by earlier releases).
+    #[serde(default)]
+    id: Option<Uuid>,
+    /// `issued_at` in milliseconds, so a sign-in right after a "sign out everywhere" is not
+    /// taken for one before it.
+    #[serde(default)]
+    issued_ms: Option<i64>,
 }
 
 /// An open session.
@@ -52,6 +62,20 @@ pub struct Session {
     pub token: Secret,
     /// The token every form of this session carries.
     pub csrf: String,
+    id: Option<Uuid>,
+    issued_at: DateTime<Utc>,
+}
+
+impl Session {
+    /// What the session says of itself, once its caller is known.
+    pub fn standing(&self, caller: &Caller) -> SessionStanding {
+        SessionStanding {
+            id: self.id,
+            subject: SessionSubject::console(&caller.user.id),
+            issued_at: self.issued_at,
+            expires_at: self.issued_at + chrono::Duration::hours(LIFETIME_HOURS),
+        }
+    }
 }
 
 /// A random token for forms and nonces: 32 bytes, URL-safe.
@@ -127,6 +151,8 @@ pub fn session_cookie(
         token: token.expose().to_owned(),
         csrf: random_token(),
         issued_at: now.timestamp(),
+        id: Some(Uuid::new_v4()),
+        issued_ms: Some(now.timestamp_millis()),
     };
     let plain = serde_json::to_string(&sealed)
         .map_err(|e| ConsoleError::Internal(format!("session: {e}")))?;
@@ -200,9 +226,15 @@ fn open(state: &ConsoleState, req: &HttpRequest, now: DateTime<Utc>) -> Option<S
         .ok()?;
     let sealed: Sealed = serde_json::from_str(plain.expose()).ok()?;
     let age = now.timestamp() - sealed.issued_at;
+    let issued_ms = sealed
+        .issued_ms
+        .unwrap_or(sealed.issued_at.saturating_mul(1000));
+    let issued_at = DateTime::<Utc>::from_timestamp_millis(issued_ms)?;
     (sealed.purpose == PURPOSE && (0..LIFETIME_HOURS * 3600).contains(&age)).then(|| Session {
         token: Secret::new(sealed.token),
         csrf: sealed.csrf,
+        id: sealed.id,
+        issued_at,
     })
 }
 
@@ -229,17 +261,29 @@ impl FromRequest for Signed {
                 .ok_or_else(|| ConsoleError::Internal("console state missing".into()))?;
             let now = state.services().ports().clock.now();
             let session = open(&state, &req, now).ok_or(ConsoleError::SignInNeeded)?;
-            match state.services().authenticate(&session.token).await {
-                Ok(caller) => Ok(Signed {
-                    caller,
-                    session,
-                    services: state
-                        .services()
-                        .for_request(&api::extract::request_id(&req)),
-                }),
-                Err(domain::DomainError::Unauthorized(_)) => Err(ConsoleError::SignInNeeded),
-                Err(e) => Err(ConsoleError::Domain(e)),
+            let caller = match state.services().authenticate(&session.token).await {
+                Ok(caller) => caller,
+                Err(domain::DomainError::Unauthorized(_)) => {
+                    return Err(ConsoleError::SignInNeeded);
+                }
+                Err(e) => return Err(ConsoleError::Domain(e)),
+            };
+            // A session signed out (here, in another tab, or everywhere) is over, though its
+            // cookie may still open.
+            if state
+                .services()
+                .session_ended(&session.standing(&caller))
+                .await?
+            {
+                return Err(ConsoleError::SignInNeeded);
             }
+            Ok(Signed {
+                caller,
+                session,
+                services: state
+                    .services()
+                    .for_request(&api::extract::request_id(&req)),
+            })
         })
     }
 }

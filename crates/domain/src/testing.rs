@@ -22,7 +22,7 @@ use crate::ports::provisioning::MockCloudProvider;
 use crate::ports::secrets::MockSecretVault;
 use crate::ports::storage::{
     MockAuditLog, MockAuthServerRepository, MockChangeFeed, MockClusterRepository,
-    MockIdempotencyStore, MockKubeconfigCredentials, MockOperationLog,
+    MockIdempotencyStore, MockKubeconfigCredentials, MockOperationLog, MockSessionStore,
 };
 use crate::service::{Ports, Render, Services, Settings};
 
@@ -178,6 +178,7 @@ pub struct Mocks {
     pub audit: MockAuditLog,
     pub operations: MockOperationLog,
     pub credentials: MockKubeconfigCredentials,
+    pub sessions: MockSessionStore,
     pub changes: MockChangeFeed,
     pub identity: MockIdentityProvider,
     pub cloud: MockCloudProvider,
@@ -202,6 +203,7 @@ impl Mocks {
             audit: Arc::new(self.audit),
             operations: Arc::new(self.operations),
             credentials: Arc::new(self.credentials),
+            sessions: Arc::new(self.sessions),
             changes: Arc::new(self.changes),
             identity: Arc::new(self.identity),
             cloud: Arc::new(self.cloud),

@@ -143,6 +143,7 @@ fn ports_with(
         audit: Arc::new(m.audit),
         operations: Arc::new(operations),
         credentials: Arc::new(m.credentials),
+        sessions: Arc::new(m.sessions),
         changes: Arc::new(m.changes),
         identity: Arc::new(m.identity),
         cloud,

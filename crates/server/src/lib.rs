@@ -134,6 +134,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         audit: store_arc.clone(),
         operations: store_arc.clone(),
         credentials: store_arc.clone(),
+        sessions: store_arc.clone(),
         changes: Arc::new(feed.clone()),
         identity,
         cloud: Arc::new(provisioner_sim::SimulatedCloud::new(sim)),
@@ -182,6 +183,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         )),
     };
     system::spawn_idempotency_purge(store.clone());
+    system::spawn_session_purge(store.clone());
     system::spawn_audit_purge(store.clone(), config.audit_retention_days);
     let console_state = console::ConsoleState::new(
         services.clone().via(domain::model::audit::Channel::Console),

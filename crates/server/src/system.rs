@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use domain::ports::clock::{Clock, IdSource};
-use domain::ports::storage::{AuditLog, IdempotencyStore, OperationLog};
+use domain::ports::storage::{AuditLog, IdempotencyStore, OperationLog, SessionStore};
 use store_postgres::PgStore;
 use uuid::Uuid;
 
@@ -42,6 +42,21 @@ pub fn spawn_idempotency_purge(store: PgStore) {
                 Ok(n) if n > 0 => tracing::info!(deleted = n, "expired idempotency keys purged"),
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "idempotency key purge failed"),
+            }
+        }
+    });
+}
+
+/// Forgets sign-outs whose sessions would have expired by now anyway, hourly.
+pub fn spawn_session_purge(store: PgStore) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(3600));
+        loop {
+            tick.tick().await;
+            match store.purge_session_revocations(Utc::now()).await {
+                Ok(n) if n > 0 => tracing::info!(deleted = n, "expired sign-outs purged"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "sign-out purge failed"),
             }
         }
     });

@@ -28,6 +28,7 @@ mod pool;
 mod rows;
 mod schema;
 mod sealed_values;
+mod sessions;
 #[cfg(feature = "test-support")]
 mod test_support;
 mod watch_cache;
@@ -62,6 +63,9 @@ pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations")
 pub const CLUSTER_CHANNEL: &str = "cluster_changes";
 /// The NOTIFY channel of auth-server changes; payload `<auth server uuid>`.
 pub const AUTH_SERVER_CHANNEL: &str = "auth_server_changes";
+/// The NOTIFY channel of sessions ended early (no payload: a gateway reads every record in
+/// force again).
+pub const SESSION_CHANNEL: &str = "session_revocations";
 
 type PgPool = Pool<pool::PgManager>;
 

@@ -280,3 +280,21 @@ diesel::table! {
         created_at -> Timestamptz,
     }
 }
+
+diesel::table! {
+    /// Sessions ended by a sign-out; see `sessions.rs`.
+    session_revocations (session_id) {
+        session_id -> Uuid,
+        revoked_at -> Timestamptz,
+        expires_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    /// Every session of a subject issued up to `not_before` is over; see `sessions.rs`.
+    session_sign_outs (subject) {
+        subject -> Text,
+        not_before -> Timestamptz,
+        expires_at -> Timestamptz,
+    }
+}

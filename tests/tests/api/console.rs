@@ -316,6 +316,51 @@ async fn signing_out_removes_the_session_and_needs_the_csrf_token() {
     assert_eq!(browser.get("/console/clusters").await.status, 303);
 }
 
+/// Signing out ends the session on the server: a copy of its cookie kept from before (another
+/// tab, a stolen copy) no longer opens it, and signing in again works at once.
+#[tokio::test]
+async fn a_signed_out_sessions_cookie_opens_nothing_any_more() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let mut browser = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let copy = browser.cookie(SESSION).cloned().unwrap_or_default();
+    let csrf = browser.csrf().await;
+    let out = browser
+        .post("/console/sign-out", &[("csrf", &csrf)], &[])
+        .await;
+    assert_eq!(out.status, 303);
+    let mut thief = Browser::new(&app);
+    thief.set_cookie(SESSION, &copy);
+    let page = thief.get("/console/clusters").await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    assert_eq!(page.header("location").as_deref(), Some("/console/sign-in"));
+    let mut again = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    assert_eq!(again.get("/console/clusters").await.status, 200);
+}
+
+/// "Sign out everywhere" ends every console session of the account, in every browser, but
+/// no other account's; a sign-in right after it is a new session that works.
+#[tokio::test]
+async fn signing_out_everywhere_ends_every_session_of_the_account_only() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let mut laptop = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let mut phone = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let mut colleague = Browser::signed_in(&app, TOKEN_ACME_MEMBER).await;
+    let csrf = laptop.csrf().await;
+    let out = laptop
+        .post(
+            "/console/sign-out",
+            &[("csrf", &csrf), ("everywhere", "1")],
+            &[],
+        )
+        .await;
+    assert_eq!(out.status, 303);
+    assert_eq!(phone.get("/console/clusters").await.status, 303);
+    assert_eq!(colleague.get("/console/clusters").await.status, 200);
+    let mut back = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    assert_eq!(back.get("/console/clusters").await.status, 200);
+    assert_eq!(phone.get("/console/clusters").await.status, 303);
+}
+
 #[tokio::test]
 async fn a_moving_row_follows_the_state_long_poll_and_the_kubeconfig_downloads_once_ready() {
     let app = TestApp::spawn().await;

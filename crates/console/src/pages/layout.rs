@@ -71,6 +71,10 @@ fn header(nav: &Nav<'_>) -> Markup {
             input type="hidden" name="csrf" value=(nav.csrf);
             span.who { (nav.caller.user.email.as_deref().unwrap_or(&nav.caller.user.id)) }
             button type="submit" { "Sign out" }
+            button.secondary type="submit" name="everywhere" value="1"
+                title="Ends every console session of this account, in every browser" {
+                "Sign out everywhere"
+            }
         }
     }
 }

@@ -123,16 +123,33 @@ pub async fn submit(
 #[derive(Deserialize)]
 pub struct SignOut {
     csrf: String,
+    /// Present when "Sign out everywhere" was pressed.
+    #[serde(default)]
+    everywhere: Option<String>,
 }
 
-/// Ends the session: the cookie goes (the token itself stays valid at the account platform,
-/// which owns it).
+/// Ends the session, on the server too: its cookie no longer opens a session wherever it is
+/// presented (a copy kept elsewhere included). "Sign out everywhere" ends every console
+/// session of the account. The token itself stays valid at the account platform, which owns
+/// it.
 pub async fn sign_out(
     req: HttpRequest,
     signed: Signed,
     form: Form<SignOut>,
 ) -> Result<HttpResponse, ConsoleError> {
     check_form(&req, &signed.session, &form.csrf)?;
+    let standing = signed.session.standing(&signed.caller);
+    if form.everywhere.is_some() {
+        signed
+            .services
+            .sign_out_everywhere(
+                &standing.subject,
+                chrono::Duration::hours(session::LIFETIME_HOURS),
+            )
+            .await?;
+    } else {
+        signed.services.sign_out(&standing).await?;
+    }
     let mut res = see_other(&format!("{PREFIX}/sign-in"));
     res.add_cookie(&session::ended_session(&req))
         .map_err(|e| ConsoleError::Internal(format!("session cookie: {e}")))?;

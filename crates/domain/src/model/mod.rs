@@ -42,3 +42,4 @@ pub mod node;
 pub mod node_pool;
 pub mod operation;
 pub mod secret;
+pub mod session;

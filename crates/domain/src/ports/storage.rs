@@ -22,6 +22,7 @@ use crate::model::node::Node;
 use crate::model::node_pool::NodePool;
 use crate::model::operation::{ClusterOperation, OperationStatus, Settled};
 use crate::model::secret::{SealedSecret, TokenDigest};
+use crate::model::session::{SessionRevocations, SessionStanding, SessionSubject};
 use crate::names::{DnsLabel, NodeName};
 
 /// The unique rule a write broke.
@@ -449,4 +450,30 @@ pub trait KubeconfigCredentials: Send + Sync {
     /// writes its audit event; returns how many were revoked. A rotation also replaces the
     /// cluster's standing token.
     async fn revoke_credentials(&self, revocation: Revocation) -> Result<u64, StoreError>;
+}
+
+/// Sessions ended before their time (the sessions themselves live in sealed cookies).
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait SessionStore: Send + Sync {
+    /// Records that the session `id` ended; the record is kept until `expires_at`, when the
+    /// session would have ended anyway. Recording it twice is one record.
+    async fn end_session(&self, id: Uuid, expires_at: DateTime<Utc>) -> Result<(), StoreError>;
+    /// Ends every session of `subject` issued at or before `at`; kept until `expires_at`. A
+    /// later call moves the instant forward, never back.
+    async fn end_sessions_of(
+        &self,
+        subject: &SessionSubject,
+        at: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
+    /// Whether `session` was ended by either record.
+    async fn session_ended(&self, session: &SessionStanding) -> Result<bool, StoreError>;
+    /// Every record still in force at `now`.
+    async fn session_revocations(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<SessionRevocations, StoreError>;
+    /// Forgets the records whose sessions are over by `now`; returns how many went.
+    async fn purge_session_revocations(&self, now: DateTime<Utc>) -> Result<u64, StoreError>;
 }

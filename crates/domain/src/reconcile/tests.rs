@@ -533,6 +533,7 @@ fn world(state: ClusterState, cloud: FakeCloud) -> World {
         audit: Arc::new(m.audit),
         operations: Arc::new(m.operations),
         credentials: Arc::new(m.credentials),
+        sessions: Arc::new(m.sessions),
         changes: Arc::new(m.changes),
         identity: Arc::new(m.identity),
         cloud: cloud.clone(),

@@ -18,6 +18,7 @@ mod kubeconfigs;
 mod node_pools;
 mod nodes;
 mod operations;
+mod sessions;
 
 use std::sync::Arc;
 
@@ -43,7 +44,8 @@ use crate::ports::provisioning::CloudProvider;
 use crate::ports::secrets::SecretVault;
 use crate::ports::storage::{
     AuditLog, AuthServerRepository, Change, ChangeFeed, ClusterRepository, Freshness,
-    IdempotencyStore, KubeconfigCredentials, OperationLog, StoreError, UniqueRule, ZoneCapacity,
+    IdempotencyStore, KubeconfigCredentials, OperationLog, SessionStore, StoreError, UniqueRule,
+    ZoneCapacity,
 };
 
 /// The longest lifetime a download may ask for unless the operator says otherwise: 30 days.
@@ -86,6 +88,7 @@ pub struct Ports {
     pub audit: Arc<dyn AuditLog>,
     pub operations: Arc<dyn OperationLog>,
     pub credentials: Arc<dyn KubeconfigCredentials>,
+    pub sessions: Arc<dyn SessionStore>,
     pub changes: Arc<dyn ChangeFeed>,
     pub identity: Arc<dyn IdentityProvider>,
     pub cloud: Arc<dyn CloudProvider>,

@@ -196,5 +196,6 @@ mod constraints;
 mod idempotency;
 mod lifecycle;
 mod operations;
+mod sessions;
 mod watch_cache;
 mod writes;

@@ -46,6 +46,7 @@ mod kubeconfig;
 mod node_pools;
 mod operations;
 mod patch;
+mod sessions;
 mod state_long_poll;
 mod write_budget;
 

@@ -1,0 +1,2 @@
+DROP TABLE session_sign_outs;
+DROP TABLE session_revocations;
