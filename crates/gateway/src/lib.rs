@@ -524,6 +524,14 @@ async fn decide(
             ),
         );
     };
+    // A host route's upstream is told the host the route was chosen by: a trusted proxy's
+    // X-Forwarded-Host naming another host would have it build links to a host nobody checked.
+    let mut client = client;
+    if let Some(route_host) = &route.host
+        && client.host.as_deref().and_then(routes::host_key).as_deref() != Some(route_host.as_str())
+    {
+        client.host = host.map(str::to_owned);
+    }
     let header_bytes: u64 = headers
         .iter()
         .map(|(name, value)| (name.as_str().len() + value.len() + 4) as u64)

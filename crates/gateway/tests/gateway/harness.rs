@@ -599,6 +599,45 @@ pub async fn raw(addr: SocketAddr, request: &str) -> Raw {
     parse_raw(&bytes)
 }
 
+/// `GET uri` over HTTP/2 by prior knowledge (h2c) on a new connection, the URI's authority sent
+/// as the request's `:authority` whatever it holds, with these header fields.
+pub async fn h2c_get(addr: SocketAddr, uri: &str, headers: &[(&str, &str)]) -> Raw {
+    use http_body_util::BodyExt;
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(tcp),
+    )
+    .await
+    .expect("an h2c handshake");
+    tokio::spawn(connection);
+    let mut request = hyper::Request::get(uri);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .expect("a request");
+    let response = sender.send_request(request).await.expect("an answer");
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_str().unwrap_or("").to_owned()))
+        .collect();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
+        .unwrap_or_default();
+    Raw {
+        status,
+        headers,
+        body,
+    }
+}
+
 /// `GET target` with `Host`, `Connection: close` and these header lines.
 pub async fn raw_get(addr: SocketAddr, target: &str, headers: &[&str]) -> Raw {
     raw(addr, &raw_request("GET", addr, target, headers)).await
