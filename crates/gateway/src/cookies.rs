@@ -113,20 +113,47 @@ pub fn find<'a>(cookie_headers: &[&'a str], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.trim().trim_matches('"'))
 }
 
-/// Whether a cookie name is one of the gateway's (in any prefix form).
+/// Whether a cookie name is one of the gateway's, in any prefix form: `__Host-` and
+/// `__Secure-` are recognised in any case, as browsers recognise them.
 pub fn is_gateway_cookie(name: &str) -> bool {
     let name = name.trim();
-    let bare = name
-        .strip_prefix("__Host-")
-        .or_else(|| name.strip_prefix("__Secure-"))
+    let strip = |prefix: &str| {
+        name.get(..prefix.len())
+            .filter(|head| head.eq_ignore_ascii_case(prefix))
+            .map(|_| &name[prefix.len()..])
+    };
+    let bare = strip("__Host-")
+        .or_else(|| strip("__Secure-"))
         .unwrap_or(name);
     bare.get(..NAME_STEM.len())
         .is_some_and(|stem| stem.eq_ignore_ascii_case(NAME_STEM))
 }
 
+/// The name and value of one cookie pair as a browser reads them (RFC 6265bis §5.6): without a
+/// `=` the name is empty and the whole pair is the value; spaces and tabs around each go.
+fn name_and_value(pair: &str) -> (&str, &str) {
+    let blank = |c: char| c == ' ' || c == '\t';
+    match pair.split_once('=') {
+        Some((name, value)) => (name.trim_matches(blank), value.trim_matches(blank)),
+        None => ("", pair.trim_matches(blank)),
+    }
+}
+
+/// Whether a cookie pair is, or comes back to a server as, one of the gateway's cookies. A
+/// browser sends a cookie with an empty name as its bare value, so `=gateway_session_x=v` (or
+/// `gateway_session_x` alone) returns as the cookie `gateway_session_x`.
+fn names_gateway_cookie(pair: &str) -> bool {
+    let (name, value) = name_and_value(pair);
+    if !name.is_empty() {
+        return is_gateway_cookie(name);
+    }
+    let returned = value.trim_start_matches(['=', ' ', '\t']);
+    is_gateway_cookie(returned.split('=').next().unwrap_or(returned))
+}
+
 /// Whether one `name=value` pair of a `Cookie` header is a gateway cookie.
 pub fn is_gateway_cookie_pair(pair: &str) -> bool {
-    is_gateway_cookie(pair.split('=').next().unwrap_or(pair))
+    names_gateway_cookie(pair)
 }
 
 /// A `Cookie` header without the gateway's own cookies, or `None` when nothing is left.
@@ -140,11 +167,11 @@ pub fn without_gateway_cookies(value: &str) -> Option<String> {
     (!kept.is_empty()).then(|| kept.join("; "))
 }
 
-/// Whether a `Set-Cookie` from an upstream would set one of the gateway's cookies. An upstream
-/// shares the gateway's origin, so it could otherwise plant a session of its choosing for
-/// another tenant's route (session fixation across tenants).
+/// Whether a `Set-Cookie` from an upstream would set one of the gateway's cookies, as a browser
+/// would store it. An upstream shares the gateway's origin, so it could otherwise plant a
+/// session of its choosing for another tenant's route (session fixation across tenants).
 pub fn sets_gateway_cookie(set_cookie: &str) -> bool {
-    is_gateway_cookie(set_cookie.split('=').next().unwrap_or(set_cookie))
+    names_gateway_cookie(set_cookie.split(';').next().unwrap_or(set_cookie))
 }
 
 /// A `Set-Cookie` value for a gateway cookie.
@@ -220,5 +247,27 @@ mod tests {
         assert_eq!(without_gateway_cookies("__Secure-gateway_login_1=x"), None);
         assert!(sets_gateway_cookie("__Host-gateway_session_abc=x; Path=/"));
         assert!(!sets_gateway_cookie("app_session=x; Path=/"));
+    }
+
+    #[test]
+    fn a_set_cookie_is_judged_by_the_name_a_browser_stores_it_under() {
+        for (set_cookie, gateways) in [
+            ("gateway_session_x=v; Path=/", true),
+            ("  gateway_session_x\t=v", true),
+            ("=gateway_session_x=v; Path=/", true),
+            ("  =  gateway_session_x=v", true),
+            ("==gateway_session_x=v", true),
+            ("gateway_session_x; Path=/", true),
+            ("=__Host-gateway_session_x=v", true),
+            ("__HOST-gateway_session_x=v; Secure", true),
+            ("__secure-GATEWAY_login_1=v", true),
+            ("app=gateway_session_x; Path=/", false),
+            ("=theme=dark", false),
+            ("gateway=1", false),
+            ("__Host-app=1", false),
+            ("x=1; Path=/gateway_session_x", false),
+        ] {
+            assert_eq!(sets_gateway_cookie(set_cookie), gateways, "{set_cookie}");
+        }
     }
 }

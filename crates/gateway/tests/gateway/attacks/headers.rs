@@ -415,6 +415,53 @@ async fn the_gateways_cookies_never_cross_to_or_from_an_upstream() {
     assert_eq!(e.header("cookie").as_deref(), Some("theme=dark"));
 }
 
+/// An upstream plants a gateway cookie under a name the filter once read differently from a
+/// browser: an empty name (`=gateway_session_…=v`, which a browser sends back as
+/// `gateway_session_…=v`), no `=` at all, blanks around the name, a prefix in another case.
+/// None reaches the client; the application's own cookies, odd ones included, do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_cannot_plant_a_gateway_cookie_under_any_spelling() {
+    const PLANTED: [&str; 8] = [
+        "=gateway_session_0123=planted; Path=/",
+        "   =gateway_session_0123=planted; Path=/",
+        "=\t__Host-gateway_session_0123=planted; Path=/; Secure",
+        "gateway_session_0123; Path=/",
+        " gateway_login_abc =planted; Path=/",
+        "__HOST-gateway_session_0123=planted; Path=/; Secure",
+        "__secure-Gateway_Login_abc=planted; Secure",
+        "=__Secure-gateway_login_abc=planted; Secure",
+    ];
+    const KEPT: [&str; 3] = [
+        "theme=dark; Path=/",
+        "=nameless-but-harmless",
+        "gateway=not-ours; Path=/",
+    ];
+    let (upstream, _) = keep_alive_upstream(|_| {
+        let mut answer = String::from("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n");
+        for cookie in PLANTED.iter().chain(KEPT.iter()) {
+            answer.push_str(&format!("set-cookie: {cookie}\r\n"));
+        }
+        answer.push_str("\r\nok");
+        (answer.into_bytes(), true)
+    })
+    .await;
+    let h = token_gateway("/plant", upstream, TOKEN).await;
+    let r = raw_get(
+        h.gateway,
+        "/plant/x",
+        &[&format!("Authorization: {}", bearer())],
+    )
+    .await;
+    assert_eq!((r.status, r.body.as_str()), (200, "ok"), "{r:?}");
+    let set: Vec<&str> = r
+        .headers
+        .iter()
+        .filter(|(name, _)| name == "set-cookie")
+        .map(|(_, value)| value.as_str())
+        .collect();
+    assert_eq!(set, KEPT, "an upstream planted a gateway cookie");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_shared_cache_keeps_an_answer_meant_for_one_client() {
     let h = token_route(&[]).await;
