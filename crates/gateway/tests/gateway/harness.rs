@@ -769,7 +769,17 @@ fn test_event(server: &AuthServer) -> AuditEvent {
 /// A gateway with one route, `prefix`, to `upstream`, behind a Token auth server ("machines")
 /// that accepts `token`; ready once the route answers.
 pub async fn token_gateway(prefix: &str, upstream: SocketAddr, token: &str) -> Harness {
-    let h = harness_with(&[route(prefix, "machines").to(upstream)], &[]).await;
+    token_gateway_with(prefix, upstream, token, &[]).await
+}
+
+/// The same, with these settings.
+pub async fn token_gateway_with(
+    prefix: &str,
+    upstream: SocketAddr,
+    token: &str,
+    settings: &[(&str, &str)],
+) -> Harness {
+    let h = harness_with(&[route(prefix, "machines").to(upstream)], settings).await;
     let machines = h.token_server(ORG_SLUG, "machines", token);
     h.insert_all(&[&machines], prefix).await;
     h
