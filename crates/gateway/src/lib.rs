@@ -549,6 +549,17 @@ async fn decide(
             ),
         );
     }
+    if !route.upgrades && proxy::asks_to_switch(&req) {
+        // Refused before any check: the tunnel it asks for is what the route does not take.
+        return (
+            label,
+            problem(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "this route does not take requests to switch protocols (WebSocket or any other upgrade)",
+            ),
+        );
+    }
     let attempts = Attempts {
         limiter: &state.limiter,
         client: client.addr,
