@@ -59,7 +59,7 @@ use crate::problem::{problem, with_header};
 use crate::ratelimit::{Limiter, Scope};
 use crate::registry::{Registry, Snapshot};
 use crate::routes_file::RoutesFile;
-use crate::serve::{Peer, Sockets, Workers};
+use crate::serve::{Peer, Sockets, TlsSocket, Workers};
 use crate::upstream::Upstreams;
 
 /// Why the gateway could not start.
@@ -162,14 +162,16 @@ fn tls_listener(
         sockets,
         addr: bound,
         acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+        certificates: certificates.clone(),
     }))
 }
 
-/// The TLS listener: a socket per worker, its address, its handshakes.
+/// The TLS listener: a socket per worker, its address, its handshakes and their certificates.
 struct TlsSockets {
     sockets: Vec<std::net::TcpListener>,
     addr: SocketAddr,
     acceptor: tokio_rustls::TlsAcceptor,
+    certificates: Current<tls::Certificates>,
 }
 
 /// Loads the routes and the auth servers, binds, and returns the server ready to run.
@@ -257,14 +259,18 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         metrics: metrics.clone(),
     });
     let tls_addr = tls.as_ref().map(|t| t.addr);
-    let mut tls = tls.map(|t| (t.sockets.into_iter(), t.acceptor));
+    let mut tls = tls.map(|t| (t.sockets.into_iter(), t.acceptor, t.certificates));
     let sockets = plain
         .into_iter()
         .map(|plain| Sockets {
             plain,
-            tls: tls
-                .as_mut()
-                .and_then(|(sockets, acceptor)| Some((sockets.next()?, acceptor.clone()))),
+            tls: tls.as_mut().and_then(|(sockets, acceptor, certificates)| {
+                Some(TlsSocket {
+                    socket: sockets.next()?,
+                    acceptor: acceptor.clone(),
+                    certificates: certificates.clone(),
+                })
+            }),
         })
         .collect();
     let workers = serve::start(
@@ -453,6 +459,21 @@ async fn decide(
         }
         Err(e) => return (None, bad_request(&e.to_string())),
     };
+    let host_key = host.and_then(routes::host_key);
+    if let (Some(tls), Some(host)) = (&peer.tls, host_key.as_deref())
+        && !tls.covers(host)
+    {
+        // Negotiated for another name, and its certificate does not cover this one: a client
+        // that reused it (HTTP/2 coalescing) must ask again on a connection of its own.
+        return (
+            None,
+            problem(
+                StatusCode::MISDIRECTED_REQUEST,
+                "misdirected_request",
+                "this connection is not for that host; open one for it",
+            ),
+        );
+    }
     let path = match path::normalize(req.uri.path()) {
         Ok(p) => p,
         Err(e) => return (None, bad_request(&e.to_string())),
@@ -470,7 +491,7 @@ async fn decide(
         peer.addr,
         host,
         // Set by the TLS listener only; no header can claim it.
-        peer.secure,
+        peer.tls.is_some(),
         Claimed {
             forwarded_for: &forwarded_for,
             forwarded_proto: values("x-forwarded-proto").first().copied(),
@@ -478,7 +499,6 @@ async fn decide(
         },
         &state.trusted,
     );
-    let host_key = host.and_then(routes::host_key);
     // This request's routes, whatever a reload puts in force meanwhile.
     let routes = state.routes.get();
     let route = routes.find(host_key.as_deref(), &path);
