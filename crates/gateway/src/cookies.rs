@@ -174,9 +174,27 @@ pub fn sets_gateway_cookie(set_cookie: &str) -> bool {
     names_gateway_cookie(set_cookie.split(';').next().unwrap_or(set_cookie))
 }
 
-/// A `Set-Cookie` value for a gateway cookie.
+/// The `Path` attribute for a cookie meant for `path`: `path` itself when every character of it
+/// reads as part of the attribute's value, else the longest part of it up to a `/` before the
+/// first one that may not (`/oauth/` for `/oauth/cb;Domain=evil.example`). A `;` would end the
+/// attribute and begin another of the path's choosing (`Domain`, `SameSite=None`); a `,`
+/// splits the header for some older parsers. A browser sends a cookie of path `/oauth/` with
+/// every request below it, so the cookie still reaches `path`.
+fn cookie_path(path: &str) -> &str {
+    let fits = |b: u8| b.is_ascii_alphanumeric() || b"-._~!$&'()*+=:@/".contains(&b);
+    let Some(bad) = path.bytes().position(|b| !fits(b)) else {
+        return path;
+    };
+    match path[..bad].rfind('/') {
+        Some(slash) => &path[..=slash],
+        None => "/",
+    }
+}
+
+/// A `Set-Cookie` value for a gateway cookie. `path` adds no attribute, whatever it holds.
 pub fn set_cookie(name: &str, value: &str, path: &str, max_age: u64, secure: bool) -> String {
     let secure = if secure { "; Secure" } else { "" };
+    let path = cookie_path(path);
     format!("{name}={value}; Path={path}; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}")
 }
 
@@ -247,6 +265,30 @@ mod tests {
         assert_eq!(without_gateway_cookies("__Secure-gateway_login_1=x"), None);
         assert!(sets_gateway_cookie("__Host-gateway_session_abc=x; Path=/"));
         assert!(!sets_gateway_cookie("app_session=x; Path=/"));
+    }
+
+    #[test]
+    fn a_cookie_path_never_adds_an_attribute() {
+        for (path, cookie_path) in [
+            ("/callback", "/callback"),
+            ("/oauth/cb", "/oauth/cb"),
+            ("/a-b_c.d~e/!$&'()*+=:@", "/a-b_c.d~e/!$&'()*+=:@"),
+            ("/oauth/cb;Domain=evil.example", "/oauth/"),
+            ("/oauth/x/cb;SameSite=None;Max-Age=9", "/oauth/x/"),
+            ("/cb;Path=/", "/"),
+            ("/oauth/a,b", "/oauth/"),
+            ("/oauth/a b", "/oauth/"),
+            ("/o\"a", "/"),
+        ] {
+            let cookie = set_cookie("gateway_login_1", "v", path, 600, true);
+            assert_eq!(
+                cookie,
+                format!(
+                    "gateway_login_1=v; Path={cookie_path}; Max-Age=600; HttpOnly; SameSite=Lax; Secure"
+                ),
+                "{path}"
+            );
+        }
     }
 
     #[test]
