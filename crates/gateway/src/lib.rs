@@ -52,7 +52,7 @@ use crate::current::Current;
 use crate::forwarding::{Claimed, TrustedProxies};
 use crate::metrics::Metrics;
 use crate::oidc::{Oidc, OidcSettings};
-use crate::outbound::Outbound;
+use crate::outbound::{NetworkPolicy, Outbound};
 use crate::outcome::{Attempts, Facts, Outcome};
 use crate::path::CanonicalPath;
 use crate::problem::{problem, with_header};
@@ -203,6 +203,26 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
             Some((listener, admin_addr))
         }
     };
+    // Where the gateway can be reached decides whether it may fetch from its own host.
+    let listeners: Vec<SocketAddr> = std::iter::once(addr)
+        .chain(tls.as_ref().map(|t| t.addr))
+        .collect();
+    let issuer_networks = match settings.issuer_networks {
+        Some(set) => set,
+        None => {
+            let chosen = NetworkPolicy::by_default_for(&listeners);
+            tracing::info!(
+                loopback = chosen.loopback,
+                "GATEWAY_ALLOWED_ISSUER_NETWORKS not set: OpenID providers may be on public addresses{}",
+                if chosen.loopback {
+                    ", and on loopback ones (every listener is on a loopback address)"
+                } else {
+                    " only (a listener is not on a loopback address)"
+                }
+            );
+            chosen
+        }
+    };
     let upstreams = Upstreams::new().map_err(StartError::Tls)?;
     let vault = secrets::Vault::from_keys(&settings.secrets_key, &settings.secrets_key_previous)
         .map_err(|e| SettingsError::Invalid {
@@ -239,7 +259,7 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
     ));
     let oidc = Oidc::new(
         vault.clone(),
-        Outbound::new(settings.issuer_networks),
+        Outbound::new(issuer_networks),
         &OidcSettings {
             min_refresh: settings.jwks_min_refresh,
             session_ttl: settings.session_ttl,
