@@ -203,10 +203,9 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
             Some((listener, admin_addr))
         }
     };
+    let tls_addr = tls.as_ref().map(|t| t.addr);
     // Where the gateway can be reached decides whether it may fetch from its own host.
-    let listeners: Vec<SocketAddr> = std::iter::once(addr)
-        .chain(tls.as_ref().map(|t| t.addr))
-        .collect();
+    let listeners: Vec<SocketAddr> = std::iter::once(addr).chain(tls_addr).collect();
     let issuer_networks = match settings.issuer_networks {
         Some(set) => set,
         None => {
@@ -278,7 +277,6 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         trusted: settings.trusted_proxies.clone(),
         metrics: metrics.clone(),
     });
-    let tls_addr = tls.as_ref().map(|t| t.addr);
     let mut tls = tls.map(|t| (t.sockets.into_iter(), t.acceptor, t.certificates));
     let sockets = plain
         .into_iter()
