@@ -113,20 +113,47 @@ pub fn find<'a>(cookie_headers: &[&'a str], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.trim().trim_matches('"'))
 }
 
-/// Whether a cookie name is one of the gateway's (in any prefix form).
+/// Whether a cookie name is one of the gateway's, in any prefix form: `__Host-` and
+/// `__Secure-` are recognised in any case, as browsers recognise them.
 pub fn is_gateway_cookie(name: &str) -> bool {
     let name = name.trim();
-    let bare = name
-        .strip_prefix("__Host-")
-        .or_else(|| name.strip_prefix("__Secure-"))
+    let strip = |prefix: &str| {
+        name.get(..prefix.len())
+            .filter(|head| head.eq_ignore_ascii_case(prefix))
+            .map(|_| &name[prefix.len()..])
+    };
+    let bare = strip("__Host-")
+        .or_else(|| strip("__Secure-"))
         .unwrap_or(name);
     bare.get(..NAME_STEM.len())
         .is_some_and(|stem| stem.eq_ignore_ascii_case(NAME_STEM))
 }
 
+/// The name and value of one cookie pair as a browser reads them (RFC 6265bis §5.6): without a
+/// `=` the name is empty and the whole pair is the value; spaces and tabs around each go.
+fn name_and_value(pair: &str) -> (&str, &str) {
+    let blank = |c: char| c == ' ' || c == '\t';
+    match pair.split_once('=') {
+        Some((name, value)) => (name.trim_matches(blank), value.trim_matches(blank)),
+        None => ("", pair.trim_matches(blank)),
+    }
+}
+
+/// Whether a cookie pair is, or comes back to a server as, one of the gateway's cookies. A
+/// browser sends a cookie with an empty name as its bare value, so `=gateway_session_x=v` (or
+/// `gateway_session_x` alone) returns as the cookie `gateway_session_x`.
+fn names_gateway_cookie(pair: &str) -> bool {
+    let (name, value) = name_and_value(pair);
+    if !name.is_empty() {
+        return is_gateway_cookie(name);
+    }
+    let returned = value.trim_start_matches(['=', ' ', '\t']);
+    is_gateway_cookie(returned.split('=').next().unwrap_or(returned))
+}
+
 /// Whether one `name=value` pair of a `Cookie` header is a gateway cookie.
 pub fn is_gateway_cookie_pair(pair: &str) -> bool {
-    is_gateway_cookie(pair.split('=').next().unwrap_or(pair))
+    names_gateway_cookie(pair)
 }
 
 /// A `Cookie` header without the gateway's own cookies, or `None` when nothing is left.
@@ -140,16 +167,34 @@ pub fn without_gateway_cookies(value: &str) -> Option<String> {
     (!kept.is_empty()).then(|| kept.join("; "))
 }
 
-/// Whether a `Set-Cookie` from an upstream would set one of the gateway's cookies. An upstream
-/// shares the gateway's origin, so it could otherwise plant a session of its choosing for
-/// another tenant's route (session fixation across tenants).
+/// Whether a `Set-Cookie` from an upstream would set one of the gateway's cookies, as a browser
+/// would store it. An upstream shares the gateway's origin, so it could otherwise plant a
+/// session of its choosing for another tenant's route (session fixation across tenants).
 pub fn sets_gateway_cookie(set_cookie: &str) -> bool {
-    is_gateway_cookie(set_cookie.split('=').next().unwrap_or(set_cookie))
+    names_gateway_cookie(set_cookie.split(';').next().unwrap_or(set_cookie))
 }
 
-/// A `Set-Cookie` value for a gateway cookie.
+/// The `Path` attribute for a cookie meant for `path`: `path` itself when every character of it
+/// reads as part of the attribute's value, else the longest part of it up to a `/` before the
+/// first one that may not (`/oauth/` for `/oauth/cb;Domain=evil.example`). A `;` would end the
+/// attribute and begin another of the path's choosing (`Domain`, `SameSite=None`); a `,`
+/// splits the header for some older parsers. A browser sends a cookie of path `/oauth/` with
+/// every request below it, so the cookie still reaches `path`.
+fn cookie_path(path: &str) -> &str {
+    let fits = |b: u8| b.is_ascii_alphanumeric() || b"-._~!$&'()*+=:@/".contains(&b);
+    let Some(bad) = path.bytes().position(|b| !fits(b)) else {
+        return path;
+    };
+    match path[..bad].rfind('/') {
+        Some(slash) => &path[..=slash],
+        None => "/",
+    }
+}
+
+/// A `Set-Cookie` value for a gateway cookie. `path` adds no attribute, whatever it holds.
 pub fn set_cookie(name: &str, value: &str, path: &str, max_age: u64, secure: bool) -> String {
     let secure = if secure { "; Secure" } else { "" };
+    let path = cookie_path(path);
     format!("{name}={value}; Path={path}; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}")
 }
 
@@ -220,5 +265,51 @@ mod tests {
         assert_eq!(without_gateway_cookies("__Secure-gateway_login_1=x"), None);
         assert!(sets_gateway_cookie("__Host-gateway_session_abc=x; Path=/"));
         assert!(!sets_gateway_cookie("app_session=x; Path=/"));
+    }
+
+    #[test]
+    fn a_cookie_path_never_adds_an_attribute() {
+        for (path, cookie_path) in [
+            ("/callback", "/callback"),
+            ("/oauth/cb", "/oauth/cb"),
+            ("/a-b_c.d~e/!$&'()*+=:@", "/a-b_c.d~e/!$&'()*+=:@"),
+            ("/oauth/cb;Domain=evil.example", "/oauth/"),
+            ("/oauth/x/cb;SameSite=None;Max-Age=9", "/oauth/x/"),
+            ("/cb;Path=/", "/"),
+            ("/oauth/a,b", "/oauth/"),
+            ("/oauth/a b", "/oauth/"),
+            ("/o\"a", "/"),
+        ] {
+            let cookie = set_cookie("gateway_login_1", "v", path, 600, true);
+            assert_eq!(
+                cookie,
+                format!(
+                    "gateway_login_1=v; Path={cookie_path}; Max-Age=600; HttpOnly; SameSite=Lax; Secure"
+                ),
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_set_cookie_is_judged_by_the_name_a_browser_stores_it_under() {
+        for (set_cookie, gateways) in [
+            ("gateway_session_x=v; Path=/", true),
+            ("  gateway_session_x\t=v", true),
+            ("=gateway_session_x=v; Path=/", true),
+            ("  =  gateway_session_x=v", true),
+            ("==gateway_session_x=v", true),
+            ("gateway_session_x; Path=/", true),
+            ("=__Host-gateway_session_x=v", true),
+            ("__HOST-gateway_session_x=v; Secure", true),
+            ("__secure-GATEWAY_login_1=v", true),
+            ("app=gateway_session_x; Path=/", false),
+            ("=theme=dark", false),
+            ("gateway=1", false),
+            ("__Host-app=1", false),
+            ("x=1; Path=/gateway_session_x", false),
+        ] {
+            assert_eq!(sets_gateway_cookie(set_cookie), gateways, "{set_cookie}");
+        }
     }
 }

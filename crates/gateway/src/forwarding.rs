@@ -156,13 +156,39 @@ fn parse_forwarded_addr(entry: &str) -> Option<IpAddr> {
     None
 }
 
-/// `host` or `host:port`, in the characters a Host header may hold.
+/// `host` or `host:port` and nothing else (RFC 9110 §7.2): a name of letters, digits and
+/// `-._`, or an IPv4 address, or an IPv6 address in brackets; a port of 1 to 5 digits. No
+/// userinfo, no second colon, no empty port: whatever passes reads one way to the routes and to
+/// an upstream.
 pub fn is_host_and_port(value: &str) -> bool {
-    !value.is_empty()
-        && value.len() <= 255
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-.:[]_".contains(&b))
+    if value.is_empty() || value.len() > 255 {
+        return false;
+    }
+    let (host_ok, port) = match value.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((literal, after)) => (
+                literal.parse::<std::net::Ipv6Addr>().is_ok(),
+                match after {
+                    "" => None,
+                    _ => Some(after.strip_prefix(':').unwrap_or("x")),
+                },
+            ),
+            None => (false, None),
+        },
+        None => {
+            let (host, port) = match value.split_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (value, None),
+            };
+            let name = !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b));
+            (name, port)
+        }
+    };
+    host_ok
+        && port.is_none_or(|p| (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Headers whose meaning the gateway owns: the identity it asserts (`X-Auth-*`), the client it
@@ -306,6 +332,39 @@ mod tests {
             "x-forwarder",
         ] {
             assert!(!is_gateway_owned(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_host_is_a_name_or_address_with_an_optional_port_and_nothing_else() {
+        for good in [
+            "app.example",
+            "app.example.",
+            "App-1.Example_x:8443",
+            "127.0.0.1:80",
+            "[::1]",
+            "[2001:db8::1]:443",
+        ] {
+            assert!(is_host_and_port(good), "{good}");
+        }
+        for bad in [
+            "",
+            "app.example:1@evil.example",
+            "user@app.example",
+            "app.example:1:2",
+            "app.example:",
+            "app.example:+80",
+            "app.example:123456",
+            ":80",
+            "[::1",
+            "[::1]80",
+            "[::1]:",
+            "[evil.example]",
+            "app example",
+            "app.example/x",
+            "app.example,evil.example",
+        ] {
+            assert!(!is_host_and_port(bad), "{bad}");
         }
     }
 

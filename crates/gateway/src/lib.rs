@@ -52,14 +52,14 @@ use crate::current::Current;
 use crate::forwarding::{Claimed, TrustedProxies};
 use crate::metrics::Metrics;
 use crate::oidc::{Oidc, OidcSettings};
-use crate::outbound::Outbound;
+use crate::outbound::{NetworkPolicy, Outbound};
 use crate::outcome::{Attempts, Facts, Outcome};
 use crate::path::CanonicalPath;
 use crate::problem::{problem, with_header};
 use crate::ratelimit::{Limiter, Scope};
 use crate::registry::{Registry, Snapshot};
 use crate::routes_file::RoutesFile;
-use crate::serve::{Peer, Sockets, Workers};
+use crate::serve::{Peer, Sockets, TlsSocket, Workers};
 use crate::upstream::Upstreams;
 
 /// Why the gateway could not start.
@@ -162,14 +162,16 @@ fn tls_listener(
         sockets,
         addr: bound,
         acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+        certificates: certificates.clone(),
     }))
 }
 
-/// The TLS listener: a socket per worker, its address, its handshakes.
+/// The TLS listener: a socket per worker, its address, its handshakes and their certificates.
 struct TlsSockets {
     sockets: Vec<std::net::TcpListener>,
     addr: SocketAddr,
     acceptor: tokio_rustls::TlsAcceptor,
+    certificates: Current<tls::Certificates>,
 }
 
 /// Loads the routes and the auth servers, binds, and returns the server ready to run.
@@ -199,6 +201,25 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
             let listener =
                 tokio::net::TcpListener::from_std(socket).map_err(|e| bind_error(e.to_string()))?;
             Some((listener, admin_addr))
+        }
+    };
+    let tls_addr = tls.as_ref().map(|t| t.addr);
+    // Where the gateway can be reached decides whether it may fetch from its own host.
+    let listeners: Vec<SocketAddr> = std::iter::once(addr).chain(tls_addr).collect();
+    let issuer_networks = match settings.issuer_networks {
+        Some(set) => set,
+        None => {
+            let chosen = NetworkPolicy::by_default_for(&listeners);
+            tracing::info!(
+                loopback = chosen.loopback,
+                "GATEWAY_ALLOWED_ISSUER_NETWORKS not set: OpenID providers may be on public addresses{}",
+                if chosen.loopback {
+                    ", and on loopback ones (every listener is on a loopback address)"
+                } else {
+                    " only (a listener is not on a loopback address)"
+                }
+            );
+            chosen
         }
     };
     let upstreams = Upstreams::new().map_err(StartError::Tls)?;
@@ -237,7 +258,7 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
     ));
     let oidc = Oidc::new(
         vault.clone(),
-        Outbound::new(settings.issuer_networks),
+        Outbound::new(issuer_networks),
         &OidcSettings {
             min_refresh: settings.jwks_min_refresh,
             session_ttl: settings.session_ttl,
@@ -256,15 +277,18 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         trusted: settings.trusted_proxies.clone(),
         metrics: metrics.clone(),
     });
-    let tls_addr = tls.as_ref().map(|t| t.addr);
-    let mut tls = tls.map(|t| (t.sockets.into_iter(), t.acceptor));
+    let mut tls = tls.map(|t| (t.sockets.into_iter(), t.acceptor, t.certificates));
     let sockets = plain
         .into_iter()
         .map(|plain| Sockets {
             plain,
-            tls: tls
-                .as_mut()
-                .and_then(|(sockets, acceptor)| Some((sockets.next()?, acceptor.clone()))),
+            tls: tls.as_mut().and_then(|(sockets, acceptor, certificates)| {
+                Some(TlsSocket {
+                    socket: sockets.next()?,
+                    acceptor: acceptor.clone(),
+                    certificates: certificates.clone(),
+                })
+            }),
         })
         .collect();
     let workers = serve::start(
@@ -453,6 +477,21 @@ async fn decide(
         }
         Err(e) => return (None, bad_request(&e.to_string())),
     };
+    let host_key = host.and_then(routes::host_key);
+    if let (Some(tls), Some(host)) = (&peer.tls, host_key.as_deref())
+        && !tls.covers(host)
+    {
+        // Negotiated for another name, and its certificate does not cover this one: a client
+        // that reused it (HTTP/2 coalescing) must ask again on a connection of its own.
+        return (
+            None,
+            problem(
+                StatusCode::MISDIRECTED_REQUEST,
+                "misdirected_request",
+                "this connection is not for that host; open one for it",
+            ),
+        );
+    }
     let path = match path::normalize(req.uri.path()) {
         Ok(p) => p,
         Err(e) => return (None, bad_request(&e.to_string())),
@@ -470,7 +509,7 @@ async fn decide(
         peer.addr,
         host,
         // Set by the TLS listener only; no header can claim it.
-        peer.secure,
+        peer.tls.is_some(),
         Claimed {
             forwarded_for: &forwarded_for,
             forwarded_proto: values("x-forwarded-proto").first().copied(),
@@ -478,7 +517,6 @@ async fn decide(
         },
         &state.trusted,
     );
-    let host_key = host.and_then(routes::host_key);
     // This request's routes, whatever a reload puts in force meanwhile.
     let routes = state.routes.get();
     let route = routes.find(host_key.as_deref(), &path);
@@ -524,6 +562,14 @@ async fn decide(
             ),
         );
     };
+    // A host route's upstream is told the host the route was chosen by: a trusted proxy's
+    // X-Forwarded-Host naming another host would have it build links to a host nobody checked.
+    let mut client = client;
+    if let Some(route_host) = &route.host
+        && client.host.as_deref().and_then(routes::host_key).as_deref() != Some(route_host.as_str())
+    {
+        client.host = host.map(str::to_owned);
+    }
     let header_bytes: u64 = headers
         .iter()
         .map(|(name, value)| (name.as_str().len() + value.len() + 4) as u64)
@@ -538,6 +584,17 @@ async fn decide(
                     "the request's headers are larger than this route takes ({} bytes)",
                     route.limits.max_request_headers
                 ),
+            ),
+        );
+    }
+    if !route.upgrades && proxy::asks_to_switch(&req) {
+        // Refused before any check: the tunnel it asks for is what the route does not take.
+        return (
+            label,
+            problem(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "this route does not take requests to switch protocols (WebSocket or any other upgrade)",
             ),
         );
     }

@@ -2,8 +2,9 @@
 //! gateway fetches discovery and keys from and posts client credentials to. Without a guard
 //! that is a server-side request forgery lever into the gateway's own network (cloud metadata,
 //! admin ports, databases speaking HTTP). So every such request:
-//! - goes only to addresses of the classes allowed (`GATEWAY_ALLOWED_ISSUER_NETWORKS`, default
-//!   `public,loopback`), checked on the addresses a name resolves to at connect time, so a DNS
+//! - goes only to addresses of the classes allowed (`GATEWAY_ALLOWED_ISSUER_NETWORKS`; by
+//!   default `public`, and `public,loopback` when every listener of the gateway is on a loopback
+//!   address), checked on the addresses a name resolves to at connect time, so a DNS
 //!   answer that changes between check and use (rebinding) changes nothing; link-local
 //!   (metadata services), unspecified, multicast and reserved addresses are never allowed;
 //! - uses https, or http only to a loopback host;
@@ -28,12 +29,25 @@ pub struct NetworkPolicy {
     pub private: bool,
 }
 
-impl Default for NetworkPolicy {
-    /// `public,loopback`: a provider on the gateway's own host is how single-host installs and
-    /// development run. Production deployments whose provider is public set `public`.
-    fn default() -> Self {
+impl NetworkPolicy {
+    /// Public addresses only.
+    pub const PUBLIC: NetworkPolicy = NetworkPolicy {
+        loopback: false,
+        private: false,
+    };
+
+    /// The policy when none is set, for a gateway listening on `listeners`: `public,loopback`
+    /// when every one is a loopback address (a development or single-host gateway, whose
+    /// provider runs beside it, and which nobody off the host can reach anyway), else `public`.
+    /// A gateway others can reach never fetches from its own host on a tenant's say-so: its
+    /// admin listener, a sidecar, anything bound to 127.0.0.1 there.
+    pub fn by_default_for(listeners: &[SocketAddr]) -> NetworkPolicy {
+        let loopback = !listeners.is_empty()
+            && listeners
+                .iter()
+                .all(|a| class(a.ip()) == AddressClass::Loopback);
         NetworkPolicy {
-            loopback: true,
+            loopback,
             private: false,
         }
     }
@@ -346,19 +360,46 @@ mod tests {
 
     #[test]
     fn the_policy_parses_and_never_allows_the_never_class() {
-        let all = NetworkPolicy::parse("public, loopback, PRIVATE").unwrap_or_default();
+        let all =
+            NetworkPolicy::parse("public, loopback, PRIVATE").unwrap_or(NetworkPolicy::PUBLIC);
         assert!(all.permits(ip("10.0.0.1")) && all.permits(ip("127.0.0.1")));
         assert!(!all.permits(ip("169.254.169.254")));
-        let public = NetworkPolicy::parse("public").unwrap_or_default();
+        let public = NetworkPolicy::parse("public").unwrap_or(NetworkPolicy::PUBLIC);
         assert!(!public.permits(ip("127.0.0.1")) && public.permits(ip("8.8.8.8")));
         assert!(NetworkPolicy::parse("public,everything").is_err());
-        let default = NetworkPolicy::default();
-        assert!(default.permits(ip("127.0.0.1")) && !default.permits(ip("10.0.0.1")));
+        assert!(!NetworkPolicy::PUBLIC.permits(ip("127.0.0.1")));
+    }
+
+    #[test]
+    fn loopback_is_allowed_by_default_only_when_every_listener_is_on_loopback() {
+        let addr = |s: &str| {
+            s.parse::<SocketAddr>()
+                .unwrap_or_else(|e| panic!("{s}: {e}"))
+        };
+        for (listeners, loopback) in [
+            (&["127.0.0.1:8081"][..], true),
+            (&["127.0.0.1:8081", "[::1]:8443"], true),
+            (&["[::ffff:127.0.0.1]:8081"], true),
+            (&["127.0.0.1:8081", "0.0.0.0:8443"], false),
+            (&["0.0.0.0:8081"], false),
+            (&["[::]:8081"], false),
+            (&["10.0.0.5:8081"], false),
+            (&["203.0.113.5:8081"], false),
+            (&[], false),
+        ] {
+            let listeners: Vec<SocketAddr> = listeners.iter().map(|s| addr(s)).collect();
+            let policy = NetworkPolicy::by_default_for(&listeners);
+            assert_eq!(policy.permits(ip("127.0.0.1")), loopback, "{listeners:?}");
+            assert!(policy.permits(ip("8.8.8.8")) && !policy.permits(ip("10.0.0.1")));
+        }
     }
 
     #[test]
     fn urls_are_refused_before_connecting() {
-        let o = Outbound::new(NetworkPolicy::default());
+        let o = Outbound::new(NetworkPolicy::by_default_for(&[SocketAddr::from((
+            [127, 0, 0, 1],
+            8081,
+        ))]));
         let url = |s: &str| url::Url::parse(s).unwrap_or_else(|_| panic!("{s}"));
         assert!(o.check(&url("https://id.example.com/x")).is_ok());
         assert!(o.check(&url("http://127.0.0.1:3900/x")).is_ok());
@@ -375,7 +416,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_name_that_resolves_only_to_forbidden_addresses_is_never_reached() {
-        let o = Outbound::new(NetworkPolicy::parse("public").unwrap_or_default());
+        let o = Outbound::new(NetworkPolicy::PUBLIC);
         // localhost resolves to loopback only: refused by the resolver, not connected to.
         let r: Result<serde_json::Value, _> = o
             .get_json(&url::Url::parse("https://localhost:1/x").unwrap_or_else(|_| panic!()))

@@ -1,7 +1,8 @@
 //! Forwarding: the request goes upstream with its method, its canonical path (the one the route
 //! was chosen by), its query and its streamed body; the answer comes back with its status,
 //! headers and streamed body. A request asking to switch protocols (`Connection: upgrade`) is
-//! switched only when the upstream answers 101, and then becomes a tunnel of bytes both ways.
+//! switched only when the upstream answers 101, and then becomes a tunnel of bytes both ways,
+//! unread: a route with `upgrades = false` refuses such requests before they get here.
 //!
 //! What never passes: hop-by-hop headers; the client's copies of the headers the gateway owns
 //! (identity, forwarding, path overrides: [`crate::forwarding::is_gateway_owned`]); Basic and
@@ -263,6 +264,12 @@ pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>)
     }
     head.version = Version::HTTP_11;
     Response::from_parts(head, Body::answer(answer, limits.idle))
+}
+
+/// Whether the request asks to switch protocols in a way the gateway would pass on (over
+/// HTTP/1.1, one `Upgrade` that is not `h2c`).
+pub fn asks_to_switch(parts: &Parts) -> bool {
+    parts.version == Version::HTTP_11 && requested_upgrade(&parts.headers).is_some()
 }
 
 /// The upgrade a request asks for (`Connection: upgrade` and the `Upgrade` header's protocols),

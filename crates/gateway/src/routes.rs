@@ -66,6 +66,9 @@ struct RouteConfig {
     /// HTTP/2 to the upstream: prior knowledge (h2c) for `http://`, ALPN for `https://`.
     #[serde(default)]
     upstream_http2: bool,
+    /// Whether requests to switch protocols (WebSocket, any `Upgrade`) are passed on; default
+    /// yes.
+    upgrades: Option<bool>,
 }
 
 /// A route's upstream timeouts, in milliseconds; each defaults as [`Limits::default`] says.
@@ -142,6 +145,10 @@ pub struct Route {
     /// Which of a worker's upstream clients its requests go through (the route's connect
     /// timeout, HTTP/1.1 or HTTP/2).
     pub client: ClientKind,
+    /// Whether a request to switch protocols is passed on. A tunnel carries whatever bytes the
+    /// client sends, unchecked, to the upstream (requests for any of its paths among them), so
+    /// a route can refuse them.
+    pub upgrades: bool,
 }
 
 impl Route {
@@ -319,6 +326,7 @@ fn route(index: usize, r: RouteConfig) -> Result<Route, RoutesError> {
         prefix,
         limits,
         client,
+        upgrades: r.upgrades.unwrap_or(true),
         upstream_origin: origin,
         upstream_base,
         organization_id: uuid::Uuid::parse_str(r.organization.trim()).ok(),
@@ -546,6 +554,18 @@ auth_server = "c"
             })
         );
         assert_eq!(of("a"), Some(Limits::default()));
+    }
+
+    #[test]
+    fn upgrades_are_taken_unless_a_route_says_not() {
+        let r =
+            Routes::parse(&format!("{FILE}\nupgrades = false")).unwrap_or_else(|e| panic!("{e}"));
+        let upgrades: Vec<(&str, bool)> = r
+            .iter()
+            .map(|route| (route.auth_server.as_str(), route.upgrades))
+            .collect();
+        assert_eq!(upgrades, vec![("c", false), ("b", true), ("a", true)]);
+        assert!(Routes::parse(&format!("{FILE}\nupgrades = \"no\"")).is_err());
     }
 
     #[test]

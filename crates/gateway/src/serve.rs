@@ -21,14 +21,17 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::sync::{mpsc, watch};
 use tokio_rustls::TlsAcceptor;
 
+use crate::current::Current;
+use crate::tls::{Certificates, Negotiated};
 use crate::{StartError, State};
 
 /// How the connection a request came on was made.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Peer {
     pub addr: IpAddr,
-    /// TLS, on the TLS listener: set by the listener, never by anything the client sends.
-    pub secure: bool,
+    /// On the TLS listener, what its handshake was for: set by the listener, never by anything
+    /// the client sends.
+    pub tls: Option<Arc<Negotiated>>,
 }
 
 /// The most a request head may take: the most header bytes any route takes, and 8 KiB for the
@@ -129,7 +132,15 @@ impl Workers {
 /// One worker's sockets: the plain listener's, and the TLS one's when there is one.
 pub struct Sockets {
     pub plain: std::net::TcpListener,
-    pub tls: Option<(std::net::TcpListener, TlsAcceptor)>,
+    pub tls: Option<TlsSocket>,
+}
+
+/// A worker's socket of the TLS listener, its handshakes, and the certificates they choose
+/// from.
+pub struct TlsSocket {
+    pub socket: std::net::TcpListener,
+    pub acceptor: TlsAcceptor,
+    pub certificates: Current<Certificates>,
 }
 
 /// The client connections open on every listener, against the most there may be.
@@ -231,8 +242,12 @@ async fn work(
     };
     let tls = match sockets.tls {
         None => None,
-        Some((l, acceptor)) => match listen(l) {
-            Ok(l) => Some((l, acceptor)),
+        Some(TlsSocket {
+            socket,
+            acceptor,
+            certificates,
+        }) => match listen(socket) {
+            Ok(l) => Some((l, acceptor, certificates)),
             Err(error) => return tracing::error!(%error, "a worker could not listen"),
         },
     };
@@ -244,7 +259,7 @@ async fn work(
             accepted = plain.accept() => accepted.map(|a| (a, false)),
             accepted = async {
                 match &tls {
-                    Some((l, _)) => l.accept().await,
+                    Some((l, _, _)) => l.accept().await,
                     None => std::future::pending().await,
                 }
             } => accepted.map(|a| (a, true)),
@@ -268,33 +283,40 @@ async fn work(
         // Answers are written in pieces (head, then the streamed body): with Nagle's algorithm
         // on, the client's delayed ACK would hold the last piece back about 40 ms.
         let _ = tcp.set_nodelay(true);
-        let peer = Peer {
-            addr: peer.ip(),
-            secure,
-        };
+        let addr = peer.ip();
         let watcher = graceful.watcher();
         let builder = builder.clone();
         let state = state.clone();
-        let acceptor = secure
-            .then(|| tls.as_ref().map(|(_, a)| a.clone()))
+        let handshake = secure
+            .then(|| tls.as_ref().map(|(_, a, c)| (a.clone(), c.clone())))
             .flatten();
         tokio::spawn(async move {
             let _admitted = admitted;
-            let service = hyper::service::service_fn(move |request| {
-                let state = state.clone();
-                async move { Ok::<_, Infallible>(crate::handle(request, peer, &state).await) }
-            });
-            match acceptor {
+            let service = move |peer: Peer| {
+                hyper::service::service_fn(move |request| {
+                    let state = state.clone();
+                    let peer = peer.clone();
+                    async move { Ok::<_, Infallible>(crate::handle(request, peer, &state).await) }
+                })
+            };
+            match handshake {
                 None => {
+                    let service = service(Peer { addr, tls: None });
                     let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
                     let _ = watcher.watch(conn).await;
                 }
-                Some(acceptor) => {
+                Some((acceptor, certificates)) => {
                     let Ok(Ok(stream)) =
                         tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
                     else {
                         return;
                     };
+                    let negotiated =
+                        Negotiated::new(stream.get_ref().1.server_name(), &certificates);
+                    let service = service(Peer {
+                        addr,
+                        tls: Some(Arc::new(negotiated)),
+                    });
                     let conn =
                         builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                     let _ = watcher.watch(conn).await;

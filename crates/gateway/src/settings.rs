@@ -40,8 +40,9 @@ pub struct Settings {
     pub reload_interval: Duration,
     /// Peers whose `X-Forwarded-*` headers are believed.
     pub trusted_proxies: TrustedProxies,
-    /// The address classes an issuer (and its endpoints) may be at.
-    pub issuer_networks: NetworkPolicy,
+    /// The address classes an issuer (and its endpoints) may be at, when set; `None`: as the
+    /// listeners decide ([`NetworkPolicy::by_default_for`]).
+    pub issuer_networks: Option<NetworkPolicy>,
     /// Hosts besides an issuer's own its `jwks_uri` and `token_endpoint` may be on.
     pub oidc_endpoint_hosts: Vec<String>,
     /// How long a browser session lasts.
@@ -166,9 +167,9 @@ impl Settings {
             Some(v) => TrustedProxies::parse(&v).map_err(invalid("GATEWAY_TRUSTED_PROXIES"))?,
         };
         let issuer_networks = match get("GATEWAY_ALLOWED_ISSUER_NETWORKS") {
-            None => NetworkPolicy::default(),
+            None => None,
             Some(v) => {
-                NetworkPolicy::parse(&v).map_err(invalid("GATEWAY_ALLOWED_ISSUER_NETWORKS"))?
+                Some(NetworkPolicy::parse(&v).map_err(invalid("GATEWAY_ALLOWED_ISSUER_NETWORKS"))?)
             }
         };
         let oidc_endpoint_hosts = get("GATEWAY_OIDC_ENDPOINT_HOSTS")
@@ -268,7 +269,7 @@ mod tests {
             Some(Duration::from_secs(8 * 3600))
         );
         assert_eq!(s.map(|s| s.trusted_proxies.is_empty()), Some(true));
-        assert_eq!(s.map(|s| s.issuer_networks), Some(NetworkPolicy::default()));
+        assert_eq!(s.map(|s| s.issuer_networks), Some(None));
         assert_eq!(s.map(|s| s.admin_bind_addr.is_none()), Some(true));
         assert_eq!(s.map(|s| s.reload_interval), Some(Duration::from_secs(30)));
         assert_eq!(

@@ -120,6 +120,47 @@ impl Certificates {
     }
 }
 
+/// What a TLS connection was negotiated for: the name the client gave (SNI), and the
+/// certificate it was shown for it.
+#[derive(Debug)]
+pub struct Negotiated {
+    sni: Option<String>,
+    certificate: Option<Arc<CertifiedKey>>,
+}
+
+impl Negotiated {
+    /// The connection whose handshake named `sni`, with the certificate in force for it.
+    pub fn new(sni: Option<&str>, certificates: &Current<Certificates>) -> Negotiated {
+        Negotiated {
+            sni: sni.map(|name| name.trim_end_matches('.').to_ascii_lowercase()),
+            certificate: certificates.get().pick(sni),
+        }
+    }
+
+    /// Whether a request for `host` (lower case, no port, as routes compare hosts) belongs on
+    /// this connection: the name it was negotiated for, or one its certificate covers. A
+    /// client reuses a connection for any host its certificate covers (HTTP/2 coalescing), and
+    /// for no other: a request for another is misdirected (RFC 9110 §15.5.20).
+    pub fn covers(&self, host: &str) -> bool {
+        if self.sni.as_deref() == Some(host) {
+            return true;
+        }
+        let Some(leaf) = self.certificate.as_ref().and_then(|c| c.cert.first()) else {
+            return false;
+        };
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        match (
+            webpki::EndEntityCert::try_from(leaf),
+            ServerName::try_from(bare),
+        ) {
+            (Ok(end_entity), Ok(name)) => {
+                end_entity.verify_is_valid_for_subject_name(&name).is_ok()
+            }
+            _ => false,
+        }
+    }
+}
+
 /// rustls asks it for each handshake's certificate.
 #[derive(Debug)]
 pub struct Resolver(pub Current<Certificates>);

@@ -6,10 +6,13 @@
 //! HTTP/1.1 upstreams go through the worker's own pool of hyper connections: a request takes
 //! an idle connection of its upstream (scheme and authority) that is ready for another
 //! request, or opens one (the route's connect timeout; TLS with the webpki roots for
-//! `https://`), and gives it back when its answer's head is in. A connection that closes
-//! leaves the pool; one that closed while idle, before the request went out, makes the request
-//! go on another. HTTP/2 upstreams go through hyper-util's client, one per worker and kind of
-//! route: one multiplexed connection serves them all.
+//! `https://`), and gives it back when its answer's head is in, unless that answer has no body
+//! by its framing (to HEAD, a 204, a 304): hyper reads the next answer from wherever this one
+//! ended, so a body the upstream sends anyway, late, would answer the next request. A
+//! connection that closes leaves the pool; one that closed while idle, before the request went
+//! out, makes the request go on another. HTTP/2 upstreams go through hyper-util's client, one
+//! per worker and kind of route: one multiplexed connection serves them all (its frames name
+//! the stream each belongs to, so nothing late is read as another's answer).
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -160,16 +163,23 @@ impl Upstreams {
         request
             .headers_mut()
             .insert(http::header::HOST, host_header(&authority, https)?);
+        let head = request.method() == http::Method::HEAD;
+        // Dropped instead of given back, the connection closes once its answer is through.
+        let give_back = |sender: SendRequest<Body>, response: &Response<Incoming>| {
+            if !bodiless(head, response.status()) {
+                checkin(https, &authority, sender);
+            }
+        };
         loop {
             let Some(mut sender) = checkout(https, &authority) else {
                 let mut sender = self.open(https, &authority, connect).await?;
                 let response = sender.send_request(request).await?;
-                checkin(https, &authority, sender);
+                give_back(sender, &response);
                 return Ok(response);
             };
             match sender.try_send_request(request).await {
                 Ok(response) => {
-                    checkin(https, &authority, sender);
+                    give_back(sender, &response);
                     return Ok(response);
                 }
                 Err(mut error) => match error.take_message() {
@@ -263,6 +273,13 @@ fn host_header(authority: &Authority, https: bool) -> Result<HeaderValue, Upstre
         _ => HeaderValue::from_str(authority.as_str())?,
     };
     Ok(value)
+}
+
+/// Whether an answer has no body by its framing (RFC 9112 §6.3): one to HEAD, a 204, a 304.
+fn bodiless(head_request: bool, status: http::StatusCode) -> bool {
+    head_request
+        || status == http::StatusCode::NO_CONTENT
+        || status == http::StatusCode::NOT_MODIFIED
 }
 
 /// An idle connection to the upstream that can take a request now, if the worker has one.

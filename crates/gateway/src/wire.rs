@@ -14,7 +14,9 @@
 //! An answer with both `Transfer-Encoding` and `Content-Length` is read by the first (the
 //! proxy never passes the length on) and its connection is closed after it. A connection goes
 //! back to the worker's pool only after an answer whose end it read exactly, with nothing
-//! after it, from an upstream that did not ask to close.
+//! after it, from an upstream that did not ask to close, and that had a body to read: after an
+//! answer without one by its framing (to HEAD, a 204, a 304) a body the upstream sends anyway,
+//! late, would be read as the next request's answer.
 
 use std::cell::RefCell;
 use std::task::{Context, Poll, ready};
@@ -403,10 +405,15 @@ fn answer(
             .iter()
             .flat_map(|v| v.as_bytes().split(|&b| b == b','))
             .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
+    // No body by its framing, whatever the upstream meant: bytes it sends later (a HEAD
+    // answered like a GET) would reach the next request on this connection as its answer.
+    let bodiless = bodiless_request
+        || head.status == StatusCode::NO_CONTENT
+        || head.status == StatusCode::NOT_MODIFIED;
     let mut body = WireBody {
         conn: Some(conn),
         framing,
-        reusable: !closes && framing != Framing::UntilClose,
+        reusable: !closes && !bodiless && framing != Framing::UntilClose,
         authority: authority.clone(),
     };
     if framing == Framing::Length(0) {

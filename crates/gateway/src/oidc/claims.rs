@@ -3,20 +3,27 @@
 //! so derivation refuses what would let a user shape them:
 //! - an email the provider marks `email_verified: false` is not asserted (many providers let a
 //!   user type any address);
-//! - list claims are joined with commas, so an entry that itself holds a comma (a group named
-//!   `devs,admins`) would read upstream as two entries: such entries are left out;
-//! - a value with a control character is not passed at all.
+//! - every value is trimmed of surrounding whitespace, and one that is then empty, holds a
+//!   comma or a control character is not a value: a header's values are read as a
+//!   comma-separated list (RFC 9110 §5.3), so a role `viewer,admin` would read upstream as two
+//!   roles. A single-valued claim holding one is not sent at all; an entry of a list claim
+//!   holding one is left out of the comma-joined list (a group named `devs,admins` would
+//!   otherwise read as two groups).
 
 use domain::model::auth_server::ClaimNames;
 use serde_json::{Map, Value};
 
-fn scalar(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
+/// One value as the header carries it: trimmed, and `None` when it could read as several
+/// values, or none, or break the header.
+fn one_value(value: &Value) -> Option<String> {
+    let text = match value {
+        Value::String(s) => s.trim().to_owned(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        _ => return None,
+    };
+    let whole = !text.is_empty() && !text.contains(',') && !text.chars().any(char::is_control);
+    whole.then_some(text)
 }
 
 fn text(value: &Value) -> Option<String> {
@@ -24,12 +31,11 @@ fn text(value: &Value) -> Option<String> {
         Value::Array(items) => Some(
             items
                 .iter()
-                .filter_map(scalar)
-                .filter(|item| !item.contains(','))
+                .filter_map(one_value)
                 .collect::<Vec<_>>()
                 .join(","),
         ),
-        other => scalar(other),
+        other => one_value(other),
     }
 }
 
@@ -51,10 +57,7 @@ pub fn headers(names: &ClaimNames, claims: &Map<String, Value>) -> Vec<(&'static
     ]
     .into_iter()
     .filter(|(header, _)| *header != "x-auth-email" || !email_unverified(claims))
-    .filter_map(|(header, claim)| {
-        let value = text(claims.get(claim.as_deref()?)?)?;
-        (!value.chars().any(char::is_control)).then_some((header, value))
-    })
+    .filter_map(|(header, claim)| Some((header, text(claims.get(claim.as_deref()?)?)?)))
     .collect()
 }
 
@@ -113,6 +116,30 @@ mod tests {
         assert_eq!(
             of(json!({"email": "a@corp.example"})),
             vec![("x-auth-email", "a@corp.example".to_owned())]
+        );
+    }
+
+    #[test]
+    fn every_value_is_trimmed_and_none_can_read_as_several() {
+        assert_eq!(
+            of(json!({
+                "preferred_username": "  alice\t",
+                "role": "viewer,admin",
+                "groups": [" devs ", "devs,admins", "   ", "ops", "a\u{1}b"],
+            })),
+            vec![
+                ("x-auth-user", "alice".to_owned()),
+                ("x-auth-groups", "devs,ops".to_owned())
+            ]
+        );
+        assert_eq!(of(json!({"preferred_username": "   "})), vec![]);
+        assert_eq!(
+            of(json!({"email": "Doe, Jane <jane@corp.example>"})),
+            vec![]
+        );
+        assert_eq!(
+            of(json!({"role": ["viewer", "editor"]})),
+            vec![("x-auth-role", "viewer,editor".to_owned())]
         );
     }
 

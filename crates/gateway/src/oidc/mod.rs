@@ -125,8 +125,10 @@ fn no_store(mut response: Response) -> Response {
 impl Oidc {
     pub fn new(vault: secrets::Vault, outbound: Outbound, settings: &OidcSettings) -> Oidc {
         // One key per purpose, derived from each key of the SECRETS_KEY ring: a cookie never opens a sealed secret
-        // and a login cookie never passes for a session.
-        let session_purpose = format!("gateway session cookie v2\0{}", settings.session_epoch);
+        // and a login cookie never passes for a session. v3: sessions made before claim values
+        // were trimmed and refused when they could read as several carry headers made under
+        // the old rule, so none of them opens any more.
+        let session_purpose = format!("gateway session cookie v3\0{}", settings.session_epoch);
         let logins = Sealer::new(vault.derive_keys("gateway login cookie v1"), "login");
         let sessions = Sealer::new(vault.derive_keys(&session_purpose), "session");
         Oidc {

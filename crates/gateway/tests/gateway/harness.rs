@@ -4,8 +4,8 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
@@ -599,6 +599,45 @@ pub async fn raw(addr: SocketAddr, request: &str) -> Raw {
     parse_raw(&bytes)
 }
 
+/// `GET uri` over HTTP/2 by prior knowledge (h2c) on a new connection, the URI's authority sent
+/// as the request's `:authority` whatever it holds, with these header fields.
+pub async fn h2c_get(addr: SocketAddr, uri: &str, headers: &[(&str, &str)]) -> Raw {
+    use http_body_util::BodyExt;
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(tcp),
+    )
+    .await
+    .expect("an h2c handshake");
+    tokio::spawn(connection);
+    let mut request = hyper::Request::get(uri);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .expect("a request");
+    let response = sender.send_request(request).await.expect("an answer");
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_str().unwrap_or("").to_owned()))
+        .collect();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
+        .unwrap_or_default();
+    Raw {
+        status,
+        headers,
+        body,
+    }
+}
+
 /// `GET target` with `Host`, `Connection: close` and these header lines.
 pub async fn raw_get(addr: SocketAddr, target: &str, headers: &[&str]) -> Raw {
     raw(addr, &raw_request("GET", addr, target, headers)).await
@@ -730,7 +769,17 @@ fn test_event(server: &AuthServer) -> AuditEvent {
 /// A gateway with one route, `prefix`, to `upstream`, behind a Token auth server ("machines")
 /// that accepts `token`; ready once the route answers.
 pub async fn token_gateway(prefix: &str, upstream: SocketAddr, token: &str) -> Harness {
-    let h = harness_with(&[route(prefix, "machines").to(upstream)], &[]).await;
+    token_gateway_with(prefix, upstream, token, &[]).await
+}
+
+/// The same, with these settings.
+pub async fn token_gateway_with(
+    prefix: &str,
+    upstream: SocketAddr,
+    token: &str,
+    settings: &[(&str, &str)],
+) -> Harness {
+    let h = harness_with(&[route(prefix, "machines").to(upstream)], settings).await;
     let machines = h.token_server(ORG_SLUG, "machines", token);
     h.insert_all(&[&machines], prefix).await;
     h
@@ -810,4 +859,61 @@ pub async fn kept_request(
         assert!(n > 0, "the gateway closed the connection: {text}");
         bytes.extend_from_slice(&buf[..n]);
     }
+}
+
+/// The request heads a raw upgrading upstream saw, lower case.
+pub type Heads = Arc<Mutex<Vec<String>>>;
+
+/// An upstream speaking a made-up protocol, `echo/1`: a request upgrading to it gets 101 and
+/// then its bytes back until it closes its side; `/up/unasked` switches whatever was asked;
+/// `/up/refuse` and requests without the upgrade get a plain 200 `plain`.
+pub async fn upgrading_upstream() -> (SocketAddr, Heads) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let heads: Heads = Arc::default();
+    let seen = heads.clone();
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                while let Some((head, _)) = read_head(&mut tcp).await {
+                    seen.lock().unwrap().push(head.clone());
+                    let switch = !head.contains("/up/refuse")
+                        && (head.contains("\r\nupgrade: echo/1") || head.contains("/up/unasked"));
+                    if !switch {
+                        let plain = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nplain";
+                        if tcp.write_all(plain).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    let switched =
+                        b"HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: echo/1\r\n\r\n";
+                    if tcp.write_all(switched).await.is_err() {
+                        return;
+                    }
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = tcp.read(&mut buf).await {
+                        if n == 0 || tcp.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                    let _ = tcp.shutdown().await;
+                    return;
+                }
+            });
+        }
+    });
+    (addr, heads)
+}
+
+/// A request head for `path` on the gateway with these header lines, its connection kept.
+pub fn upgrade_request(h: &Harness, path: &str, lines: &[&str]) -> String {
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: {}\r\n", h.gateway);
+    for line in lines {
+        request.push_str(line);
+        request.push_str("\r\n");
+    }
+    request.push_str("\r\n");
+    request
 }

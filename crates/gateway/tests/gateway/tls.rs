@@ -203,6 +203,121 @@ async fn certificates_are_picked_by_sni_served_over_h2_and_renewed_in_place() {
     assert_eq!(peer_certificate(&r), Some(renewed.der.clone()));
 }
 
+/// A TLS connection to `addr` naming `sni`, offering `alpn`, trusting the test CA only.
+async fn tls_connect(
+    ca: &TestCa,
+    addr: SocketAddr,
+    sni: &str,
+    alpn: &[u8],
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::CertificateDer::from_pem_slice(ca.issuer.pem().as_bytes()).unwrap())
+        .unwrap();
+    let mut config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from(sni.to_owned()).unwrap();
+    tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .unwrap()
+}
+
+/// A connection is for the names its certificate covers. One negotiated for `a.test` (whose
+/// certificate covers it alone) that then asks for `b.test` (another route's host, with a
+/// certificate of its own) is answered 421 Misdirected Request, over HTTP/1.1 and over HTTP/2
+/// (where a browser reuses a connection for every host its certificate covers, and only
+/// those): the request is not routed. A certificate that covers both lets either through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_for_a_host_the_connections_certificate_does_not_cover_is_421() {
+    use http_body_util::BodyExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let ca = TestCa::new();
+    let files = Files::new();
+    let mut certificates = String::new();
+    for (name, hosts) in [
+        ("a", &["a.test"][..]),
+        ("b", &["b.test"]),
+        ("cd", &["c.test", "d.test"]),
+    ] {
+        let (cert, key) = (
+            files.path(&format!("{name}.crt")),
+            files.path(&format!("{name}.key")),
+        );
+        install(&ca.leaf(hosts), &cert, &key);
+        let hosts: Vec<String> = hosts.iter().map(|h| format!("{h:?}")).collect();
+        certificates.push_str(&format!(
+            "\n[[certificate]]\nhosts = [{}]\ncert = {cert:?}\nkey = {key:?}\n",
+            hosts.join(", ")
+        ));
+    }
+    let h = harness_with_text(
+        &[route("/api", "machines")],
+        &certificates,
+        &[("GATEWAY_TLS_BIND_ADDR", "127.0.0.1:0")],
+    )
+    .await;
+    let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
+    h.insert_all(&[&machines], "/api").await;
+    let tls = h.tls.expect("the TLS listener");
+
+    // HTTP/1.1: the connection's name, then another's, then one its certificate covers.
+    for (sni, host, status) in [
+        ("a.test", "a.test", 200),
+        ("a.test", "b.test", 421),
+        ("a.test", "B.TEST:8443", 421),
+        ("b.test", "a.test", 421),
+        ("c.test", "d.test", 200),
+    ] {
+        let before = h.upstream_hits();
+        let mut stream = tls_connect(&ca, tls, sni, b"http/1.1").await;
+        let request = format!(
+            "GET /api/x HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\n\
+             Connection: close\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer).await;
+        let r = raw_answer(&String::from_utf8_lossy(&answer));
+        assert_eq!(r.status, status, "{sni} then {host}: {r:?}");
+        if status == 421 {
+            assert_eq!(r.header("content-type"), Some("application/problem+json"));
+            assert_eq!(h.upstream_hits(), before, "{sni} then {host} was forwarded");
+        }
+    }
+
+    // HTTP/2: one connection, requests for several hosts, as a browser coalescing them.
+    let stream = tls_connect(&ca, tls, "a.test", b"h2").await;
+    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(connection);
+    for (host, status) in [("a.test", 200), ("b.test", 421), ("a.test", 200)] {
+        let request = hyper::Request::get(format!("https://{host}:{}/api/x", tls.port()))
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let response = sender.send_request(request).await.unwrap();
+        assert_eq!(
+            response.status().as_u16(),
+            status,
+            "h2 on a.test, then {host}"
+        );
+        let _ = response.into_body().collect().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tls_listener_without_a_good_certificate_does_not_start() {
     let ca = TestCa::new();

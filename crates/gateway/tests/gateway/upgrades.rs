@@ -4,8 +4,8 @@
 //! 101 only; `h2c` is never passed on.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -97,52 +97,6 @@ async fn a_websocket_opens_after_the_token_check_and_carries_both_ways_until_clo
     assert_eq!(seen.handshakes.load(Ordering::SeqCst), 1);
 }
 
-/// The request heads a raw upgrading upstream saw, lower case.
-type Heads = Arc<Mutex<Vec<String>>>;
-
-/// An upstream speaking a made-up protocol, `echo/1`: a request upgrading to it gets 101 and
-/// then its bytes back until it closes its side; `/up/unasked` switches whatever was asked;
-/// `/up/refuse` and requests without the upgrade get a plain 200 `plain`.
-async fn upgrading_upstream() -> (SocketAddr, Heads) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let heads: Heads = Arc::default();
-    let seen = heads.clone();
-    tokio::spawn(async move {
-        while let Ok((mut tcp, _)) = listener.accept().await {
-            let seen = seen.clone();
-            tokio::spawn(async move {
-                while let Some((head, _)) = read_head(&mut tcp).await {
-                    seen.lock().unwrap().push(head.clone());
-                    let switch = !head.contains("/up/refuse")
-                        && (head.contains("\r\nupgrade: echo/1") || head.contains("/up/unasked"));
-                    if !switch {
-                        let plain = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nplain";
-                        if tcp.write_all(plain).await.is_err() {
-                            return;
-                        }
-                        continue;
-                    }
-                    let switched =
-                        b"HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: echo/1\r\n\r\n";
-                    if tcp.write_all(switched).await.is_err() {
-                        return;
-                    }
-                    let mut buf = [0u8; 4096];
-                    while let Ok(n) = tcp.read(&mut buf).await {
-                        if n == 0 || tcp.write_all(&buf[..n]).await.is_err() {
-                            break;
-                        }
-                    }
-                    let _ = tcp.shutdown().await;
-                    return;
-                }
-            });
-        }
-    });
-    (addr, heads)
-}
-
 /// A gateway with a Token route `/up` in front of the upgrading upstream.
 async fn upgrade_route() -> (Harness, Heads) {
     let (upstream, heads) = upgrading_upstream().await;
@@ -150,16 +104,6 @@ async fn upgrade_route() -> (Harness, Heads) {
     let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
     h.insert_all(&[&machines], "/up").await;
     (h, heads)
-}
-
-fn upgrade_request(h: &Harness, path: &str, lines: &[&str]) -> String {
-    let mut request = format!("GET {path} HTTP/1.1\r\nHost: {}\r\n", h.gateway);
-    for line in lines {
-        request.push_str(line);
-        request.push_str("\r\n");
-    }
-    request.push_str("\r\n");
-    request
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

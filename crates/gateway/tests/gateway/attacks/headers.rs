@@ -217,6 +217,146 @@ async fn ambiguous_requests_are_refused_before_anything_is_forwarded() {
     assert_eq!(r.echo()["body_len"], 5);
 }
 
+/// A host route behind a Token server, and the host of another route's tenant.
+async fn host_route() -> Harness {
+    let h = harness_with(&[route("/", "machines").on_host("acme.example")], &[]).await;
+    let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
+    h.insert(&machines).await;
+    let loaded = eventually(std::time::Duration::from_secs(10), || async {
+        raw(
+            h.gateway,
+            "GET /x HTTP/1.1\r\nHost: acme.example\r\nConnection: close\r\n\r\n",
+        )
+        .await
+        .status
+            == 401
+    })
+    .await;
+    assert!(loaded, "the auth server was never loaded");
+    h
+}
+
+/// An authority with userinfo (`http://acme.example:1@evil.example/`) reads as the host
+/// `acme.example` to one parser and `evil.example` to another: the route was chosen by the
+/// first, and the upstream, told the whole of it in `X-Forwarded-Host`, built its links (a
+/// password reset) from the second. Whatever form the authority comes in, it is a plain
+/// `host[:port]` or the request is refused as a bad request, never forwarded; and what the route
+/// is chosen by is exactly what the upstream is told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authority_that_reads_two_ways_is_refused_and_never_forwarded() {
+    let h = host_route().await;
+    let addr = h.gateway;
+    let auth = format!("Authorization: {}", bearer());
+    let request = |line: &str, host: Option<&str>| {
+        let host = host.map(|h| format!("Host: {h}\r\n")).unwrap_or_default();
+        format!("{line}\r\n{host}{auth}\r\nConnection: close\r\n\r\n")
+    };
+    let userinfo = "http://acme.example:1@evil.example/reset";
+    let table = [
+        (
+            "absolute-form with userinfo, no Host",
+            request(&format!("GET {userinfo} HTTP/1.1"), None),
+        ),
+        (
+            "absolute-form with userinfo, the route's Host",
+            request(&format!("GET {userinfo} HTTP/1.1"), Some("acme.example")),
+        ),
+        (
+            "absolute-form with userinfo over HTTP/1.0",
+            request(&format!("GET {userinfo} HTTP/1.0"), None),
+        ),
+        (
+            "a Host with userinfo",
+            request("GET /reset HTTP/1.1", Some("acme.example:1@evil.example")),
+        ),
+        (
+            "a Host with two ports",
+            request("GET /reset HTTP/1.1", Some("acme.example:1:2")),
+        ),
+        (
+            "no Host over HTTP/1.1",
+            request("GET /reset HTTP/1.1", None),
+        ),
+    ];
+    for (what, request) in table {
+        let before = h.upstream_hits();
+        let r = raw(addr, &request).await;
+        assert_eq!(r.status, 400, "{what}: {r:?}");
+        assert_eq!(
+            r.header("content-type"),
+            Some("application/problem+json"),
+            "{what}"
+        );
+        assert_eq!(h.upstream_hits(), before, "{what} was forwarded");
+    }
+    let token = bearer();
+    let h2 = h2c_get(addr, userinfo, &[("authorization", &token)]).await;
+    assert_eq!(h2.status, 400, "an HTTP/2 :authority with userinfo: {h2:?}");
+    assert_eq!(h.upstream_hits(), 0, "an HTTP/2 :authority with userinfo");
+
+    // Control: the same route by absolute-form and by HTTP/2, the authority plain; the upstream
+    // is told the host the route was chosen by.
+    let r = raw(
+        addr,
+        &request(
+            "GET http://acme.example/reset HTTP/1.1",
+            Some("acme.example"),
+        ),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.echo()["headers"]["x-forwarded-host"], "acme.example");
+    let h2 = h2c_get(
+        addr,
+        "http://acme.example/reset",
+        &[("authorization", &token)],
+    )
+    .await;
+    assert_eq!(h2.status, 200, "{h2:?}");
+    assert_eq!(h2.echo()["headers"]["x-forwarded-host"], "acme.example");
+}
+
+/// Behind a trusted proxy, a host route's upstream is told the host the route was chosen by:
+/// a proxy that passes a client's `X-Forwarded-Host` on unchanged would otherwise let it name
+/// any host to the upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_trusted_proxy_a_host_route_is_told_its_own_host() {
+    let h = harness_with(
+        &[route("/", "machines").on_host("acme.example")],
+        &[("GATEWAY_TRUSTED_PROXIES", "127.0.0.1/32")],
+    )
+    .await;
+    let machines = h.token_server(ORG_SLUG, "machines", TOKEN);
+    h.insert(&machines).await;
+    let auth = format!("Authorization: {}", bearer());
+    let forwarded_host = |claimed: &'static str| {
+        let request = format!(
+            "GET /reset HTTP/1.1\r\nHost: acme.example\r\n{auth}\r\n\
+             X-Forwarded-Host: {claimed}\r\nConnection: close\r\n\r\n"
+        );
+        let addr = h.gateway;
+        async move {
+            let r = raw(addr, &request).await;
+            (r.status, r.echo()["headers"]["x-forwarded-host"].clone())
+        }
+    };
+    let loaded = eventually(std::time::Duration::from_secs(10), || async {
+        forwarded_host("acme.example").await.0 == 200
+    })
+    .await;
+    assert!(loaded, "the auth server was never loaded");
+    for (claimed, told) in [
+        ("evil.example", "acme.example"),
+        ("ACME.example:443", "ACME.example:443"),
+    ] {
+        assert_eq!(
+            forwarded_host(claimed).await,
+            (200, serde_json::Value::from(told)),
+            "{claimed}"
+        );
+    }
+}
+
 /// Both framings at once (the classic CL.TE smuggling): read by `Transfer-Encoding` alone, as
 /// HTTP/1.1 says a server may, forwarded with one framing of the gateway's own, and the
 /// connection closed after the answer, so the bytes after the chunked body (a second request
@@ -273,6 +413,53 @@ async fn the_gateways_cookies_never_cross_to_or_from_an_upstream() {
     );
     let e = echo_of(r).await;
     assert_eq!(e.header("cookie").as_deref(), Some("theme=dark"));
+}
+
+/// An upstream plants a gateway cookie under a name the filter once read differently from a
+/// browser: an empty name (`=gateway_session_…=v`, which a browser sends back as
+/// `gateway_session_…=v`), no `=` at all, blanks around the name, a prefix in another case.
+/// None reaches the client; the application's own cookies, odd ones included, do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_cannot_plant_a_gateway_cookie_under_any_spelling() {
+    const PLANTED: [&str; 8] = [
+        "=gateway_session_0123=planted; Path=/",
+        "   =gateway_session_0123=planted; Path=/",
+        "=\t__Host-gateway_session_0123=planted; Path=/; Secure",
+        "gateway_session_0123; Path=/",
+        " gateway_login_abc =planted; Path=/",
+        "__HOST-gateway_session_0123=planted; Path=/; Secure",
+        "__secure-Gateway_Login_abc=planted; Secure",
+        "=__Secure-gateway_login_abc=planted; Secure",
+    ];
+    const KEPT: [&str; 3] = [
+        "theme=dark; Path=/",
+        "=nameless-but-harmless",
+        "gateway=not-ours; Path=/",
+    ];
+    let (upstream, _) = keep_alive_upstream(|_| {
+        let mut answer = String::from("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n");
+        for cookie in PLANTED.iter().chain(KEPT.iter()) {
+            answer.push_str(&format!("set-cookie: {cookie}\r\n"));
+        }
+        answer.push_str("\r\nok");
+        (answer.into_bytes(), true)
+    })
+    .await;
+    let h = token_gateway("/plant", upstream, TOKEN).await;
+    let r = raw_get(
+        h.gateway,
+        "/plant/x",
+        &[&format!("Authorization: {}", bearer())],
+    )
+    .await;
+    assert_eq!((r.status, r.body.as_str()), (200, "ok"), "{r:?}");
+    let set: Vec<&str> = r
+        .headers
+        .iter()
+        .filter(|(name, _)| name == "set-cookie")
+        .map(|(_, value)| value.as_str())
+        .collect();
+    assert_eq!(set, KEPT, "an upstream planted a gateway cookie");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

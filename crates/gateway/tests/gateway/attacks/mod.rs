@@ -11,4 +11,5 @@ mod sessions;
 mod signin;
 mod ssrf;
 mod traversal;
+mod tunnels;
 mod upstream_limits;

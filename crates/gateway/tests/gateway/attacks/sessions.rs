@@ -103,3 +103,63 @@ async fn claims_cannot_pose_as_verified_or_as_more_than_one_value() {
     assert_eq!(e.header("x-auth-groups").as_deref(), Some("devs"));
     provider.stop().await;
 }
+
+/// A header's values are read as a comma-separated list: one claim value holding a comma would
+/// read upstream as two (a role `viewer,admin`, a group `devs,admins`), and blanks around a
+/// value make another name (`" alice"`). Each value is trimmed; one that could read as several,
+/// or as none, is not sent (a list keeps its other entries).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_value_never_reads_as_several_or_with_blanks() {
+    let Some((h, provider, _, _)) = setup().await else {
+        return;
+    };
+    // The claims each token carries besides the required ones, and the headers the upstream
+    // must see for them (`None`: not sent).
+    type Expected = [(&'static str, Option<&'static str>); 3];
+    let cases: [(serde_json::Value, Expected); 4] = [
+        (
+            json!({"sub": "  mallory\t", "role": "viewer,admin", "groups": ["devs"]}),
+            [
+                ("x-auth-user", Some("mallory")),
+                ("x-auth-role", None),
+                ("x-auth-groups", Some("devs")),
+            ],
+        ),
+        (
+            json!({"sub": "mallory", "role": " admin ", "groups": [" devs ", "devs,admins", "ops "]}),
+            [
+                ("x-auth-user", Some("mallory")),
+                ("x-auth-role", Some("admin")),
+                ("x-auth-groups", Some("devs,ops")),
+            ],
+        ),
+        (
+            json!({"sub": "mallory,admin", "role": "   ", "groups": ["   ", "a,b"]}),
+            [
+                ("x-auth-user", None),
+                ("x-auth-role", None),
+                ("x-auth-groups", Some("")),
+            ],
+        ),
+        (
+            json!({"sub": "mallory", "role": ["viewer", "editor"], "groups": []}),
+            [
+                ("x-auth-user", Some("mallory")),
+                ("x-auth-role", Some("viewer,editor")),
+                ("x-auth-groups", Some("")),
+            ],
+        ),
+    ];
+    for (extra, expected) in cases {
+        let mut claims = json!({"iss": provider.issuer(), "aud": "svc", "exp": now() + 600});
+        for (name, value) in extra.as_object().unwrap() {
+            claims[name] = value.clone();
+        }
+        let e = echo_of(call(&h, &provider.forge(&claims)).await).await;
+        assert_eq!(e.status, 200, "{extra}: {:?}", e.body);
+        for (header, value) in expected {
+            assert_eq!(e.header(header).as_deref(), value, "{extra}: {header}");
+        }
+    }
+    provider.stop().await;
+}

@@ -7,7 +7,10 @@ use domain::model::secret::Secret;
 use domain::ports::secrets::SecretVault;
 
 use crate::harness::*;
-use crate::oidc::{browser, oidc_server, provider_with, query, sign_in, sign_in_from};
+use crate::oidc::{
+    browser, ensure_installed, oidc_server, provider_with, query, sign_in, sign_in_from,
+    start_provider,
+};
 
 fn set_cookie(r: &reqwest::Response) -> Option<String> {
     header(r, "set-cookie")
@@ -161,4 +164,85 @@ async fn a_tenants_callback_path_never_takes_another_tenants_route() {
     let e = echo_of(r).await;
     assert_eq!(e.status, 200);
     assert_eq!(e.body["path"], "/acme-app/callback");
+}
+
+/// The attributes a `Set-Cookie` value sets, by name, with their values.
+fn attributes(set_cookie: &str) -> Vec<(String, String)> {
+    set_cookie
+        .split(';')
+        .skip(1)
+        .map(|a| {
+            let (name, value) = a.split_once('=').unwrap_or((a, ""));
+            (name.trim().to_owned(), value.trim().to_owned())
+        })
+        .collect()
+}
+
+/// A redirect path may hold `;` and `=` (the API takes them: they are path characters). The
+/// sign-in cookie is scoped to the redirect path: written into `Path=` as it is, such a path
+/// would add attributes of its author's choosing (a `Domain` that sends the cookie to sibling
+/// hosts, `SameSite=None`, a year of `Max-Age`). The gateway's cookies carry the attributes it
+/// sets and no other, with a path that still covers the callback, so the sign-in completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_path_never_adds_attributes_to_a_cookie() {
+    if let Err(reason) = ensure_installed() {
+        eprintln!("SKIPPED: the OIDC tests need oidc-provider from npm: {reason}");
+        return;
+    }
+    let redirect_path = "/oauth/cb;Domain=example.com;SameSite=None;Max-Age=31536000";
+    let h = harness_with(&[route("/oidc", "sso")], &[]).await;
+    let provider = start_provider(
+        None,
+        "key-one",
+        &format!("http://{}{redirect_path}", h.gateway),
+    )
+    .await;
+    let mut sso = oidc_server(&h, "sso", &provider);
+    if let AuthServerConfig::Oidc(config) = &mut sso.config {
+        config.redirect_path = redirect_path.into();
+    }
+    h.insert_all(&[&sso], "/oidc").await;
+    let only_the_gateways = |cookie: &str| {
+        let names: Vec<String> = attributes(cookie).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(
+            names,
+            ["Path", "Max-Age", "HttpOnly", "SameSite"],
+            "{cookie}"
+        );
+        assert!(
+            attributes(cookie).contains(&("Path".into(), "/oauth/".into())),
+            "{cookie}"
+        );
+    };
+
+    let begun = http()
+        .get(h.url("/oidc/page"))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(begun.status(), 302);
+    only_the_gateways(&set_cookie(&begun).expect("the sign-in cookie"));
+
+    // The whole sign-in, through the redirect path: the cookie reaches it, and the one that
+    // clears it is scoped the same way.
+    let b = browser();
+    let callback = sign_in(&h, &b, "/oidc/x").await;
+    assert_eq!(
+        callback.path(),
+        "/oauth/cb;Domain=example.com;SameSite=None;Max-Age=31536000"
+    );
+    let r = b.get(callback).send().await.unwrap();
+    assert_eq!(r.status(), 302);
+    assert_eq!(header(&r, "location").as_deref(), Some("/oidc/x"));
+    let cleared: Vec<String> = r
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .filter(|c| c.starts_with("gateway_login_"))
+        .collect();
+    assert_eq!(cleared.len(), 1, "{cleared:?}");
+    only_the_gateways(&cleared[0]);
+    provider.stop().await;
 }

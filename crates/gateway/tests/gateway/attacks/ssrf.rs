@@ -164,3 +164,31 @@ async fn a_loopback_provider_is_refused_where_only_public_networks_are_allowed()
         "the gateway connected to a refused address"
     );
 }
+
+/// A provider on the gateway's own host is allowed by default only to a gateway nobody off
+/// that host can reach (every listener on loopback: development, a single-host install). One
+/// listening on any other address refuses it unless `GATEWAY_ALLOWED_ISSUER_NETWORKS` says
+/// otherwise: a tenant's issuer URL cannot make it fetch from 127.0.0.1 (its admin listener, a
+/// sidecar).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loopback_provider_is_allowed_by_default_only_to_a_gateway_on_loopback() {
+    let (bait, _) = bait().await;
+    let (fake, fake_hits) = provider(bait).await;
+    for (bind, networks, status) in [
+        ("127.0.0.1:0", None, 302),
+        ("0.0.0.0:0", None, 502),
+        ("0.0.0.0:0", Some("public,loopback"), 302),
+        ("127.0.0.1:0", Some("public"), 502),
+    ] {
+        let mut settings = vec![("GATEWAY_BIND_ADDR", bind)];
+        settings.extend(networks.map(|n| ("GATEWAY_ALLOWED_ISSUER_NETWORKS", n)));
+        let h = harness_with(&[route("/good", "good")], &settings).await;
+        let server = oidc(&h, "good", format!("http://{fake}/t/good"));
+        h.insert_all(&[&server], "/good").await;
+        let before = fake_hits.load(Ordering::SeqCst);
+        let (answer, _) = open(&h, "good").await;
+        assert_eq!(answer, status, "{bind} {networks:?}");
+        let fetched = fake_hits.load(Ordering::SeqCst) > before;
+        assert_eq!(fetched, status == 302, "{bind} {networks:?}");
+    }
+}
