@@ -223,6 +223,26 @@ impl TestApp {
         Self::spawn_with(&[]).await
     }
 
+    /// A server (provisioning off) on `db`, which it migrates the rest of the way: the release
+    /// this build is, started on a database an earlier release left.
+    pub async fn spawn_on(db: TestDatabase, settings: &[(&str, &str)]) -> TestApp {
+        let platform = StubPlatform::start_demo();
+        let mut all = vec![("RECONCILER_WORKERS", "0")];
+        all.extend_from_slice(settings);
+        let (url, cluster_api) = start_server(&db.url, &platform, &all).await;
+        let client = Client::builder()
+            .timeout(Duration::from_secs(90))
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        TestApp {
+            url,
+            platform,
+            db,
+            client,
+            cluster_api,
+        }
+    }
+
     /// A server with provisioning switched off (`RECONCILER_WORKERS=0`): clusters stay
     /// `Pending` and deletions stay `Deleting`, so tests of what the API decides by itself
     /// see a phase that does not move under them.
@@ -399,6 +419,39 @@ impl TestApp {
             .unwrap_or_else(|e| panic!("count {table}: {e}"));
         rows.first().map(|c| c.n).unwrap_or(-1)
     }
+}
+
+/// A new database migrated as far as an earlier release took it: every migration whose
+/// version sorts before `first_new`.
+pub fn database_of_an_earlier_release(first_new: &str) -> TestDatabase {
+    use diesel::Connection;
+    use diesel::migration::MigrationSource;
+    use diesel_migrations::MigrationHarness;
+    let db = TestDatabase::create_empty();
+    let mut conn =
+        diesel::PgConnection::establish(&db.url).unwrap_or_else(|e| panic!("connect: {e}"));
+    // Creates the migrations' own table.
+    conn.applied_migrations()
+        .unwrap_or_else(|e| panic!("the migrations' own table: {e}"));
+    let all: Vec<_> = MigrationSource::<diesel::pg::Pg>::migrations(&store_postgres::MIGRATIONS)
+        .unwrap_or_else(|e| panic!("migrations: {e}"));
+    let earlier: Vec<_> = all
+        .into_iter()
+        .filter(|m| m.name().version().to_string().as_str() < first_new)
+        .collect();
+    conn.run_migrations(&earlier)
+        .unwrap_or_else(|e| panic!("the earlier migrations: {e}"));
+    db
+}
+
+/// Runs `sql` on a database (a test setting up what an earlier release wrote).
+pub fn execute_sql(db: &TestDatabase, sql: &str) {
+    use diesel::{Connection, RunQueryDsl};
+    let mut conn =
+        diesel::PgConnection::establish(&db.url).unwrap_or_else(|e| panic!("connect: {e}"));
+    diesel::sql_query(sql)
+        .execute(&mut conn)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
 // ---- Assertions shared by the black-box tests ----

@@ -12,12 +12,12 @@ use actix_web::{FromRequest, HttpMessage, HttpRequest};
 use domain::DomainError;
 use domain::access::OrgSelector;
 use domain::error::AuthFailure;
-use domain::model::idempotency::RequestFingerprint;
+use domain::model::idempotency::Fingerprint;
 use domain::model::identity::Caller;
 use domain::model::secret::Secret;
 use domain::names::IdempotencyKey;
 use domain::ports::storage::Freshness;
-use domain::service::{IdempotencyRequest, Render, Services};
+use domain::service::{Keyed, Record, Services};
 use domain::validation::{Violations, redact_serde_message};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -175,19 +175,30 @@ impl FromRequest for Idempotency {
 }
 
 impl Idempotency {
-    /// The request as the idempotency store sees it: key, method, path and canonical body.
-    pub fn request<'a, T>(
+    /// The key with the request's fingerprint, as this adapter counts "the same request":
+    /// method, path and the canonical JSON body (key order and whitespace do not matter).
+    pub fn keyed<'a, T>(
         &self,
         req: &HttpRequest,
         body: Option<&Value>,
-        render: &'a dyn Render<T>,
-    ) -> Option<IdempotencyRequest<'a, T>> {
-        self.0.clone().map(|key| IdempotencyRequest {
+        record: &'a dyn Record<T>,
+    ) -> Option<Keyed<'a, T>> {
+        self.0.clone().map(|key| Keyed {
             key,
-            fingerprint: RequestFingerprint::new(req.method().as_str(), req.path(), body),
-            render,
+            fingerprint: fingerprint(req.method().as_str(), req.path(), body),
+            record,
         })
     }
+}
+
+/// The fingerprint of an HTTP request: SHA-256 of method, path and body digest, joined by
+/// spaces (the form the keys stored before fingerprints were converted to).
+pub fn fingerprint(method: &str, path: &str, body: Option<&Value>) -> Fingerprint {
+    Fingerprint::of(&[
+        &method.to_ascii_uppercase(),
+        path,
+        &Fingerprint::body_digest(body),
+    ])
 }
 
 /// A resource id from the path. A segment that is not a UUID (36 characters, hyphenated)

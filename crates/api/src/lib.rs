@@ -10,6 +10,7 @@ pub mod problem;
 pub mod query;
 pub mod ratelimit;
 pub mod render;
+pub mod replay;
 pub mod routes;
 pub mod state;
 

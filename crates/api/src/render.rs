@@ -1,15 +1,23 @@
-//! Answers as bytes. The same renderer makes the live answer and the one stored for
+//! Answers as bytes. The same renderer makes the live answer and the one recorded for
 //! Idempotency-Key replays, so a replay is byte-identical to the first answer.
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use domain::DomainError;
-use domain::model::idempotency::StoredResponse;
-use domain::service::{Answer, OperationRef, Render, Scheduled};
+use domain::model::idempotency::Replay;
+use domain::service::{Answer, OperationRef, Record, Scheduled};
 use serde::Serialize;
 
 use crate::problem::{self, PROBLEM_JSON};
+use crate::replay::HttpAnswer;
+
+/// A renderer: what a use case's answer is as HTTP, fresh or recorded for replays.
+pub trait Render<T>: Record<T> {
+    fn http(&self, value: &T) -> HttpAnswer;
+    /// The request it answers.
+    fn request_id(&self) -> &str;
+}
 
 pub const JSON: &str = "application/json";
 
@@ -130,8 +138,22 @@ shown_as! {
     domain::model::auth_server::CredentialView => wire::auth_server::CredentialView,
 }
 
+impl<T: Shown> Record<T> for JsonRender<T> {
+    fn answer(&self, value: &T) -> Replay {
+        self.http(value).encode()
+    }
+
+    fn refusal(&self, error: &DomainError) -> Replay {
+        problem_answer(error, &self.request_id).encode()
+    }
+}
+
 impl<T: Shown> Render<T> for JsonRender<T> {
-    fn ok(&self, value: &T) -> StoredResponse {
+    fn request_id(&self) -> &str {
+        &self.request_id
+    }
+
+    fn http(&self, value: &T) -> HttpAnswer {
         let body = serde_json::to_vec(&value.wire()).unwrap_or_default();
         let mut headers = vec![
             (header::CONTENT_TYPE.to_string(), JSON.to_owned()),
@@ -146,26 +168,22 @@ impl<T: Shown> Render<T> for JsonRender<T> {
         if let Some(op) = value.operation() {
             headers.extend(operation_headers(self.status, &op));
         }
-        StoredResponse {
+        HttpAnswer {
             status: self.status.as_u16(),
             headers,
             body,
         }
     }
-
-    fn err(&self, error: &DomainError) -> StoredResponse {
-        problem_record(error, &self.request_id)
-    }
 }
 
-/// A refusal as it is answered, and stored for replays.
-fn problem_record(error: &DomainError, request_id: &str) -> StoredResponse {
+/// A refusal as it is answered, and recorded for replays.
+fn problem_answer(error: &DomainError, request_id: &str) -> HttpAnswer {
     let problem = problem::of_domain(error, request_id);
     let mut headers = vec![(header::CONTENT_TYPE.to_string(), PROBLEM_JSON.to_owned())];
     if let Some(s) = error.retry_after_seconds() {
         headers.push((header::RETRY_AFTER.to_string(), s.to_string()));
     }
-    StoredResponse {
+    HttpAnswer {
         status: problem.status,
         headers,
         body: problem.to_json(),
@@ -185,22 +203,32 @@ impl EmptyRender {
     }
 }
 
+impl<T> Record<T> for EmptyRender {
+    fn answer(&self, value: &T) -> Replay {
+        self.http(value).encode()
+    }
+
+    fn refusal(&self, error: &DomainError) -> Replay {
+        problem_answer(error, &self.request_id).encode()
+    }
+}
+
 impl<T> Render<T> for EmptyRender {
-    fn ok(&self, _: &T) -> StoredResponse {
-        StoredResponse {
+    fn request_id(&self) -> &str {
+        &self.request_id
+    }
+
+    fn http(&self, _: &T) -> HttpAnswer {
+        HttpAnswer {
             status: 204,
             headers: vec![],
             body: vec![],
         }
     }
-
-    fn err(&self, error: &DomainError) -> StoredResponse {
-        problem_record(error, &self.request_id)
-    }
 }
 
-/// A stored or fresh answer as an HTTP response.
-pub fn stored(response: &StoredResponse, replay: bool) -> HttpResponse {
+/// A recorded or fresh answer as an HTTP response.
+pub fn stored(response: &HttpAnswer, replay: bool) -> HttpResponse {
     let mut r =
         HttpResponse::build(StatusCode::from_u16(response.status).unwrap_or(StatusCode::OK))
             .body(response.body.clone());
@@ -214,11 +242,31 @@ pub fn stored(response: &StoredResponse, replay: bool) -> HttpResponse {
     r
 }
 
-/// The HTTP response for a use case's answer.
+/// The HTTP response for a use case's answer: the fresh one, or the one the first request
+/// with the same key got, marked as a replay.
 pub fn answer<T>(render: &dyn Render<T>, a: Answer<T>) -> HttpResponse {
     match a {
-        Answer::Fresh(value) => stored(&render.ok(&value), false),
-        Answer::Replayed(r) => stored(&r, true),
+        Answer::Fresh(value) => stored(&render.http(&value), false),
+        Answer::Replayed(r) => match HttpAnswer::decode(&r) {
+            Some(recorded) => stored(&recorded, true),
+            // Only this adapter records answers: bytes it cannot read are a fault of ours.
+            None => problem::problem_response(
+                &DomainError::Internal(
+                    "an idempotency key holds an answer this server cannot read".into(),
+                ),
+                render.request_id(),
+            ),
+        },
+    }
+}
+
+/// The answer of a change made without an idempotency key, which is always fresh.
+pub fn fresh<T>(a: Answer<T>) -> Result<T, DomainError> {
+    match a {
+        Answer::Fresh(value) => Ok(value),
+        Answer::Replayed(_) => Err(DomainError::Internal(
+            "a replay answered a change that carried no key".into(),
+        )),
     }
 }
 

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::error::DomainError;
 use crate::model::catalog::Catalog;
 use crate::model::cluster::{Cluster, ClusterPhase, Exposure, NetworkMode, Registration};
-use crate::model::idempotency::StoredResponse;
+use crate::model::idempotency::Replay;
 use crate::model::identity::{
     Billing, Caller, ClientKind, Membership, OrgSummary, Organization, Plan, Role, User,
 };
@@ -24,7 +24,7 @@ use crate::ports::storage::{
     MockAuditLog, MockAuthServerRepository, MockChangeFeed, MockClusterRepository,
     MockIdempotencyStore, MockKubeconfigCredentials, MockOperationLog, MockSessionStore,
 };
-use crate::service::{Ports, Render, Services, Settings};
+use crate::service::{Ports, Record, Services, Settings};
 
 pub const ORG_A: Uuid = Uuid::from_u128(0xa0a0_a0a0_0000_4000_8000_0000_0000_000a);
 pub const ORG_B: Uuid = Uuid::from_u128(0xb0b0_b0b0_0000_4000_8000_0000_0000_000b);
@@ -146,26 +146,18 @@ pub fn cluster(org: Uuid, phase: ClusterPhase) -> Cluster {
     }
 }
 
-/// A stand-in renderer: an answer as its Debug text, a refusal as its code, so a replay can be
-/// told from a fresh answer. The use cases never read what a renderer wrote; they carry it to
-/// the store and back.
+/// A stand-in recorder: an answer as its Debug text after `status`, a refusal as its code, so
+/// a replay can be told from a fresh answer. The use cases never read what a recorder wrote;
+/// they carry it to the store and back.
 pub struct JsonRender(pub u16);
 
-impl<T: std::fmt::Debug> Render<T> for JsonRender {
-    fn ok(&self, value: &T) -> StoredResponse {
-        StoredResponse {
-            status: self.0,
-            headers: vec![],
-            body: format!("{value:?}").into_bytes(),
-        }
+impl<T: std::fmt::Debug> Record<T> for JsonRender {
+    fn answer(&self, value: &T) -> Replay {
+        Replay(format!("{} {value:?}", self.0).into_bytes())
     }
 
-    fn err(&self, error: &DomainError) -> StoredResponse {
-        StoredResponse {
-            status: self.0,
-            headers: vec![],
-            body: error.code().as_bytes().to_vec(),
-        }
+    fn refusal(&self, error: &DomainError) -> Replay {
+        Replay(format!("{} {}", self.0, error.code()).into_bytes())
     }
 }
 

@@ -1,6 +1,6 @@
 //! A cluster's create in one round trip: the write of a new cluster (its zone's capacity
 //! checked, its row, its pools, its first operation, the answer on its idempotency key, its
-//! change log row, its audit event and the operation clients follow) is one call of the PL/pgSQL function `kubesvc_create_cluster`, in
+//! change log row, its audit event and the operation clients follow) is one call of the PL/pgSQL function `kubesvc_create_cluster_replayed`, in
 //! autocommit. The generic path ([`crate::clusters`]) would send the same work as eight
 //! statements, the capacity's read and `BEGIN` to `COMMIT`.
 //!
@@ -10,20 +10,19 @@
 
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Binary, Integer, Jsonb, Nullable, Text, Uuid as SqlUuid};
+use diesel::sql_types::{BigInt, Binary, Jsonb, Nullable, Text, Uuid as SqlUuid};
 use domain::model::cluster::Cluster;
 use domain::ports::storage::{Change, ClusterWrite, StoreError};
 use serde_json::Value;
 use uuid::Uuid;
 
 use crate::error::map;
-use crate::idempotency::headers_json;
 use crate::rows::{ClusterRow, PoolRow};
 
 diesel::define_sql_function! {
-    /// The migrations `create_cluster_in_one_call` and `cluster_operations` define it; `true` once everything is written.
+    /// The migration `idempotency_replay` defines it; `true` once everything is written.
     #[allow(clippy::too_many_arguments)]
-    fn kubesvc_create_cluster(
+    fn kubesvc_create_cluster_replayed(
         cluster: Jsonb,
         pools: Jsonb,
         operation_id: Nullable<SqlUuid>,
@@ -31,9 +30,7 @@ diesel::define_sql_function! {
         key_organization: Nullable<SqlUuid>,
         idempotency_key: Nullable<Text>,
         lease: Nullable<SqlUuid>,
-        response_status: Nullable<Integer>,
-        response_headers: Nullable<Jsonb>,
-        response_body: Nullable<Binary>,
+        replay: Nullable<Binary>,
         capacity_zone: Nullable<Text>,
         capacity_adds: Nullable<BigInt>,
         capacity: Nullable<BigInt>,
@@ -95,7 +92,7 @@ impl<'a> Create<'a> {
             .transpose()?;
         let key = self.write.idempotency.as_ref();
         let limit = self.write.zone_capacity.as_ref();
-        let done: bool = diesel::select(kubesvc_create_cluster(
+        let done: bool = diesel::select(kubesvc_create_cluster_replayed(
             cluster,
             pools,
             self.write.reconcile.then(Uuid::new_v4),
@@ -103,9 +100,7 @@ impl<'a> Create<'a> {
             key.map(|k| k.scope.organization_id),
             key.map(|k| k.scope.key.as_str()),
             key.map(|k| k.lease_id),
-            key.map(|k| i32::from(k.response.status)),
-            key.map(|k| headers_json(&k.response.headers)),
-            key.map(|k| k.response.body.as_slice()),
+            key.map(|k| k.replay.0.as_slice()),
             limit.map(|z| z.zone.as_str()),
             limit.map(|z| clamp(z.adds)),
             limit.map(|z| clamp(z.capacity)),
@@ -128,7 +123,7 @@ impl<'a> Create<'a> {
             Ok(())
         } else {
             Err(StoreError::Internal(
-                "kubesvc_create_cluster answered false".into(),
+                "kubesvc_create_cluster_replayed answered false".into(),
             ))
         }
     }
@@ -147,7 +142,7 @@ fn to_json<T: serde::Serialize>(row: &T) -> Result<Value, StoreError> {
 mod tests {
     use super::*;
 
-    /// `kubesvc_create_cluster` fills each column from the JSON key of its name and leaves a
+    /// `kubesvc_create_cluster_replayed` fills each column from the JSON key of its name and leaves a
     /// column without one NULL (not its default): the rows' fields and the tables' columns must
     /// be the same names, in both directions.
     #[cfg(feature = "test-support")]

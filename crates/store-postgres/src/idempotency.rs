@@ -7,12 +7,11 @@ use chrono::{DateTime, Utc};
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
 use domain::model::idempotency::{
-    IdempotencyCompletion, IdempotencyRecord, IdempotencyScope, IdempotencyState,
-    RequestFingerprint, StoredResponse,
+    Fingerprint, IdempotencyCompletion, IdempotencyRecord, IdempotencyScope, IdempotencyState,
+    Replay,
 };
 use domain::names::IdempotencyKey;
 use domain::ports::storage::{ClaimOutcome, IdempotencyStore, StoreError};
-use serde_json::Value;
 use uuid::Uuid;
 
 use crate::PgStore;
@@ -31,106 +30,63 @@ const COMPLETED: &str = "completed";
 struct KeyRow {
     organization_id: Uuid,
     key: String,
-    method: String,
-    path: String,
-    body_sha256: String,
     state: String,
     lease_id: Option<Uuid>,
     lease_expires_at: Option<DateTime<Utc>>,
-    response_status: Option<i32>,
-    response_headers: Option<Value>,
-    response_body: Option<Vec<u8>>,
+    fingerprint: Vec<u8>,
+    replay: Option<Vec<u8>>,
     created_at: DateTime<Utc>,
-}
-
-pub(crate) fn headers_json(headers: &[(String, String)]) -> Value {
-    Value::Array(
-        headers
-            .iter()
-            .map(|(n, v)| Value::Array(vec![Value::String(n.clone()), Value::String(v.clone())]))
-            .collect(),
-    )
-}
-
-fn headers_from_json(v: Value) -> Result<Vec<(String, String)>, StoreError> {
-    serde_json::from_value(v).map_err(|e| corrupt("response headers", &e.to_string()))
 }
 
 impl KeyRow {
     fn from_domain(r: &IdempotencyRecord) -> Self {
-        let (state, lease_id, lease_expires_at, status, headers, body) = match &r.state {
+        let (state, lease_id, lease_expires_at, replay) = match &r.state {
             IdempotencyState::InProgress {
                 lease_id,
                 lease_expires_at,
-            } => (
-                IN_PROGRESS,
-                Some(*lease_id),
-                Some(*lease_expires_at),
-                None,
-                None,
-                None,
-            ),
-            IdempotencyState::Completed { response } => (
-                COMPLETED,
-                None,
-                None,
-                Some(i32::from(response.status)),
-                Some(headers_json(&response.headers)),
-                Some(response.body.clone()),
-            ),
+            } => (IN_PROGRESS, Some(*lease_id), Some(*lease_expires_at), None),
+            IdempotencyState::Completed { replay } => {
+                (COMPLETED, None, None, Some(replay.0.clone()))
+            }
         };
         KeyRow {
             organization_id: r.scope.organization_id,
             key: r.scope.key.as_str().to_owned(),
-            method: r.fingerprint.method.clone(),
-            path: r.fingerprint.path.clone(),
-            body_sha256: r.fingerprint.body_sha256.clone(),
             state: state.to_owned(),
             lease_id,
             lease_expires_at,
-            response_status: status,
-            response_headers: headers,
-            response_body: body,
+            fingerprint: r.fingerprint.0.to_vec(),
+            replay,
             created_at: r.created_at,
         }
     }
 
     fn into_domain(self) -> Result<IdempotencyRecord, StoreError> {
         let state = match (self.state.as_str(), self.lease_id, self.lease_expires_at) {
-            (COMPLETED, _, _) => {
-                let (Some(status), Some(headers), Some(body)) = (
-                    self.response_status,
-                    self.response_headers,
-                    self.response_body,
-                ) else {
-                    return Err(corrupt("idempotency answer of key", &self.key));
-                };
-                IdempotencyState::Completed {
-                    response: StoredResponse {
-                        status: u16::try_from(status)
-                            .map_err(|_| corrupt("status", &status.to_string()))?,
-                        headers: headers_from_json(headers)?,
-                        body,
-                    },
-                }
-            }
+            (COMPLETED, _, _) => IdempotencyState::Completed {
+                replay: Replay(
+                    self.replay
+                        .ok_or_else(|| corrupt("idempotency answer of key", &self.key))?,
+                ),
+            },
             (IN_PROGRESS, Some(lease_id), Some(lease_expires_at)) => IdempotencyState::InProgress {
                 lease_id,
                 lease_expires_at,
             },
             (other, _, _) => return Err(corrupt("idempotency state", other)),
         };
+        let fingerprint: [u8; 32] = self
+            .fingerprint
+            .as_slice()
+            .try_into()
+            .map_err(|_| corrupt("idempotency fingerprint of key", &self.key))?;
         Ok(IdempotencyRecord {
             scope: IdempotencyScope {
                 organization_id: self.organization_id,
                 key: IdempotencyKey::parse(&self.key)
                     .ok_or_else(|| corrupt("idempotency key", &self.key))?,
             },
-            fingerprint: RequestFingerprint {
-                method: self.method,
-                path: self.path,
-                body_sha256: self.body_sha256,
-            },
+            fingerprint: Fingerprint(fingerprint),
             state,
             created_at: self.created_at,
         })
@@ -162,18 +118,12 @@ fn store_answer(
     conn: &mut PgConnection,
     c: &IdempotencyCompletion,
 ) -> Result<usize, diesel::result::Error> {
-    let status = i32::from(c.response.status);
     diesel::update(k::table)
         .filter(k::organization_id.eq(c.scope.organization_id))
         .filter(k::key.eq(c.scope.key.as_str()))
         .filter(k::state.eq(IN_PROGRESS))
         .filter(k::lease_id.eq(c.lease_id))
-        .set((
-            k::state.eq(COMPLETED),
-            k::response_status.eq(status),
-            k::response_headers.eq(headers_json(&c.response.headers)),
-            k::response_body.eq(&c.response.body),
-        ))
+        .set((k::state.eq(COMPLETED), k::replay.eq(&c.replay.0)))
         .execute(conn)
 }
 

@@ -118,7 +118,7 @@ impl Instrumentation for Watch {
 /// transaction, a `SELECT` in autocommit reads (the store's writes are `INSERT`, `UPDATE`,
 /// `DELETE` or `WITH … UPDATE`, and its `pg_notify` calls run inside transactions). The one
 /// exception is a `SELECT` of one of the schema's own functions (`kubesvc_…`): those may write
-/// (`kubesvc_create_cluster`), so they count as writes.
+/// (`kubesvc_create_cluster_replayed`), so they count as writes.
 fn changes_nothing(prefix: &Prefix) -> bool {
     let text = prefix.as_str().trim_start();
     let starts = |w: &str| {

@@ -62,7 +62,7 @@ fn registration(
     })
 }
 
-/// Also serialized as JSON of the table's columns, for `kubesvc_create_cluster` (`create`).
+/// Also serialized as JSON of the table's columns, for `kubesvc_create_cluster_replayed` (`create`).
 #[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset, serde::Serialize)]
 #[diesel(
     table_name = clusters,

@@ -102,15 +102,11 @@ diesel::table! {
     idempotency_keys (organization_id, key) {
         organization_id -> Uuid,
         key -> Text,
-        method -> Text,
-        path -> Text,
-        body_sha256 -> Text,
         state -> Text,
         lease_id -> Nullable<Uuid>,
         lease_expires_at -> Nullable<Timestamptz>,
-        response_status -> Nullable<Int4>,
-        response_headers -> Nullable<Jsonb>,
-        response_body -> Nullable<Bytea>,
+        fingerprint -> Bytea,
+        replay -> Nullable<Bytea>,
         created_at -> Timestamptz,
     }
 }

@@ -306,3 +306,91 @@ async fn idempotency_key_replays_or_conflicts() {
     );
     assert_eq!(app.count_rows("clusters"), 1);
 }
+
+/// Keys the previous release stored (method, path, body digest and the HTTP answer in columns of
+/// their own) still replay after the upgrade, byte for byte; a key it left in progress past its
+/// lease is taken over; and a key it stores while a rolling upgrade is under way replays on a
+/// new replica too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_stored_by_the_previous_release_replay_after_the_upgrade() {
+    let db = database_of_an_earlier_release("2026-11-27-000002");
+    let body = cluster_body("acme", "from-before");
+    let digest = domain::model::idempotency::Fingerprint::body_digest(Some(&body));
+    let stored = |key: &str, answer: &str| {
+        format!(
+            "INSERT INTO idempotency_keys (organization_id, key, method, path, body_sha256, state, \
+             response_status, response_headers, response_body, created_at) VALUES ('{ACME_ID}', \
+             '{key}', 'POST', '/v1/public/clusters', '{digest}', 'completed', 201, \
+             '[[\"content-type\", \"application/json\"], [\"location\", \"/v1/public/clusters/x\"]]', \
+             convert_to('{answer}', 'UTF8'), now())"
+        )
+    };
+    execute_sql(
+        &db,
+        &stored("before-upgrade-01", r#"{"answered":"before"}"#),
+    );
+    execute_sql(
+        &db,
+        &format!(
+            "INSERT INTO idempotency_keys (organization_id, key, method, path, body_sha256, state, \
+             lease_id, lease_expires_at, created_at) VALUES ('{ACME_ID}', 'cut-short-01', 'POST', \
+             '/v1/public/clusters', '{digest}', 'in_progress', gen_random_uuid(), \
+             now() - interval '1 minute', now())"
+        ),
+    );
+    let app = TestApp::spawn_on(db, &[]).await;
+
+    let replay = app
+        .post_with(
+            CLUSTERS,
+            TOKEN_ACME_SUPER_ADMIN,
+            &[("Idempotency-Key", "before-upgrade-01")],
+            &body,
+        )
+        .await;
+    assert_eq!(replay.status, 201, "{}", replay.text());
+    assert_eq!(replay.text(), r#"{"answered":"before"}"#);
+    assert_eq!(
+        replay.header("location").as_deref(),
+        Some("/v1/public/clusters/x")
+    );
+    assert_eq!(replay.header("idempotency-replay").as_deref(), Some("true"));
+    let other = app
+        .post_with(
+            CLUSTERS,
+            TOKEN_ACME_SUPER_ADMIN,
+            &[("Idempotency-Key", "before-upgrade-01")],
+            &cluster_body("acme", "another"),
+        )
+        .await;
+    expect(&other, 409, "idempotency_key_reused");
+
+    // The previous release died holding this key: the lease ran out, so the request runs anew.
+    let taken_over = app
+        .post_with(
+            CLUSTERS,
+            TOKEN_ACME_SUPER_ADMIN,
+            &[("Idempotency-Key", "cut-short-01")],
+            &body,
+        )
+        .await;
+    assert_eq!(taken_over.status, 201, "{}", taken_over.text());
+    assert_eq!(taken_over.header("idempotency-replay"), None);
+    assert_eq!(app.count_rows("clusters"), 1);
+
+    // A replica of the previous release, still serving during the rollout, stores a key.
+    execute_sql(
+        &app.db,
+        &stored("during-upgrade-01", r#"{"answered":"during"}"#),
+    );
+    let replay = app
+        .post_with(
+            CLUSTERS,
+            TOKEN_ACME_SUPER_ADMIN,
+            &[("Idempotency-Key", "during-upgrade-01")],
+            &body,
+        )
+        .await;
+    assert_eq!(replay.text(), r#"{"answered":"during"}"#);
+    assert_eq!(replay.header("idempotency-replay").as_deref(), Some("true"));
+}

@@ -9,7 +9,8 @@ use crate::conditional::{Conditional, tagged};
 use crate::extract::{Body, Ctx, Id, Idempotency, Query};
 use crate::problem::ApiError;
 use crate::query;
-use crate::render::{EmptyRender, JsonRender, answer, json};
+use crate::render::{EmptyRender, JsonRender, answer, fresh, json};
+use domain::service::Command;
 use wire::auth_server::{AuthServerList, AuthServerView, CredentialView};
 
 /// The organization's auth servers, optionally of one environment.
@@ -44,16 +45,15 @@ pub async fn create_auth_server(
     body: Body<CreateAuthServerRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let render = JsonRender::new(StatusCode::CREATED, &ctx.request_id).with_location(
-        |s: &domain::model::auth_server::AuthServerView| {
+        |s: &domain::service::Scheduled<domain::model::auth_server::AuthServerView>| {
             format!("/v1/public/gateway/auth-servers/{}", s.id)
         },
     );
     let a = ctx
         .services
         .create_auth_server(
-            &ctx.caller,
+            Command::keyed(&ctx.caller, idem.keyed(&req, Some(&body.json), &render)),
             body.value.into(),
-            idem.request(&req, Some(&body.json), &render),
         )
         .await
         .map_err(|e| ctx.error(e))?;
@@ -87,12 +87,18 @@ pub async fn patch_auth_server(
     body: Body<AuthServerPatch>,
     cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
-    let v = ctx
+    let a = ctx
         .services
-        .patch_auth_server(&ctx.caller, id.0, body.value.into(), cond.expect())
+        .patch_auth_server(
+            Command::new(&ctx.caller),
+            id.0,
+            body.value.into(),
+            cond.expect(),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(tagged(StatusCode::OK, &AuthServerView::from(&v)))
+    let v = fresh(a).map_err(|e| ctx.error(e))?;
+    Ok(tagged(StatusCode::OK, &AuthServerView::from(&v.value)))
 }
 
 /// Deletes an auth server.
@@ -110,9 +116,8 @@ pub async fn delete_auth_server(
     let a = ctx
         .services
         .delete_auth_server(
-            &ctx.caller,
+            Command::keyed(&ctx.caller, idem.keyed(&req, None, &render)),
             id.0,
-            idem.request(&req, None, &render),
             cond.expect(),
         )
         .await
@@ -135,10 +140,9 @@ pub async fn add_credential(
     let a = ctx
         .services
         .add_credential(
-            &ctx.caller,
+            Command::keyed(&ctx.caller, idem.keyed(&req, Some(&body.json), &render)),
             id.0,
             body.value.into(),
-            idem.request(&req, Some(&body.json), &render),
         )
         .await
         .map_err(|e| ctx.error(e))?;
@@ -159,7 +163,11 @@ pub async fn remove_credential(
     let render = EmptyRender::new(&ctx.request_id);
     let a = ctx
         .services
-        .remove_credential(&ctx.caller, id.0, cred.0, idem.request(&req, None, &render))
+        .remove_credential(
+            Command::keyed(&ctx.caller, idem.keyed(&req, None, &render)),
+            id.0,
+            cred.0,
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))

@@ -12,7 +12,8 @@ use wire::request::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
 use crate::conditional::{Conditional, tagged};
 use crate::extract::{Body, Ctx, Id, Idempotency, Query, ReadFreshness};
 use crate::problem::ApiError;
-use crate::render::{JsonRender, answer, json, with_operation};
+use crate::render::{JsonRender, answer, fresh, json, with_operation};
+use domain::service::Command;
 use wire::cluster::{self as w, ClusterList, ClusterState, KubeconfigJson, KubeconfigPending};
 
 /// The `Cache-Control` request header of the cluster reads, as the OpenAPI document says it.
@@ -78,9 +79,8 @@ pub async fn create_cluster(
     let a = ctx
         .services
         .create_cluster(
-            &ctx.caller,
+            Command::keyed(&ctx.caller, idem.keyed(&req, Some(&body.json), &render)),
             body.value.into(),
-            idem.request(&req, Some(&body.json), &render),
         )
         .await
         .map_err(|e| ctx.error(e))?;
@@ -116,12 +116,18 @@ pub async fn patch_cluster(
     body: Body<ClusterPatch>,
     cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
-    let c = ctx
+    let a = ctx
         .services
-        .patch_cluster(&ctx.caller, id.0, body.value.into(), cond.expect())
+        .patch_cluster(
+            Command::new(&ctx.caller),
+            id.0,
+            body.value.into(),
+            cond.expect(),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
-    Ok(tagged(StatusCode::OK, &w::Cluster::from(&c)))
+    let c = fresh(a).map_err(|e| ctx.error(e))?;
+    Ok(tagged(StatusCode::OK, &w::Cluster::from(&c.value)))
 }
 
 /// Starts an exposure change (202), or answers 200 when the cluster already has it.
@@ -135,11 +141,17 @@ pub async fn change_exposure(
     body: Body<ExposurePatch>,
     cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
-    let o = ctx
+    let a = ctx
         .services
-        .change_exposure(&ctx.caller, id.0, body.value.into(), cond.expect())
+        .change_exposure(
+            Command::new(&ctx.caller),
+            id.0,
+            body.value.into(),
+            cond.expect(),
+        )
         .await
         .map_err(|e| ctx.error(e))?;
+    let o = fresh(a).map_err(|e| ctx.error(e))?;
     let status = if o.started {
         StatusCode::ACCEPTED
     } else {
@@ -166,9 +178,8 @@ pub async fn delete_cluster(
     let a = ctx
         .services
         .delete_cluster(
-            &ctx.caller,
+            Command::keyed(&ctx.caller, idem.keyed(&req, None, &render)),
             id.0,
-            idem.request(&req, None, &render),
             cond.expect(),
         )
         .await

@@ -10,6 +10,7 @@ use crate::conditional::Conditional;
 use crate::extract::{Body, Ctx, Id, Idempotency};
 use crate::problem::ApiError;
 use crate::render::{JsonRender, answer, json};
+use domain::service::Command;
 use wire::networking::{ElasticIpList, ElasticIpView, FirewallRule, FirewallRuleList};
 
 /// The cluster's Elastic IPs.
@@ -63,10 +64,9 @@ pub async fn create_elastic_ip(
     let a = ctx
         .services
         .create_elastic_ip(
-            &ctx.caller,
+            Command::keyed(&ctx.caller, idem.keyed(&req, Some(&body.json), &render)),
             id.0,
             body.value.into(),
-            idem.request(&req, Some(&body.json), &render),
         )
         .await
         .map_err(|e| ctx.error(e))?;
@@ -89,10 +89,9 @@ pub async fn release_elastic_ip(
     let a = ctx
         .services
         .release_elastic_ip(
-            &ctx.caller,
+            Command::keyed(&ctx.caller, idem.keyed(&req, None, &render)),
             id.0,
             eip.0,
-            idem.request(&req, None, &render),
             cond.expect(),
         )
         .await
@@ -151,10 +150,9 @@ pub async fn create_firewall_rule(
     let a = ctx
         .services
         .create_firewall_rule(
-            &ctx.caller,
+            Command::keyed(&ctx.caller, idem.keyed(&req, Some(&body.json), &render)),
             id.0,
             body.value.into(),
-            idem.request(&req, Some(&body.json), &render),
         )
         .await
         .map_err(|e| ctx.error(e))?;
@@ -177,10 +175,9 @@ pub async fn delete_firewall_rule(
     let a = ctx
         .services
         .delete_firewall_rule(
-            &ctx.caller,
+            Command::keyed(&ctx.caller, idem.keyed(&req, None, &render)),
             id.0,
             rule.0,
-            idem.request(&req, None, &render),
             cond.expect(),
         )
         .await

@@ -9,6 +9,7 @@ use crate::conditional::Conditional;
 use crate::extract::{Body, Ctx, Id, Idempotency};
 use crate::problem::ApiError;
 use crate::render::{JsonRender, answer, json};
+use domain::service::Command;
 use wire::cluster::{self as w, NodeList, NodePoolList};
 
 /// The cluster's node pools.
@@ -44,10 +45,9 @@ pub async fn create_node_pool(
     let a = ctx
         .services
         .create_node_pool(
-            &ctx.caller,
+            Command::keyed(&ctx.caller, idem.keyed(&req, Some(&body.json), &render)),
             id.0,
             body.value.into(),
-            idem.request(&req, Some(&body.json), &render),
         )
         .await
         .map_err(|e| ctx.error(e))?;
@@ -71,11 +71,10 @@ pub async fn patch_node_pool(
     let a = ctx
         .services
         .patch_node_pool(
-            &ctx.caller,
+            Command::keyed(&ctx.caller, idem.keyed(&req, Some(&body.json), &render)),
             id.0,
             &pool,
             body.value.into(),
-            idem.request(&req, Some(&body.json), &render),
             cond.expect(),
         )
         .await
@@ -99,10 +98,9 @@ pub async fn delete_node_pool(
     let a = ctx
         .services
         .delete_node_pool(
-            &ctx.caller,
+            Command::keyed(&ctx.caller, idem.keyed(&req, None, &render)),
             id.0,
             &pool,
-            idem.request(&req, None, &render),
             cond.expect(),
         )
         .await
@@ -161,7 +159,11 @@ pub async fn delete_node(
     let render = JsonRender::new(StatusCode::ACCEPTED, &ctx.request_id);
     let a = ctx
         .services
-        .delete_node(&ctx.caller, id.0, &node, idem.request(&req, None, &render))
+        .delete_node(
+            Command::keyed(&ctx.caller, idem.keyed(&req, None, &render)),
+            id.0,
+            &node,
+        )
         .await
         .map_err(|e| ctx.error(e))?;
     Ok(answer(&render, a))

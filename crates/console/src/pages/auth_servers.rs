@@ -29,6 +29,7 @@ use crate::pages::forms::{Change, Redirect, Submitted, new_key, or_redraw, refus
 use crate::pages::layout::{self, Nav};
 use crate::pages::{Acting, check_form, html_page, see_other, urlencode};
 use crate::session::Signed;
+use domain::service::Command;
 
 /// Credential rows a new Basic or Token form starts with (empty rows are ignored).
 const ROWS: usize = 3;
@@ -352,13 +353,15 @@ pub async fn create(
     }
     let draft = create_draft(&form, kind, rows);
     // The first answer is recorded as the new server's page, where a replay goes too.
-    let redirect = Redirect(|v: &AuthServerView| format!("{PREFIX}/auth-servers/{}", v.id));
+    let redirect = Redirect(|v: &domain::service::Scheduled<AuthServerView>| {
+        format!("{PREFIX}/auth-servers/{}", v.id)
+    });
     let outcome = async {
         let request = form.keyed(&format!("{PREFIX}/auth-servers/new"), &redirect)?;
         Ok::<_, ConsoleError>(
             signed
                 .services
-                .create_auth_server(&signed.caller, draft, Some(request))
+                .create_auth_server(Command::keyed(&signed.caller, Some(request)), draft)
                 .await?,
         )
     }
@@ -567,7 +570,7 @@ pub async fn edit(
         };
         signed
             .services
-            .patch_auth_server(&signed.caller, id.0, patch, None)
+            .patch_auth_server(Command::new(&signed.caller), id.0, patch, None)
             .await?;
         Ok::<_, DomainError>(see_other(&format!("{PREFIX}/auth-servers/{}", id.0)))
     }
@@ -605,7 +608,7 @@ pub async fn delete(
         .run(back, async |request| {
             signed
                 .services
-                .delete_auth_server(&signed.caller, id.0, Some(request), None)
+                .delete_auth_server(Command::keyed(&signed.caller, Some(request)), id.0, None)
                 .await
         })
         .await?;
@@ -634,7 +637,11 @@ pub async fn add_credential(
         .run(back, async |request| {
             signed
                 .services
-                .add_credential(&signed.caller, id.0, credential, Some(request))
+                .add_credential(
+                    Command::keyed(&signed.caller, Some(request)),
+                    id.0,
+                    credential,
+                )
                 .await
         })
         .await?;
@@ -654,7 +661,11 @@ pub async fn remove_credential(
         .run(back, async |request| {
             signed
                 .services
-                .remove_credential(&signed.caller, id.0, credential.0, Some(request))
+                .remove_credential(
+                    Command::keyed(&signed.caller, Some(request)),
+                    id.0,
+                    credential.0,
+                )
                 .await
         })
         .await?;

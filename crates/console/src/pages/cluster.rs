@@ -19,6 +19,7 @@ use crate::pages::clusters::{phase_badge, when};
 use crate::pages::layout::{self, Nav};
 use crate::pages::{Acting, check_form, html_page, see_other};
 use crate::session::Signed;
+use domain::service::Command;
 
 pub async fn overview(signed: Signed, id: Path<Id>) -> Result<HttpResponse, ConsoleError> {
     let cluster = signed
@@ -213,7 +214,7 @@ pub async fn edit(
     };
     let outcome = signed
         .services
-        .patch_cluster(&signed.caller, id.0, patch, None)
+        .patch_cluster(Command::new(&signed.caller), id.0, patch, None)
         .await;
     refused_or_back(&signed, id.0, outcome.map(|_| ())).await
 }
@@ -242,7 +243,12 @@ pub async fn exposure(
     };
     let outcome = signed
         .services
-        .change_exposure(&signed.caller, id.0, ExposurePatch { exposure }, None)
+        .change_exposure(
+            Command::new(&signed.caller),
+            id.0,
+            ExposurePatch { exposure },
+            None,
+        )
         .await;
     refused_or_back(&signed, id.0, outcome.map(|_| ())).await
 }
@@ -351,7 +357,7 @@ pub async fn delete(
         ));
     }
     services
-        .delete_cluster(&signed.caller, id.0, None, None)
+        .delete_cluster(Command::new(&signed.caller), id.0, None)
         .await?;
     Ok(see_other(&format!(
         "{PREFIX}/clusters?organization={}",

@@ -14,10 +14,10 @@ use domain::input::cluster::CreateClusterRequest;
 use domain::input::node_pool::NodePoolRequest;
 use domain::model::catalog::ZoneOffer;
 use domain::model::cluster::{Cluster, Exposure, NetworkMode};
-use domain::model::idempotency::RequestFingerprint;
+use domain::model::idempotency::Fingerprint;
 use domain::names::IdempotencyKey;
 use domain::rules::MAX_POOLS;
-use domain::service::{IdempotencyRequest, Scheduled};
+use domain::service::{Command, Keyed, Scheduled};
 use domain::validation::Violations;
 use maud::{Markup, html};
 use serde::Deserialize;
@@ -175,7 +175,7 @@ impl Fields {
 
     /// The fingerprint of what this submission asks for (the CSRF token and the key aside), so
     /// the same form sent twice is the same request and a changed one is not.
-    fn fingerprint(&self) -> RequestFingerprint {
+    fn fingerprint(&self) -> Fingerprint {
         let pools: Vec<serde_json::Value> = self
             .pools
             .iter()
@@ -186,7 +186,7 @@ impl Fields {
             "version": self.version, "description": self.description, "tags": self.tags,
             "exposure": self.exposure, "network_mode": self.network_mode, "pools": pools,
         });
-        RequestFingerprint::new("POST", ACTION, Some(&body))
+        crate::pages::forms::fingerprint(ACTION, &body)
     }
 }
 
@@ -269,14 +269,14 @@ pub async fn submit(
     };
     // The first answer is recorded as the new cluster's page, where a replay goes too.
     let redirect = Redirect(|c: &Scheduled<Cluster>| format!("{PREFIX}/clusters/{}", c.id));
-    let request = IdempotencyRequest {
+    let keyed = Keyed {
         key,
         fingerprint: fields.fingerprint(),
-        render: &redirect,
+        record: &redirect,
     };
     match signed
         .services
-        .create_cluster(&signed.caller, draft, Some(request))
+        .create_cluster(Command::keyed(&signed.caller, Some(keyed)), draft)
         .await
     {
         Ok(answer) => match settled(answer, &redirect) {

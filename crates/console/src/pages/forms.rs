@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 
 use actix_web::{HttpRequest, HttpResponse};
+use api::replay::HttpAnswer;
 use domain::DomainError;
-use domain::model::idempotency::{RequestFingerprint, StoredResponse};
+use domain::model::idempotency::Replay;
 use domain::names::IdempotencyKey;
-use domain::service::{Answer, IdempotencyRequest, Render};
+use domain::service::{Answer, Keyed, Record};
 
 use crate::error::ConsoleError;
 use crate::pages::{check_form, see_other};
@@ -41,14 +42,14 @@ impl Submitted {
         self.0.contains_key(name)
     }
 
-    /// The form's idempotency request for the change at `action`: its key, and a fingerprint
-    /// of every field but the CSRF token and the key, so the same form sent twice is the same
-    /// request and a changed one is not.
+    /// The form's idempotency key for the change at `action`, with a fingerprint of every field
+    /// but the CSRF token and the key, so the same form sent twice is the same request and a
+    /// changed one is not.
     pub fn keyed<'a, T>(
         &self,
         action: &str,
-        render: &'a dyn Render<T>,
-    ) -> Result<IdempotencyRequest<'a, T>, ConsoleError> {
+        record: &'a dyn Record<T>,
+    ) -> Result<Keyed<'a, T>, ConsoleError> {
         let key = IdempotencyKey::parse(self.get("key")).ok_or(ConsoleError::Forged)?;
         let body: serde_json::Map<String, serde_json::Value> = self
             .0
@@ -56,12 +57,22 @@ impl Submitted {
             .filter(|(k, _)| k.as_str() != "csrf" && k.as_str() != "key")
             .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
             .collect();
-        Ok(IdempotencyRequest {
+        Ok(Keyed {
             key,
-            fingerprint: RequestFingerprint::new("POST", action, Some(&body.into())),
-            render,
+            fingerprint: fingerprint(action, &body.into()),
+            record,
         })
     }
+}
+
+/// The fingerprint of a form posted to `action`: the one the API would give the same body
+/// posted there (the form is an HTTP POST), so keys recorded before this console's forms had
+/// fingerprints of their own still replay.
+pub fn fingerprint(
+    action: &str,
+    fields: &serde_json::Value,
+) -> domain::model::idempotency::Fingerprint {
+    api::extract::fingerprint("POST", action, Some(fields))
 }
 
 /// A fresh key for one drawing of a form.
@@ -73,21 +84,23 @@ pub fn new_key() -> String {
 /// thing's page (known once it exists), so a replay lands where the first submission did.
 pub struct Redirect<F>(pub F);
 
-impl<T, F: Fn(&T) -> String + Send + Sync> Render<T> for Redirect<F> {
-    fn ok(&self, value: &T) -> StoredResponse {
-        StoredResponse {
+impl<T, F: Fn(&T) -> String + Send + Sync> Record<T> for Redirect<F> {
+    fn answer(&self, value: &T) -> Replay {
+        HttpAnswer {
             status: 303,
             headers: vec![("location".into(), (self.0)(value))],
             body: Vec::new(),
         }
+        .encode()
     }
 
-    fn err(&self, e: &DomainError) -> StoredResponse {
-        StoredResponse {
+    fn refusal(&self, e: &DomainError) -> Replay {
+        HttpAnswer {
             status: api::problem::status_of(e).as_u16(),
             headers: Vec::new(),
             body: api::problem::detail_of(e).into_bytes(),
         }
+        .encode()
     }
 }
 
@@ -99,12 +112,17 @@ pub fn settled<T, F: Fn(&T) -> String>(
 ) -> Result<HttpResponse, ConsoleError> {
     match answer {
         Answer::Fresh(value) => Ok(see_other(&(redirect.0)(&value))),
-        Answer::Replayed(stored) => match stored.headers.iter().find(|(n, _)| n == "location") {
-            Some((_, location)) if stored.status == 303 => Ok(see_other(location)),
-            _ => Err(ConsoleError::Replayed(
-                String::from_utf8_lossy(&stored.body).into_owned(),
-            )),
-        },
+        Answer::Replayed(replay) => {
+            let stored = HttpAnswer::decode(&replay).ok_or_else(|| {
+                ConsoleError::Internal("a replay this console cannot read".into())
+            })?;
+            match stored.headers.iter().find(|(n, _)| n == "location") {
+                Some((_, location)) if stored.status == 303 => Ok(see_other(location)),
+                _ => Err(ConsoleError::Replayed(
+                    String::from_utf8_lossy(&stored.body).into_owned(),
+                )),
+            }
+        }
     }
 }
 
@@ -161,7 +179,7 @@ impl Change {
     pub async fn run<T>(
         &self,
         back: String,
-        change: impl AsyncFnOnce(IdempotencyRequest<'_, T>) -> Result<Answer<T>, DomainError>,
+        change: impl AsyncFnOnce(Keyed<'_, T>) -> Result<Answer<T>, DomainError>,
     ) -> Result<Result<HttpResponse, DomainError>, ConsoleError> {
         let redirect = Redirect(move |_: &T| back.clone());
         let request = self.form.keyed(&self.path, &redirect)?;

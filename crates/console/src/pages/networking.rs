@@ -18,6 +18,7 @@ use crate::error::ConsoleError;
 use crate::pages::cluster::{Tab, frame};
 use crate::pages::forms::{Change, new_key, or_redraw};
 use crate::session::Signed;
+use domain::service::Command;
 
 pub async fn tab(signed: Signed, id: Path<Id>) -> Result<HttpResponse, ConsoleError> {
     draw(&signed, id.0, StatusCode::OK, None).await
@@ -151,7 +152,7 @@ pub async fn allocate(
         .run(back, async |request| {
             signed
                 .services
-                .create_elastic_ip(&signed.caller, id.0, draft, Some(request))
+                .create_elastic_ip(Command::keyed(&signed.caller, Some(request)), id.0, draft)
                 .await
         })
         .await?;
@@ -171,7 +172,12 @@ pub async fn release(
         .run(back, async |request| {
             signed
                 .services
-                .release_elastic_ip(&signed.caller, id.0, eip.0, Some(request), None)
+                .release_elastic_ip(
+                    Command::keyed(&signed.caller, Some(request)),
+                    id.0,
+                    eip.0,
+                    None,
+                )
                 .await
         })
         .await?;

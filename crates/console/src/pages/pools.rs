@@ -18,6 +18,7 @@ use crate::error::ConsoleError;
 use crate::pages::cluster::{Tab, frame};
 use crate::pages::forms::{Change, Submitted, new_key, or_redraw, refusal};
 use crate::session::Signed;
+use domain::service::Command;
 
 /// The advice shown where a machine tier is: it cannot change in place.
 const REPLACE_POOL: &str = "A pool's machine tier cannot change: add a pool with the new tier, \
@@ -176,7 +177,11 @@ pub async fn add_pool(
                 .run(back, async |request| {
                     signed
                         .services
-                        .create_node_pool(&signed.caller, id.0, draft, Some(request))
+                        .create_node_pool(
+                            Command::keyed(&signed.caller, Some(request)),
+                            id.0,
+                            draft,
+                        )
                         .await
                 })
                 .await?
@@ -220,7 +225,13 @@ pub async fn scale_pool(
                 .run(back, async |request| {
                     signed
                         .services
-                        .patch_node_pool(&signed.caller, id.0, &pool, patch, Some(request), None)
+                        .patch_node_pool(
+                            Command::keyed(&signed.caller, Some(request)),
+                            id.0,
+                            &pool,
+                            patch,
+                            None,
+                        )
                         .await
                 })
                 .await?
@@ -242,7 +253,12 @@ pub async fn delete_pool(
         .run(back, async |request| {
             signed
                 .services
-                .delete_node_pool(&signed.caller, id.0, &pool, Some(request), None)
+                .delete_node_pool(
+                    Command::keyed(&signed.caller, Some(request)),
+                    id.0,
+                    &pool,
+                    None,
+                )
                 .await
         })
         .await?;
@@ -317,7 +333,7 @@ pub async fn delete_node(
         .run(back, async |request| {
             signed
                 .services
-                .delete_node(&signed.caller, id.0, &node, Some(request))
+                .delete_node(Command::keyed(&signed.caller, Some(request)), id.0, &node)
                 .await
         })
         .await?;

@@ -13,26 +13,34 @@ pub const LEASE_SECONDS: i64 = 60;
 /// How long a completed answer is replayed.
 pub const RETENTION_HOURS: i64 = 24;
 
-/// What makes two requests "the same": method, path and the canonical body (key order and
-/// whitespace do not matter).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestFingerprint {
-    pub method: String,
-    pub path: String,
-    /// Hex SHA-256 of the canonical JSON body (of `null` when there is none).
-    pub body_sha256: String,
-}
+/// What makes two requests "the same", as the face that served them says: a digest of what it
+/// counts (the API: method, path and canonical body; the console: the form and its fields).
+/// The service compares digests and never reads what went into them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fingerprint(pub [u8; 32]);
 
-impl RequestFingerprint {
-    pub fn new(method: &str, path: &str, body: Option<&Value>) -> Self {
-        let canonical = canonical_json(body.unwrap_or(&Value::Null));
-        let digest = Sha256::digest(canonical.as_bytes());
-        let body_sha256 = digest.iter().map(|b| format!("{b:02x}")).collect();
-        Self {
-            method: method.to_ascii_uppercase(),
-            path: path.to_owned(),
-            body_sha256,
+impl Fingerprint {
+    /// The SHA-256 of `parts`, each followed by one space (a part cannot end where the next
+    /// begins unnoticed: faces put fixed words and digests in them).
+    pub fn of(parts: &[&str]) -> Fingerprint {
+        let mut h = Sha256::new();
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 {
+                h.update(b" ");
+            }
+            h.update(p.as_bytes());
         }
+        Fingerprint(h.finalize().into())
+    }
+
+    /// The hex SHA-256 of a JSON value's canonical form (key order and whitespace do not
+    /// matter), for faces that fingerprint a body.
+    pub fn body_digest(body: Option<&Value>) -> String {
+        let canonical = canonical_json(body.unwrap_or(&Value::Null));
+        Sha256::digest(canonical.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
     }
 }
 
@@ -74,17 +82,11 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
-/// The answer kept for replays, byte for byte, as the adapter that speaks to clients rendered
-/// it (see `service::Render`). The domain carries it between the renderer and the store and
-/// never reads it: whether an outcome is kept is decided from the outcome itself.
+/// The answer kept for replays, as the face that served the request encoded it: the service
+/// carries it between the face and the store and never reads it. Whether an outcome is kept
+/// is decided from the outcome itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredResponse {
-    /// The renderer's outcome code, replayed as it is.
-    pub status: u16,
-    /// The name/value pairs the renderer wrote beside the body, replayed as they are.
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
+pub struct Replay(pub Vec<u8>);
 
 /// Keys are scoped to the organization.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -100,14 +102,14 @@ pub enum IdempotencyState {
         lease_expires_at: DateTime<Utc>,
     },
     Completed {
-        response: StoredResponse,
+        replay: Replay,
     },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdempotencyRecord {
     pub scope: IdempotencyScope,
-    pub fingerprint: RequestFingerprint,
+    pub fingerprint: Fingerprint,
     pub state: IdempotencyState,
     pub created_at: DateTime<Utc>,
 }
@@ -116,8 +118,8 @@ pub struct IdempotencyRecord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdempotencyDecision {
     /// Same request, finished: the stored answer, marked as a replay.
-    Replay(StoredResponse),
-    /// Different method, path or body: `Conflict::IdempotencyKeyReused`.
+    Replay(Replay),
+    /// Another request (another fingerprint): `Conflict::IdempotencyKeyReused`.
     Reused,
     /// Same key still being worked on within its lease: `Conflict::IdempotencyKeyInProgress`.
     InProgress,
@@ -126,18 +128,12 @@ pub enum IdempotencyDecision {
 }
 
 impl IdempotencyRecord {
-    pub fn decide(
-        &self,
-        fingerprint: &RequestFingerprint,
-        now: DateTime<Utc>,
-    ) -> IdempotencyDecision {
+    pub fn decide(&self, fingerprint: &Fingerprint, now: DateTime<Utc>) -> IdempotencyDecision {
         if &self.fingerprint != fingerprint {
             return IdempotencyDecision::Reused;
         }
         match &self.state {
-            IdempotencyState::Completed { response } => {
-                IdempotencyDecision::Replay(response.clone())
-            }
+            IdempotencyState::Completed { replay } => IdempotencyDecision::Replay(replay.clone()),
             IdempotencyState::InProgress {
                 lease_expires_at, ..
             } if *lease_expires_at > now => IdempotencyDecision::InProgress,
@@ -152,7 +148,7 @@ impl IdempotencyRecord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdempotencyClaim {
     pub scope: IdempotencyScope,
-    pub fingerprint: RequestFingerprint,
+    pub fingerprint: Fingerprint,
     pub lease_id: Uuid,
     pub lease_expires_at: DateTime<Utc>,
 }
@@ -162,7 +158,7 @@ pub struct IdempotencyClaim {
 pub struct IdempotencyCompletion {
     pub scope: IdempotencyScope,
     pub lease_id: Uuid,
-    pub response: StoredResponse,
+    pub replay: Replay,
 }
 
 #[cfg(test)]
@@ -183,68 +179,64 @@ mod tests {
                 organization_id: Uuid::nil(),
                 key: IdempotencyKey::parse("key-0001").unwrap_or_else(|| panic!("valid key")),
             },
-            fingerprint: RequestFingerprint::new(
-                "POST",
-                "/v1/public/clusters",
-                Some(&json!({"a": 1})),
-            ),
+            fingerprint: Fingerprint::of(&["one request"]),
             state,
             created_at: at(0),
         }
     }
 
     #[test]
-    fn idempotency_body_hash_ignores_key_order_and_whitespace() {
+    fn a_body_digest_ignores_key_order_and_whitespace() {
         let a: Value =
             serde_json::from_str(r#"{"b": [1, {"y": 2, "x": 1}], "a": "s"}"#).unwrap_or_default();
         let b: Value =
             serde_json::from_str(r#"{"a":"s","b":[1,{"x":1,"y":2}]}"#).unwrap_or_default();
         assert_eq!(
-            RequestFingerprint::new("POST", "/p", Some(&a)),
-            RequestFingerprint::new("post", "/p", Some(&b))
+            Fingerprint::body_digest(Some(&a)),
+            Fingerprint::body_digest(Some(&b))
         );
         assert_eq!(canonical_json(&a), r#"{"a":"s","b":[1,{"x":1,"y":2}]}"#);
         let c = json!({"a": "s", "b": [{"x": 1, "y": 2}, 1]});
         assert_ne!(
-            RequestFingerprint::new("POST", "/p", Some(&a)),
-            RequestFingerprint::new("POST", "/p", Some(&c))
+            Fingerprint::body_digest(Some(&a)),
+            Fingerprint::body_digest(Some(&c))
+        );
+    }
+
+    #[test]
+    fn a_fingerprint_tells_its_parts_apart() {
+        assert_eq!(Fingerprint::of(&["a", "b"]), Fingerprint::of(&["a", "b"]));
+        assert_ne!(Fingerprint::of(&["a", "b"]), Fingerprint::of(&["b", "a"]));
+        // The formula the migration that introduced fingerprints used on the rows it found:
+        // SHA-256 of the parts joined by single spaces.
+        let joined: [u8; 32] = Sha256::digest(b"POST /v1/public/clusters 00ff").into();
+        assert_eq!(
+            Fingerprint::of(&["POST", "/v1/public/clusters", "00ff"]),
+            Fingerprint(joined)
         );
     }
 
     #[test]
     fn idempotency_same_request_completed_replays_the_stored_answer() {
-        let response = StoredResponse {
-            status: 201,
-            headers: vec![("Location".into(), "/x".into())],
-            body: b"{}".to_vec(),
-        };
+        let replay = Replay(b"the first answer".to_vec());
         let r = record(IdempotencyState::Completed {
-            response: response.clone(),
+            replay: replay.clone(),
         });
         assert_eq!(
             r.decide(&r.fingerprint.clone(), at(10)),
-            IdempotencyDecision::Replay(response)
+            IdempotencyDecision::Replay(replay)
         );
     }
 
     #[test]
-    fn idempotency_different_body_method_or_path_is_reused() {
+    fn idempotency_another_fingerprint_is_reused() {
         let r = record(IdempotencyState::Completed {
-            response: StoredResponse {
-                status: 201,
-                headers: vec![],
-                body: vec![],
-            },
+            replay: Replay(Vec::new()),
         });
-        let other_body =
-            RequestFingerprint::new("POST", "/v1/public/clusters", Some(&json!({"a": 2})));
-        let other_method =
-            RequestFingerprint::new("DELETE", "/v1/public/clusters", Some(&json!({"a": 1})));
-        let other_path =
-            RequestFingerprint::new("POST", "/v1/public/clusters/x", Some(&json!({"a": 1})));
-        for fp in [other_body, other_method, other_path] {
-            assert_eq!(r.decide(&fp, at(10)), IdempotencyDecision::Reused);
-        }
+        assert_eq!(
+            r.decide(&Fingerprint::of(&["another request"]), at(10)),
+            IdempotencyDecision::Reused
+        );
     }
 
     #[test]

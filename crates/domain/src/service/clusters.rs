@@ -6,25 +6,20 @@ use std::time::Duration;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::idempotency::Held;
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
 use crate::input::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch, ListClusters};
-use crate::input::precondition::{Expect, check};
-use crate::model::audit::{Audit, AuditAction, AuditResource, Outcome, Parent};
+use crate::input::precondition::Expect;
+use crate::model::audit::{Audit, AuditAction, AuditResource};
 use crate::model::cluster::{
     Cluster, ClusterPhase, Exposure, ExposureDecision, ExposureRefusal, PhaseEvent, Registration,
 };
 use crate::model::identity::Caller;
 use crate::model::node_pool::{NodePool, PoolStatus};
-use crate::model::operation::OperationKind;
-use crate::ports::storage::{
-    Change, ClusterWrite, Freshness, Page, StoreError, UniqueRule, Wake, ZoneCapacity,
-};
-use crate::service::idempotency::{Answer, IdempotencyRequest};
+use crate::ports::storage::{Change, Freshness, Page, Wake, ZoneCapacity};
+use crate::service::idempotency::Answer;
 use crate::service::{
-    Decision, MAX_ATTEMPTS, OperationRef, Scheduled, Services, name_taken, require_changeable,
-    store_error,
+    Command, Decision, Scheduled, Services, Target, require_changeable, store_error,
 };
 
 /// A page of clusters: `{items, page, size, total}`.
@@ -91,16 +86,12 @@ impl Services {
     /// from anywhere else.
     pub async fn create_cluster(
         &self,
-        caller: &Caller,
+        cmd: Command<'_, Scheduled<Cluster>>,
         body: CreateClusterRequest,
-        idempotency: Option<IdempotencyRequest<'_, Scheduled<Cluster>>>,
     ) -> Result<Answer<Scheduled<Cluster>>, DomainError> {
         let spec = body.validate()?;
-        let org =
-            access::resolve_create_org(self.ports.identity.as_ref(), caller, &spec.organization)
-                .await?;
-        self.spend_write(&org.id)?;
-        self.idempotently(org.id, idempotency, async |held| {
+        let naming = (Resource::Cluster, spec.name.as_str().to_owned());
+        self.create::<Cluster, _>(cmd, &spec.organization, Some(naming), async |org| {
             let zone = match &spec.zone {
                 None => self.catalog.default_zone(),
                 Some(z) => self
@@ -183,40 +174,11 @@ impl Services {
                 AuditAction::Created,
                 created(&cluster),
             );
-            let operation = self.new_operation(caller, &cluster, OperationKind::Create, &audit);
-            let audit = self.audit_event(
-                caller,
-                org.id,
-                Some(Parent::Cluster(cluster.id)),
-                audit,
-                Outcome::Accepted,
-            );
-            let answer = Scheduled {
-                operation: Some(OperationRef {
-                    cluster_id: cluster.id,
-                    id: operation.id,
-                }),
-                value: cluster.clone(),
-            };
-            let write = ClusterWrite {
-                cluster_id: cluster.id,
-                expected_revision: None,
-                changes: vec![Change::InsertCluster(cluster.clone())],
-                reconcile: true,
-                zone_capacity: self.zone_capacity(&cluster.zone, cluster.node_demand()),
-                idempotency: held.map(|h| h.completion(&answer)),
-                cause: self.request_id.as_deref().map(str::to_owned),
-                audit: Some(audit),
-                operation: Some(operation),
-                at: now,
-            };
-            self.ports
-                .clusters
-                .commit(write)
-                .await
-                .map_err(|e| name_taken(e, Resource::Cluster, cluster.name.as_str()))?;
-            held.inspect(|h| h.committed());
-            Ok(answer)
+            let capacity = self.zone_capacity(&cluster.zone, cluster.node_demand());
+            Ok(
+                Decision::schedule(vec![Change::InsertCluster(cluster.clone())], audit, cluster)
+                    .within(capacity),
+            )
         })
         .await
     }
@@ -244,148 +206,23 @@ impl Services {
         Ok(cluster)
     }
 
-    /// Loads a live cluster for a write by a caller who must be super_admin of its
-    /// organization (`DomainError::Forbidden` before load for writers who are super_admin
-    /// nowhere).
-    pub(crate) async fn cluster_for_write(
-        &self,
-        caller: &Caller,
-        id: Uuid,
-    ) -> Result<Cluster, DomainError> {
-        access::require_writer_somewhere(caller)?;
-        let cluster = self.live_cluster(id).await?;
-        access::authorize_object(caller, &cluster.organization_id, Access::Write)?;
-        self.spend_write(&cluster.organization_id)?;
-        Ok(cluster)
-    }
-
-    /// Like [`Self::cluster_for_write`], for the writes the assistant may not make (Elastic IPs
-    /// and firewall rules): a member of the organization using the assistant gets
-    /// `Forbidden::AssistantNotAllowed` whatever the role.
-    pub(crate) async fn cluster_for_restricted_write(
-        &self,
-        caller: &Caller,
-        id: Uuid,
-    ) -> Result<Cluster, DomainError> {
-        access::require_writer_somewhere(caller)?;
-        let cluster = self.live_cluster(id).await?;
-        access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
-        access::require_not_assistant(caller)?;
-        access::authorize_object(caller, &cluster.organization_id, Access::Write)?;
-        self.spend_write(&cluster.organization_id)?;
-        Ok(cluster)
-    }
-
-    /// Decides a change `caller` asked of the current cluster and commits it with its audit
-    /// event and, when it hands work to provisioning, the operation that follows it; decided
-    /// again on a fresh read when a concurrent change won the race.
-    pub(crate) async fn change_cluster<T>(
-        &self,
-        caller: &Caller,
-        mut cluster: Cluster,
-        mut decide: impl AsyncFnMut(&Cluster) -> Result<Decision<T>, DomainError>,
-        held: Option<&Held<'_, Scheduled<T>>>,
-        conflict_name: Option<(Resource, String)>,
-    ) -> Result<Scheduled<T>, DomainError> {
-        for attempt in 0..MAX_ATTEMPTS {
-            if attempt > 0 {
-                cluster = self
-                    .ports
-                    .clusters
-                    .cluster(cluster.id, Freshness::Latest)
-                    .await
-                    .map_err(store_error)?
-                    .filter(|c| !c.is_gone())
-                    .ok_or(DomainError::NotFound(Resource::Cluster))?;
-            }
-            let Decision {
-                changes,
-                reconcile,
-                zone_capacity,
-                audit,
-                answer: value,
-            } = decide(&cluster).await?;
-            if changes.is_empty() {
-                return Ok(Scheduled {
-                    value,
-                    operation: None,
-                });
-            }
-            let outcome = if reconcile {
-                Outcome::Accepted
-            } else {
-                Outcome::Applied
-            };
-            let operation = audit.as_ref().filter(|_| reconcile).and_then(|a| {
-                OperationKind::of(a.resource, a.action)
-                    .map(|kind| self.new_operation(caller, &cluster, kind, a))
-            });
-            let value = Scheduled {
-                value,
-                operation: operation.as_ref().map(|o| OperationRef {
-                    cluster_id: cluster.id,
-                    id: o.id,
-                }),
-            };
-            let audit = audit.map(|a| {
-                self.audit_event(
-                    caller,
-                    cluster.organization_id,
-                    Some(Parent::Cluster(cluster.id)),
-                    a,
-                    outcome,
-                )
-            });
-            let write = ClusterWrite {
-                cluster_id: cluster.id,
-                expected_revision: Some(cluster.revision),
-                changes,
-                reconcile,
-                zone_capacity,
-                idempotency: held.map(|h| h.completion(&value)),
-                cause: self.request_id.as_deref().map(str::to_owned),
-                audit,
-                operation,
-                at: self.ports.clock.now(),
-            };
-            match self.ports.clusters.commit(write).await {
-                Ok(_) => {
-                    held.inspect(|h| h.committed());
-                    return Ok(value);
-                }
-                // A lost race: decide again on what won it.
-                Err(
-                    StoreError::RevisionMismatch
-                    | StoreError::Duplicate(UniqueRule::ElasticIpAddress),
-                ) => continue,
-                Err(e) => {
-                    return Err(match &conflict_name {
-                        Some((resource, name)) => name_taken(e, *resource, name),
-                        None => store_error(e),
-                    });
-                }
-            }
-        }
-        Err(DomainError::Conflict(Conflict::ConcurrentModification))
-    }
-
     /// Changes a cluster's description and tags (only while it is as `expect` says).
     pub async fn patch_cluster(
         &self,
-        caller: &Caller,
+        cmd: Command<'_, Scheduled<Cluster>>,
         id: Uuid,
         body: ClusterPatch,
         expect: Expect<'_, Cluster>,
-    ) -> Result<Cluster, DomainError> {
-        let cluster = self.cluster_for_write(caller, id).await?;
+    ) -> Result<Answer<Scheduled<Cluster>>, DomainError> {
         let changes = body.validate()?;
         let now = self.ports.clock.now();
-        self.change_cluster(
-            caller,
-            cluster,
-            async |c: &Cluster| {
-                check(expect, c)?;
-                require_changeable(c)?;
+        self.mutate(
+            cmd,
+            Target::of(id),
+            expect,
+            async |c: &Cluster| Ok(c.clone()),
+            async |_, c: Cluster| {
+                require_changeable(&c)?;
                 let mut next = c.clone();
                 let mut changed = serde_json::Map::new();
                 if let Some(d) = &changes.description {
@@ -408,29 +245,25 @@ impl Services {
                     next,
                 ))
             },
-            None,
-            None,
         )
         .await
-        .map(Scheduled::into_value)
     }
 
     /// Changes a cluster's exposure (only while it is as `expect` says).
     pub async fn change_exposure(
         &self,
-        caller: &Caller,
+        cmd: Command<'_, Scheduled<ExposureOutcome>>,
         id: Uuid,
         body: ExposurePatch,
         expect: Expect<'_, Cluster>,
-    ) -> Result<Scheduled<ExposureOutcome>, DomainError> {
-        let cluster = self.cluster_for_write(caller, id).await?;
+    ) -> Result<Answer<Scheduled<ExposureOutcome>>, DomainError> {
         let now = self.ports.clock.now();
-        self.change_cluster(
-            caller,
-            cluster,
-            async |c: &Cluster| match check(expect, c)
-                .map(|()| c.request_exposure(body.exposure))?
-            {
+        self.mutate(
+            cmd,
+            Target::of(id),
+            expect,
+            async |c: &Cluster| Ok(c.clone()),
+            async |_, c: Cluster| match c.request_exposure(body.exposure) {
                 Err(ExposureRefusal::Deleting) => {
                     Err(DomainError::Conflict(Conflict::ClusterDeleting))
                 }
@@ -472,8 +305,6 @@ impl Services {
                     ))
                 }
             },
-            None,
-            None,
         )
         .await
     }
@@ -482,50 +313,38 @@ impl Services {
     /// with the cluster as it is. Only while it is as `expect` says.
     pub async fn delete_cluster(
         &self,
-        caller: &Caller,
+        cmd: Command<'_, Scheduled<Cluster>>,
         id: Uuid,
-        idempotency: Option<IdempotencyRequest<'_, Scheduled<Cluster>>>,
         expect: Expect<'_, Cluster>,
     ) -> Result<Answer<Scheduled<Cluster>>, DomainError> {
-        access::require_writer_somewhere(caller)?;
-        let cluster = self.any_cluster(id).await?;
-        access::authorize_object(caller, &cluster.organization_id, Access::Write)?;
-        self.spend_write(&cluster.organization_id)?;
-        self.idempotently(cluster.organization_id, idempotency, async |held| {
-            let now = self.ports.clock.now();
-            if cluster.is_gone() {
-                return Err(DomainError::NotFound(Resource::Cluster));
-            }
-            self.change_cluster(
-                caller,
-                cluster,
-                async |c: &Cluster| {
-                    check(expect, c)?;
-                    if c.phase == ClusterPhase::Deleting {
-                        return Ok(Decision::nothing(c.clone()));
-                    }
-                    let mut next = c.clone();
-                    next.phase = c
-                        .phase
-                        .apply(PhaseEvent::Delete)
-                        .map_err(|e| DomainError::Internal(e.to_string()))?;
-                    next.updated_at = now;
-                    Ok(Decision::schedule(
-                        vec![Change::UpdateCluster(next.clone())],
-                        Audit::new(
-                            AuditResource::Cluster,
-                            c.id,
-                            AuditAction::DeletionStarted,
-                            json!({"name": c.name.as_str()}),
-                        ),
-                        next,
-                    ))
-                },
-                held,
-                None,
-            )
-            .await
-        })
+        let now = self.ports.clock.now();
+        self.mutate(
+            cmd,
+            Target::of(id).with_tombstones(),
+            expect,
+            async |c: &Cluster| Ok(c.clone()),
+            async |_, c: Cluster| {
+                if c.phase == ClusterPhase::Deleting {
+                    return Ok(Decision::nothing(c));
+                }
+                let mut next = c.clone();
+                next.phase = c
+                    .phase
+                    .apply(PhaseEvent::Delete)
+                    .map_err(|e| DomainError::Internal(e.to_string()))?;
+                next.updated_at = now;
+                Ok(Decision::schedule(
+                    vec![Change::UpdateCluster(next.clone())],
+                    Audit::new(
+                        AuditResource::Cluster,
+                        c.id,
+                        AuditAction::DeletionStarted,
+                        json!({"name": c.name.as_str()}),
+                    ),
+                    next,
+                ))
+            },
+        )
         .await
     }
 

@@ -6,14 +6,17 @@ use uuid::Uuid;
 use crate::access::{self, Access};
 use crate::error::{Capacity, Conflict, DomainError, Resource};
 use crate::input::elastic_ip::CreateElasticIpRequest;
-use crate::input::precondition::{Expect, check};
+use crate::input::precondition::Expect;
 use crate::model::audit::{Audit, AuditAction, AuditResource};
 use crate::model::cluster::{Cluster, Exposure};
 use crate::model::elastic_ip::{ElasticIp, ElasticIpEvent, ElasticIpStatus, ElasticIpView};
 use crate::model::identity::Caller;
 use crate::ports::storage::Change;
-use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{Decision, Scheduled, Services, require_changeable, store_error};
+use crate::service::idempotency::Answer;
+use crate::service::pipeline::Seen;
+use crate::service::{
+    Command, Decision, Scheduled, Services, Target, require_changeable, store_error,
+};
 
 impl Services {
     async fn alive_elastic_ips(&self, cluster: &Cluster) -> Result<Vec<ElasticIp>, DomainError> {
@@ -69,106 +72,101 @@ impl Services {
     /// exhausted pool fails at once (`DomainError::CapacityExhausted`).
     pub async fn create_elastic_ip(
         &self,
-        caller: &Caller,
+        cmd: Command<'_, Scheduled<ElasticIpView>>,
         id: Uuid,
         body: CreateElasticIpRequest,
-        idempotency: Option<IdempotencyRequest<'_, Scheduled<ElasticIpView>>>,
     ) -> Result<Answer<Scheduled<ElasticIpView>>, DomainError> {
-        let cluster = self.cluster_for_restricted_write(caller, id).await?;
-        self.idempotently(cluster.organization_id, idempotency, async |held| {
-            let spec = body.validate()?;
-            let name = spec
-                .name
-                .as_ref()
-                .map(|n| n.as_str().to_owned())
-                .unwrap_or_default();
-            self.change_cluster(
-                caller,
-                cluster,
-                async |c: &Cluster| {
-                    require_changeable(c)?;
-                    let allowed = c.network_mode.elastic_ip_exposure();
-                    let exposure = spec.exposure.unwrap_or(allowed);
-                    if exposure != allowed {
-                        return Err(DomainError::Conflict(Conflict::ExposureMismatch {
-                            network_mode: c.network_mode.as_str(),
-                            allowed: allowed.as_str(),
-                        }));
+        let spec = body.validate()?;
+        let name = spec
+            .name
+            .as_ref()
+            .map(|n| n.as_str().to_owned())
+            .unwrap_or_default();
+        self.mutate(
+            cmd,
+            Target::of(id)
+                .not_by_assistant()
+                .naming(Resource::ElasticIp, name),
+            None,
+            async |c: &Cluster| Ok(c.clone()),
+            async |_, c: Cluster| {
+                require_changeable(&c)?;
+                let allowed = c.network_mode.elastic_ip_exposure();
+                let exposure = spec.exposure.unwrap_or(allowed);
+                if exposure != allowed {
+                    return Err(DomainError::Conflict(Conflict::ExposureMismatch {
+                        network_mode: c.network_mode.as_str(),
+                        allowed: allowed.as_str(),
+                    }));
+                }
+                let zone_public_pool = self
+                    .catalog
+                    .zone(&c.zone)
+                    .is_some_and(|z| z.zone.public_elastic_ip_pool_enabled);
+                let pool = match self.ports.cloud.address_pool(exposure) {
+                    Some(p) if exposure == Exposure::Private || zone_public_pool => p,
+                    _ if exposure == Exposure::Public => {
+                        return Err(DomainError::CapacityExhausted(Capacity::PublicPoolDisabled));
                     }
-                    let zone_public_pool = self
-                        .catalog
-                        .zone(&c.zone)
-                        .is_some_and(|z| z.zone.public_elastic_ip_pool_enabled);
-                    let pool = match self.ports.cloud.address_pool(exposure) {
-                        Some(p) if exposure == Exposure::Private || zone_public_pool => p,
-                        _ if exposure == Exposure::Public => {
-                            return Err(DomainError::CapacityExhausted(
-                                Capacity::PublicPoolDisabled,
-                            ));
-                        }
-                        _ => {
-                            return Err(DomainError::CapacityExhausted(Capacity::AddressPool {
-                                exposure: exposure.as_str(),
-                            }));
-                        }
-                    };
-                    if let Some(n) = &spec.name
-                        && self
-                            .alive_elastic_ips(c)
-                            .await?
-                            .iter()
-                            .any(|e| e.name.as_ref() == Some(n))
-                    {
-                        return Err(DomainError::Conflict(Conflict::NameTaken {
-                            resource: Resource::ElasticIp,
-                            name: n.as_str().to_owned(),
-                        }));
-                    }
-                    let used = self
-                        .ports
-                        .clusters
-                        .addresses_in_use(exposure)
-                        .await
-                        .map_err(store_error)?;
-                    let address = pool
-                        .first_free(&used)
-                        .ok_or(DomainError::CapacityExhausted(Capacity::AddressPool {
+                    _ => {
+                        return Err(DomainError::CapacityExhausted(Capacity::AddressPool {
                             exposure: exposure.as_str(),
-                        }))?;
-                    let now = self.ports.clock.now();
-                    let eip = ElasticIp {
-                        id: self.ports.ids.new_id(),
-                        cluster_id: c.id,
-                        name: spec.name.clone(),
-                        exposure,
-                        status: ElasticIpStatus::Pending,
-                        address,
-                        failure_reason: None,
-                        created_at: now,
-                        updated_at: now,
-                    };
-                    let view = self.elastic_ip_view(&eip);
-                    let audit = Audit::new(
-                        AuditResource::ElasticIp,
-                        eip.id,
-                        AuditAction::Allocated,
-                        json!({
-                            "name": eip.name.as_ref().map(|n| n.as_str()),
-                            "exposure": eip.exposure.as_str(),
-                            "address": eip.address.to_string(),
-                        }),
-                    );
-                    Ok(Decision::schedule(
-                        vec![Change::InsertElasticIp(eip)],
-                        audit,
-                        view,
-                    ))
-                },
-                held,
-                Some((Resource::ElasticIp, name)),
-            )
-            .await
-        })
+                        }));
+                    }
+                };
+                if let Some(n) = &spec.name
+                    && self
+                        .alive_elastic_ips(&c)
+                        .await?
+                        .iter()
+                        .any(|e| e.name.as_ref() == Some(n))
+                {
+                    return Err(DomainError::Conflict(Conflict::NameTaken {
+                        resource: Resource::ElasticIp,
+                        name: n.as_str().to_owned(),
+                    }));
+                }
+                let used = self
+                    .ports
+                    .clusters
+                    .addresses_in_use(exposure)
+                    .await
+                    .map_err(store_error)?;
+                let address = pool
+                    .first_free(&used)
+                    .ok_or(DomainError::CapacityExhausted(Capacity::AddressPool {
+                        exposure: exposure.as_str(),
+                    }))?;
+                let now = self.ports.clock.now();
+                let eip = ElasticIp {
+                    id: self.ports.ids.new_id(),
+                    cluster_id: c.id,
+                    name: spec.name.clone(),
+                    exposure,
+                    status: ElasticIpStatus::Pending,
+                    address,
+                    failure_reason: None,
+                    created_at: now,
+                    updated_at: now,
+                };
+                let view = self.elastic_ip_view(&eip);
+                let audit = Audit::new(
+                    AuditResource::ElasticIp,
+                    eip.id,
+                    AuditAction::Allocated,
+                    json!({
+                        "name": eip.name.as_ref().map(|n| n.as_str()),
+                        "exposure": eip.exposure.as_str(),
+                        "address": eip.address.to_string(),
+                    }),
+                );
+                Ok(Decision::schedule(
+                    vec![Change::InsertElasticIp(eip)],
+                    audit,
+                    view,
+                ))
+            },
+        )
         .await
     }
 
@@ -176,54 +174,53 @@ impl Services {
     /// otherwise).
     pub async fn release_elastic_ip(
         &self,
-        caller: &Caller,
+        cmd: Command<'_, Scheduled<ElasticIpView>>,
         id: Uuid,
         eip: Uuid,
-        idempotency: Option<IdempotencyRequest<'_, Scheduled<ElasticIpView>>>,
         expect: Expect<'_, ElasticIpView>,
     ) -> Result<Answer<Scheduled<ElasticIpView>>, DomainError> {
-        let cluster = self.cluster_for_restricted_write(caller, id).await?;
-        self.idempotently(cluster.organization_id, idempotency, async |held| {
-            self.change_cluster(
-                caller,
-                cluster,
-                async |c: &Cluster| {
-                    let current = self
-                        .alive_elastic_ips(c)
-                        .await?
-                        .into_iter()
-                        .find(|e| e.id == eip)
-                        .ok_or(DomainError::NotFound(Resource::ElasticIp))?;
-                    check(expect, &self.elastic_ip_view(&current))?;
-                    require_changeable(c)?;
-                    let status = current.status.apply(ElasticIpEvent::Release).map_err(|_| {
-                        DomainError::Conflict(Conflict::InvalidState {
-                            resource: Resource::ElasticIp,
-                            status: current.status.as_str(),
-                            operation: "released",
-                        })
-                    })?;
-                    let mut next = current;
-                    next.status = status;
-                    next.updated_at = self.ports.clock.now();
-                    let view = self.elastic_ip_view(&next);
-                    let audit = Audit::new(
-                        AuditResource::ElasticIp,
-                        next.id,
-                        AuditAction::ReleaseStarted,
-                        json!({"address": next.address.to_string()}),
-                    );
-                    Ok(Decision::schedule(
-                        vec![Change::UpdateElasticIp(next)],
-                        audit,
-                        view,
-                    ))
-                },
-                held,
-                None,
-            )
-            .await
-        })
+        self.mutate(
+            cmd,
+            Target::of(id).not_by_assistant(),
+            expect,
+            async |c: &Cluster| {
+                self.alive_elastic_ips(c)
+                    .await?
+                    .into_iter()
+                    .find(|e| e.id == eip)
+                    .map(|e| Seen {
+                        view: self.elastic_ip_view(&e),
+                        value: e,
+                    })
+                    .ok_or(DomainError::NotFound(Resource::ElasticIp))
+            },
+            async |c: &Cluster, located: Seen<ElasticIpView, ElasticIp>| {
+                require_changeable(c)?;
+                let current = located.value;
+                let status = current.status.apply(ElasticIpEvent::Release).map_err(|_| {
+                    DomainError::Conflict(Conflict::InvalidState {
+                        resource: Resource::ElasticIp,
+                        status: current.status.as_str(),
+                        operation: "released",
+                    })
+                })?;
+                let mut next = current;
+                next.status = status;
+                next.updated_at = self.ports.clock.now();
+                let view = self.elastic_ip_view(&next);
+                let audit = Audit::new(
+                    AuditResource::ElasticIp,
+                    next.id,
+                    AuditAction::ReleaseStarted,
+                    json!({"address": next.address.to_string()}),
+                );
+                Ok(Decision::schedule(
+                    vec![Change::UpdateElasticIp(next)],
+                    audit,
+                    view,
+                ))
+            },
+        )
         .await
     }
 }

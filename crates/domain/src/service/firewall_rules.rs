@@ -6,14 +6,16 @@ use uuid::Uuid;
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
 use crate::input::firewall::CreateFirewallRuleRequest;
-use crate::input::precondition::{Expect, check};
+use crate::input::precondition::Expect;
 use crate::model::audit::{Audit, AuditAction, AuditResource};
 use crate::model::cluster::{Cluster, ClusterPhase};
 use crate::model::firewall::{FirewallEvent, FirewallRule, FirewallRuleStatus};
 use crate::model::identity::Caller;
 use crate::ports::storage::Change;
-use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{Decision, Scheduled, Services, require_changeable, store_error};
+use crate::service::idempotency::Answer;
+use crate::service::{
+    Command, Decision, Scheduled, Services, Target, require_changeable, store_error,
+};
 
 impl Services {
     /// Lists a cluster's firewall rules.
@@ -55,137 +57,127 @@ impl Services {
     /// Creates a firewall rule, only on a `Provisioned` cluster: answers with the rule `Pending`.
     pub async fn create_firewall_rule(
         &self,
-        caller: &Caller,
+        cmd: Command<'_, Scheduled<FirewallRule>>,
         id: Uuid,
         body: CreateFirewallRuleRequest,
-        idempotency: Option<IdempotencyRequest<'_, Scheduled<FirewallRule>>>,
     ) -> Result<Answer<Scheduled<FirewallRule>>, DomainError> {
-        let cluster = self.cluster_for_restricted_write(caller, id).await?;
-        self.idempotently(cluster.organization_id, idempotency, async |held| {
-            let spec = body.validate()?;
-            let name = spec
-                .name
-                .as_ref()
-                .map(|n| n.as_str().to_owned())
-                .unwrap_or_default();
-            self.change_cluster(
-                caller,
-                cluster,
-                async |c: &Cluster| {
-                    require_changeable(c)?;
-                    if c.phase != ClusterPhase::Provisioned {
-                        return Err(DomainError::Conflict(Conflict::ClusterNotProvisioned {
-                            phase: c.phase.as_str(),
-                        }));
-                    }
-                    if let Some(n) = &spec.name {
-                        let rules = self
-                            .ports
-                            .clusters
-                            .firewall_rules(c.id)
-                            .await
-                            .map_err(store_error)?;
-                        if rules.iter().any(|r| r.name.as_ref() == Some(n)) {
-                            return Err(DomainError::Conflict(Conflict::NameTaken {
-                                resource: Resource::FirewallRule,
-                                name: n.as_str().to_owned(),
-                            }));
-                        }
-                    }
-                    let now = self.ports.clock.now();
-                    let rule = FirewallRule {
-                        id: self.ports.ids.new_id(),
-                        cluster_id: c.id,
-                        name: spec.name.clone(),
-                        description: spec.description.clone(),
-                        direction: spec.direction,
-                        protocol: spec.protocol,
-                        source_cidrs: spec.source_cidrs.clone(),
-                        port_range: spec.port_range,
-                        status: FirewallRuleStatus::Pending,
-                        failure_reason: None,
-                        created_at: now,
-                        updated_at: now,
-                    };
-                    let audit = Audit::new(
-                        AuditResource::FirewallRule,
-                        rule.id,
-                        AuditAction::Created,
-                        json!({
-                            "name": rule.name.as_ref().map(|n| n.as_str()),
-                            "protocol": rule.protocol.as_str(),
-                            "source_cidrs": rule.source_cidrs,
-                            "port_range": rule.port_range.map(|p| json!({"from": p.from, "to": p.to})),
-                        }),
-                    );
-                    Ok(Decision::schedule(
-                        vec![Change::InsertFirewallRule(rule.clone())],
-                        audit,
-                        rule,
-                    ))
-                },
-                held,
-                Some((Resource::FirewallRule, name)),
-            )
-            .await
-        })
-        .await
-    }
-
-    /// Deletes a firewall rule: answers with the rule `Deleting`.
-    pub async fn delete_firewall_rule(
-        &self,
-        caller: &Caller,
-        id: Uuid,
-        rule: Uuid,
-        idempotency: Option<IdempotencyRequest<'_, Scheduled<FirewallRule>>>,
-        expect: Expect<'_, FirewallRule>,
-    ) -> Result<Answer<Scheduled<FirewallRule>>, DomainError> {
-        let cluster = self.cluster_for_restricted_write(caller, id).await?;
-        self.idempotently(cluster.organization_id, idempotency, async |held| {
-            self.change_cluster(
-                caller,
-                cluster,
-                async |c: &Cluster| {
+        let spec = body.validate()?;
+        let name = spec
+            .name
+            .as_ref()
+            .map(|n| n.as_str().to_owned())
+            .unwrap_or_default();
+        self.mutate(
+            cmd,
+            Target::of(id)
+                .not_by_assistant()
+                .naming(Resource::FirewallRule, name),
+            None,
+            async |c: &Cluster| Ok(c.clone()),
+            async |_, c: Cluster| {
+                require_changeable(&c)?;
+                if c.phase != ClusterPhase::Provisioned {
+                    return Err(DomainError::Conflict(Conflict::ClusterNotProvisioned {
+                        phase: c.phase.as_str(),
+                    }));
+                }
+                if let Some(n) = &spec.name {
                     let rules = self
                         .ports
                         .clusters
                         .firewall_rules(c.id)
                         .await
                         .map_err(store_error)?;
-                    let current = rules
-                        .into_iter()
-                        .find(|r| r.id == rule)
-                        .ok_or(DomainError::NotFound(Resource::FirewallRule))?;
-                    check(expect, &current)?;
-                    require_changeable(c)?;
-                    let status = current.status.apply(FirewallEvent::Delete).map_err(|_| {
-                        DomainError::Conflict(Conflict::InvalidState {
+                    if rules.iter().any(|r| r.name.as_ref() == Some(n)) {
+                        return Err(DomainError::Conflict(Conflict::NameTaken {
                             resource: Resource::FirewallRule,
-                            status: current.status.as_str(),
-                            operation: "deleted",
-                        })
-                    })?;
-                    let mut next = current;
-                    next.status = status;
-                    next.updated_at = self.ports.clock.now();
-                    let audit = Audit::new(
-                        AuditResource::FirewallRule,
-                        next.id,
-                        AuditAction::DeletionStarted,
-                        json!({"name": next.name.as_ref().map(|n| n.as_str())}),
-                    );
-                    Ok(Decision::schedule(
-                        vec![Change::UpdateFirewallRule(next.clone())],
-                        audit,
-                        next,
-                    ))
-                },
-                held,
-                None,
-            )
-            .await
-        })
+                            name: n.as_str().to_owned(),
+                        }));
+                    }
+                }
+                let now = self.ports.clock.now();
+                let rule = FirewallRule {
+                    id: self.ports.ids.new_id(),
+                    cluster_id: c.id,
+                    name: spec.name.clone(),
+                    description: spec.description.clone(),
+                    direction: spec.direction,
+                    protocol: spec.protocol,
+                    source_cidrs: spec.source_cidrs.clone(),
+                    port_range: spec.port_range,
+                    status: FirewallRuleStatus::Pending,
+                    failure_reason: None,
+                    created_at: now,
+                    updated_at: now,
+                };
+                let audit = Audit::new(
+                    AuditResource::FirewallRule,
+                    rule.id,
+                    AuditAction::Created,
+                    json!({
+                        "name": rule.name.as_ref().map(|n| n.as_str()),
+                        "protocol": rule.protocol.as_str(),
+                        "source_cidrs": rule.source_cidrs,
+                        "port_range": rule.port_range.map(|p| json!({"from": p.from, "to": p.to})),
+                    }),
+                );
+                Ok(Decision::schedule(
+                    vec![Change::InsertFirewallRule(rule.clone())],
+                    audit,
+                    rule,
+                ))
+            },
+        )
+        .await
+    }
+
+    /// Deletes a firewall rule: answers with the rule `Deleting`.
+    pub async fn delete_firewall_rule(
+        &self,
+        cmd: Command<'_, Scheduled<FirewallRule>>,
+        id: Uuid,
+        rule: Uuid,
+        expect: Expect<'_, FirewallRule>,
+    ) -> Result<Answer<Scheduled<FirewallRule>>, DomainError> {
+        self.mutate(
+            cmd,
+            Target::of(id).not_by_assistant(),
+            expect,
+            async |c: &Cluster| {
+                self.ports
+                    .clusters
+                    .firewall_rules(c.id)
+                    .await
+                    .map_err(store_error)?
+                    .into_iter()
+                    .find(|r| r.id == rule)
+                    .ok_or(DomainError::NotFound(Resource::FirewallRule))
+            },
+            async |c: &Cluster, current: FirewallRule| {
+                require_changeable(c)?;
+                let status = current.status.apply(FirewallEvent::Delete).map_err(|_| {
+                    DomainError::Conflict(Conflict::InvalidState {
+                        resource: Resource::FirewallRule,
+                        status: current.status.as_str(),
+                        operation: "deleted",
+                    })
+                })?;
+                let mut next = current;
+                next.status = status;
+                next.updated_at = self.ports.clock.now();
+                let audit = Audit::new(
+                    AuditResource::FirewallRule,
+                    next.id,
+                    AuditAction::DeletionStarted,
+                    json!({"name": next.name.as_ref().map(|n| n.as_str())}),
+                );
+                Ok(Decision::schedule(
+                    vec![Change::UpdateFirewallRule(next.clone())],
+                    audit,
+                    next,
+                ))
+            },
+        )
         .await
     }
 }

@@ -9,33 +9,37 @@ use uuid::Uuid;
 
 use crate::error::{Conflict, DomainError};
 use crate::model::idempotency::{
-    IdempotencyClaim, IdempotencyCompletion, IdempotencyDecision, IdempotencyRecord,
-    IdempotencyScope, IdempotencyState, LEASE_SECONDS, RequestFingerprint, StoredResponse,
+    Fingerprint, IdempotencyClaim, IdempotencyCompletion, IdempotencyDecision, IdempotencyRecord,
+    IdempotencyScope, IdempotencyState, LEASE_SECONDS, Replay,
 };
 use crate::names::IdempotencyKey;
 use crate::ports::storage::ClaimOutcome;
 use crate::service::{Services, store_error};
 
-/// Turns a use case's answer into the bytes a client receives, so the stored answer and the
-/// live one are the same bytes. Implemented by the adapter that speaks to clients.
-pub trait Render<T>: Send + Sync {
-    fn ok(&self, value: &T) -> StoredResponse;
-    fn err(&self, error: &DomainError) -> StoredResponse;
+/// How a face records an answer for replays: as bytes of its own making, which the service
+/// stores and hands back without reading them. The face that serves a replay turns them into
+/// the same answer the first request got.
+pub trait Record<T>: Send + Sync {
+    /// The answer to a change that was made.
+    fn answer(&self, value: &T) -> Replay;
+    /// The answer to a change that was refused for something the caller did.
+    fn refusal(&self, error: &DomainError) -> Replay;
 }
 
-/// A request that carries an idempotency key.
-pub struct IdempotencyRequest<'a, T> {
+/// The idempotency key a request carries, with its fingerprint and how its face records
+/// answers.
+pub struct Keyed<'a, T> {
     pub key: IdempotencyKey,
-    pub fingerprint: RequestFingerprint,
-    pub render: &'a dyn Render<T>,
+    pub fingerprint: Fingerprint,
+    pub record: &'a dyn Record<T>,
 }
 
-/// What a mutation answers: a fresh result, or the stored answer of the first request with
+/// What a mutation answers: a fresh result, or the recorded answer of the first request with
 /// the same key (marked to the client as a replay).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer<T> {
     Fresh(T),
-    Replayed(StoredResponse),
+    Replayed(Replay),
 }
 
 impl<T> Answer<T> {
@@ -50,7 +54,7 @@ impl<T> Answer<T> {
 /// A key this request holds while it works.
 pub(crate) struct Held<'a, T> {
     pub(crate) claim: IdempotencyClaim,
-    render: &'a dyn Render<T>,
+    record: &'a dyn Record<T>,
     /// Set once a write carrying the answer committed: settling then has nothing to store.
     answer_committed: AtomicBool,
 }
@@ -61,7 +65,7 @@ impl<T> Held<'_, T> {
         IdempotencyCompletion {
             scope: self.claim.scope.clone(),
             lease_id: self.claim.lease_id,
-            response: self.render.ok(value),
+            replay: self.record.answer(value),
         }
     }
 
@@ -72,7 +76,7 @@ impl<T> Held<'_, T> {
 }
 
 pub(crate) enum Begin<'a, T> {
-    Replay(StoredResponse),
+    Replay(Replay),
     Proceed(Option<Held<'a, T>>),
 }
 
@@ -84,7 +88,7 @@ impl Services {
     pub(crate) async fn idempotently<'a, T>(
         &self,
         organization_id: Uuid,
-        request: Option<IdempotencyRequest<'a, T>>,
+        request: Option<Keyed<'a, T>>,
         work: impl AsyncFnOnce(Option<&Held<'a, T>>) -> Result<T, DomainError>,
     ) -> Result<Answer<T>, DomainError> {
         let held = match self.begin(organization_id, request).await? {
@@ -99,7 +103,7 @@ impl Services {
     pub(crate) async fn begin<'a, T>(
         &self,
         organization_id: Uuid,
-        request: Option<IdempotencyRequest<'a, T>>,
+        request: Option<Keyed<'a, T>>,
     ) -> Result<Begin<'a, T>, DomainError> {
         let Some(request) = request else {
             return Ok(Begin::Proceed(None));
@@ -113,7 +117,7 @@ impl Services {
         };
         let record = IdempotencyRecord {
             scope: scope.clone(),
-            fingerprint: request.fingerprint.clone(),
+            fingerprint: request.fingerprint,
             state: IdempotencyState::InProgress {
                 lease_id,
                 lease_expires_at,
@@ -123,11 +127,11 @@ impl Services {
         let held = |scope: IdempotencyScope| Held {
             claim: IdempotencyClaim {
                 scope,
-                fingerprint: request.fingerprint.clone(),
+                fingerprint: request.fingerprint,
                 lease_id,
                 lease_expires_at,
             },
-            render: request.render,
+            record: request.record,
             answer_committed: AtomicBool::new(false),
         };
         match self
@@ -189,16 +193,16 @@ impl Services {
                     .await
             }
             kept => {
-                let response = match kept {
-                    Ok(value) => held.render.ok(value),
-                    Err(e) => held.render.err(e),
+                let replay = match kept {
+                    Ok(value) => held.record.answer(value),
+                    Err(e) => held.record.refusal(e),
                 };
                 self.ports
                     .idempotency
                     .complete(IdempotencyCompletion {
                         scope,
                         lease_id: held.claim.lease_id,
-                        response,
+                        replay,
                     })
                     .await
             }

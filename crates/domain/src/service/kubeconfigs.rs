@@ -19,7 +19,7 @@ use crate::model::kubeconfig::{
 use crate::model::secret::Secret;
 use crate::ports::storage::{Revocation, Revoke};
 use crate::rules::KUBECONFIG_RETRY_AFTER_SECONDS;
-use crate::service::{Services, store_error};
+use crate::service::{Services, Target, store_error};
 
 /// The most active credentials of its own a cluster may have at once; more downloads with a
 /// lifetime are refused until some expire or are revoked.
@@ -304,7 +304,7 @@ impl Services {
     /// Revokes every credential of the cluster and rotates its standing one (a laptop was
     /// lost): super_admin only. Returns how many credentials of their own were revoked.
     pub async fn rotate_credentials(&self, caller: &Caller, id: Uuid) -> Result<u64, DomainError> {
-        let cluster = self.cluster_for_write(caller, id).await?;
+        let cluster: Cluster = self.authorized(caller, &Target::of(id)).await?;
         let standing = self
             .ports
             .clusters

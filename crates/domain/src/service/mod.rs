@@ -1,12 +1,11 @@
 //! The use cases: one method per operation of the service. Each
 //! enforces every rule through the ports and answers with one [`DomainError`].
 //!
-//! The order inside a mutation is always the same: authorize (`DomainError::Forbidden` before
-//! load for writers who are super_admin nowhere) → load the object and take its organization →
-//! check the caller's role there → claim the idempotency key (scoped to that organization) →
-//! validate and decide with the pure rules → commit the whole change, with the stored answer,
-//! in one transaction.
+//! Every change goes through one pipeline (`pipeline.rs`): authorize → claim the idempotency
+//! key → load → check the precondition → decide → commit with the audit event and the
+//! operation → settle the key. A write use case is its decision.
 
+mod aggregates;
 mod audit;
 mod auth_servers;
 mod catalog;
@@ -18,6 +17,7 @@ mod kubeconfigs;
 mod node_pools;
 mod nodes;
 mod operations;
+mod pipeline;
 mod sessions;
 
 use std::sync::Arc;
@@ -25,9 +25,11 @@ use std::sync::Arc;
 pub use self::audit::AuditPage;
 pub use self::auth_servers::Deleted;
 pub use self::clusters::{ClusterPage, ExposureOutcome, StateAnswer};
-pub use self::idempotency::{Answer, IdempotencyRequest, Render};
+pub use self::idempotency::{Answer, Keyed, Record};
 pub use self::kubeconfigs::{KubeconfigAnswer, KubeconfigRequest, Reviewed};
 pub use self::operations::OperationPage;
+pub use self::pipeline::Command;
+pub(crate) use self::pipeline::{Decision, Target};
 
 use uuid::Uuid;
 
@@ -43,9 +45,8 @@ use crate::ports::identity::IdentityProvider;
 use crate::ports::provisioning::CloudProvider;
 use crate::ports::secrets::SecretVault;
 use crate::ports::storage::{
-    AuditLog, AuthServerRepository, Change, ChangeFeed, ClusterRepository, Freshness,
-    IdempotencyStore, KubeconfigCredentials, OperationLog, SessionStore, StoreError, UniqueRule,
-    ZoneCapacity,
+    AuditLog, AuthServerRepository, ChangeFeed, ClusterRepository, Freshness, IdempotencyStore,
+    KubeconfigCredentials, OperationLog, SessionStore, StoreError, UniqueRule,
 };
 
 /// The longest lifetime a download may ask for unless the operator says otherwise: 30 days.
@@ -112,61 +113,6 @@ pub struct Services {
     writes: Arc<dyn WriteBudget>,
 }
 
-/// What a use case decided about one cluster: the changes to commit, whether they need
-/// provisioning work, what the audit trail says of them, and the answer to give.
-pub(crate) struct Decision<T> {
-    pub changes: Vec<Change>,
-    pub reconcile: bool,
-    /// The zone capacity the changes must keep, when they add nodes.
-    pub zone_capacity: Option<ZoneCapacity>,
-    /// Present whenever `changes` is not empty: every change someone asked for is audited.
-    pub audit: Option<Audit>,
-    pub answer: T,
-}
-
-impl<T> Decision<T> {
-    /// Changes the reconciler has work for (a new pool, a resize, a deletion…).
-    pub fn schedule(changes: Vec<Change>, audit: Audit, answer: T) -> Self {
-        Decision {
-            changes,
-            reconcile: true,
-            zone_capacity: None,
-            audit: Some(audit),
-            answer,
-        }
-    }
-
-    /// The same changes, committed only while the zone keeps `capacity` (none: no limit).
-    pub fn within(self, capacity: Option<ZoneCapacity>) -> Self {
-        Decision {
-            zone_capacity: capacity,
-            ..self
-        }
-    }
-
-    /// Changes that are only recorded (a description, tags).
-    pub fn record(changes: Vec<Change>, audit: Audit, answer: T) -> Self {
-        Decision {
-            changes,
-            reconcile: false,
-            zone_capacity: None,
-            audit: Some(audit),
-            answer,
-        }
-    }
-
-    /// Nothing to change: the answer alone.
-    pub fn nothing(answer: T) -> Self {
-        Decision {
-            changes: Vec::new(),
-            reconcile: false,
-            zone_capacity: None,
-            audit: None,
-            answer,
-        }
-    }
-}
-
 /// Where the operation a change started can be followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OperationRef {
@@ -220,19 +166,21 @@ impl Services {
         }
     }
 
-    /// The operation that follows a change `caller` asked of `cluster`, running from now.
+    /// The operation that follows a change `caller` asked of the cluster `cluster_id`,
+    /// running from now.
     pub(crate) fn new_operation(
         &self,
         caller: &Caller,
-        cluster: &Cluster,
+        cluster_id: Uuid,
+        organization_id: Uuid,
         kind: OperationKind,
         audit: &Audit,
     ) -> ClusterOperation {
         let now = self.ports.clock.now();
         ClusterOperation {
             id: self.ports.ids.new_id(),
-            cluster_id: cluster.id,
-            organization_id: cluster.organization_id,
+            cluster_id,
+            organization_id,
             kind,
             resource: audit.resource,
             resource_id: audit.resource_id.clone(),

@@ -6,15 +6,15 @@ use uuid::Uuid;
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
 use crate::input::node_pool::{NodePoolPatch, NodePoolRequest, check_sizing};
-use crate::input::precondition::{Expect, check};
+use crate::input::precondition::Expect;
 use crate::model::audit::{Audit, AuditAction, AuditResource};
 use crate::model::cluster::Cluster;
 use crate::model::identity::Caller;
 use crate::model::node_pool::{NodePool, PoolEvent, PoolStatus};
 use crate::ports::storage::Change;
 use crate::rules::MAX_POOLS;
-use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{Decision, Scheduled, Services, require_changeable};
+use crate::service::idempotency::Answer;
+use crate::service::{Command, Decision, Scheduled, Services, Target, require_changeable};
 use crate::validation::Violations;
 
 fn pool_of<'c>(cluster: &'c Cluster, name: &str) -> Result<&'c NodePool, DomainError> {
@@ -46,152 +46,140 @@ impl Services {
     /// Adds a node pool: answers with the pool `Provisioning`.
     pub async fn create_node_pool(
         &self,
-        caller: &Caller,
+        cmd: Command<'_, Scheduled<NodePool>>,
         id: Uuid,
         body: NodePoolRequest,
-        idempotency: Option<IdempotencyRequest<'_, Scheduled<NodePool>>>,
     ) -> Result<Answer<Scheduled<NodePool>>, DomainError> {
-        let cluster = self.cluster_for_write(caller, id).await?;
-        self.idempotently(cluster.organization_id, idempotency, async |held| {
-            let mut v = Violations::new();
-            let spec = body.validate(&mut v, "");
-            let spec = match spec {
-                Some(s) if v.is_empty() => s,
-                _ => return Err(DomainError::Validation(v)),
-            };
-            let name = spec.name.as_str().to_owned();
-            let org_id = cluster.organization_id;
-            self.change_cluster(
-                caller,
-                cluster,
-                async |c: &Cluster| {
-                    require_changeable(c)?;
-                    if c.node_pools.len() >= MAX_POOLS {
-                        return Err(DomainError::validation(
-                            "",
-                            format!("a cluster has at most {MAX_POOLS} node pools"),
-                        ));
-                    }
-                    if c.pool(spec.name.as_str()).is_some() {
-                        return Err(DomainError::Conflict(Conflict::NameTaken {
-                            resource: Resource::NodePool,
-                            name: spec.name.as_str().to_owned(),
-                        }));
-                    }
-                    let tier = self
-                        .catalog
-                        .zone(&c.zone)
-                        .and_then(|z| z.tier(&spec.size))
-                        .ok_or_else(|| DomainError::UnknownMachineTier {
-                            field: "size".into(),
-                            value: spec.size.clone(),
-                        })?;
-                    access::require_credit(self.ports.identity.as_ref(), &org_id).await?;
-                    let capacity = self.zone_capacity(&c.zone, u64::from(spec.sizing.count));
-                    let now = self.ports.clock.now();
-                    let pool = NodePool {
-                        name: spec.name.clone(),
-                        size: spec.size.clone(),
-                        count: spec.sizing.count,
-                        auto_scale: spec.sizing.auto_scale,
-                        min_nodes: spec.sizing.min_nodes,
-                        max_nodes: spec.sizing.max_nodes,
-                        labels: spec.labels.clone(),
-                        tags: spec.tags.clone(),
-                        root_volume_size_gib: tier.disk_gib,
-                        status: PoolStatus::Provisioning,
-                        created_at: now,
-                        updated_at: now,
-                    };
-                    let audit = pool_audit(
-                        c,
-                        &pool,
-                        AuditAction::Created,
-                        json!({
-                            "name": pool.name.as_str(),
-                            "size": pool.size,
-                            "count": pool.count,
-                            "auto_scale": pool.auto_scale,
-                            "min_nodes": pool.min_nodes,
-                            "max_nodes": pool.max_nodes,
-                            "labels": pool.labels,
-                            "tags": pool.tags,
-                        }),
-                    );
-                    Ok(
-                        Decision::schedule(vec![Change::InsertPool(pool.clone())], audit, pool)
-                            .within(capacity),
-                    )
-                },
-                held,
-                Some((Resource::NodePool, name)),
-            )
-            .await
-        })
+        let mut v = Violations::new();
+        let spec = match body.validate(&mut v, "") {
+            Some(s) if v.is_empty() => s,
+            _ => return Err(DomainError::Validation(v)),
+        };
+        let name = spec.name.as_str().to_owned();
+        self.mutate(
+            cmd,
+            Target::of(id).naming(Resource::NodePool, name),
+            None,
+            async |c: &Cluster| Ok(c.clone()),
+            async |_, c: Cluster| {
+                require_changeable(&c)?;
+                if c.node_pools.len() >= MAX_POOLS {
+                    return Err(DomainError::validation(
+                        "",
+                        format!("a cluster has at most {MAX_POOLS} node pools"),
+                    ));
+                }
+                if c.pool(spec.name.as_str()).is_some() {
+                    return Err(DomainError::Conflict(Conflict::NameTaken {
+                        resource: Resource::NodePool,
+                        name: spec.name.as_str().to_owned(),
+                    }));
+                }
+                let tier = self
+                    .catalog
+                    .zone(&c.zone)
+                    .and_then(|z| z.tier(&spec.size))
+                    .ok_or_else(|| DomainError::UnknownMachineTier {
+                        field: "size".into(),
+                        value: spec.size.clone(),
+                    })?;
+                access::require_credit(self.ports.identity.as_ref(), &c.organization_id).await?;
+                let capacity = self.zone_capacity(&c.zone, u64::from(spec.sizing.count));
+                let now = self.ports.clock.now();
+                let pool = NodePool {
+                    name: spec.name.clone(),
+                    size: spec.size.clone(),
+                    count: spec.sizing.count,
+                    auto_scale: spec.sizing.auto_scale,
+                    min_nodes: spec.sizing.min_nodes,
+                    max_nodes: spec.sizing.max_nodes,
+                    labels: spec.labels.clone(),
+                    tags: spec.tags.clone(),
+                    root_volume_size_gib: tier.disk_gib,
+                    status: PoolStatus::Provisioning,
+                    created_at: now,
+                    updated_at: now,
+                };
+                let audit = pool_audit(
+                    &c,
+                    &pool,
+                    AuditAction::Created,
+                    json!({
+                        "name": pool.name.as_str(),
+                        "size": pool.size,
+                        "count": pool.count,
+                        "auto_scale": pool.auto_scale,
+                        "min_nodes": pool.min_nodes,
+                        "max_nodes": pool.max_nodes,
+                        "labels": pool.labels,
+                        "tags": pool.tags,
+                    }),
+                );
+                Ok(
+                    Decision::schedule(vec![Change::InsertPool(pool.clone())], audit, pool)
+                        .within(capacity),
+                )
+            },
+        )
         .await
     }
 
     /// Changes a node pool: a new target replaces the old one, even while `Scaling`.
     pub async fn patch_node_pool(
         &self,
-        caller: &Caller,
+        cmd: Command<'_, Scheduled<NodePool>>,
         id: Uuid,
         pool_name: &str,
         body: NodePoolPatch,
-        idempotency: Option<IdempotencyRequest<'_, Scheduled<NodePool>>>,
         expect: Expect<'_, NodePool>,
     ) -> Result<Answer<Scheduled<NodePool>>, DomainError> {
-        let cluster = self.cluster_for_write(caller, id).await?;
-        self.idempotently(cluster.organization_id, idempotency, async |held| {
-            let org_id = cluster.organization_id;
-            body.check_shape()?;
-            self.change_cluster(
-                caller,
-                cluster,
-                async |c: &Cluster| {
-                    let current = pool_of(c, pool_name)?;
-                    check(expect, current)?;
-                    require_changeable(c)?;
-                    if current.status.is_deleting() {
-                        return Err(pool_invalid_state(current, "changed"));
-                    }
-                    let next = merge_patch(current, &body)?;
-                    let adds_nodes = next.count > current.count
-                        || next.max_nodes.unwrap_or(0) > current.max_nodes.unwrap_or(0);
-                    if adds_nodes {
-                        access::require_credit(self.ports.identity.as_ref(), &org_id).await?;
-                    }
-                    let capacity = self.zone_capacity(
-                        &c.zone,
-                        u64::from(next.count.saturating_sub(current.count)),
+        body.check_shape()?;
+        self.mutate(
+            cmd,
+            Target::of(id),
+            expect,
+            async |c: &Cluster| pool_of(c, pool_name).cloned(),
+            async |c: &Cluster, current: NodePool| {
+                require_changeable(c)?;
+                if current.status.is_deleting() {
+                    return Err(pool_invalid_state(&current, "changed"));
+                }
+                let next = merge_patch(&current, &body)?;
+                let adds_nodes = next.count > current.count
+                    || next.max_nodes.unwrap_or(0) > current.max_nodes.unwrap_or(0);
+                if adds_nodes {
+                    access::require_credit(self.ports.identity.as_ref(), &c.organization_id)
+                        .await?;
+                }
+                let capacity = self
+                    .zone_capacity(&c.zone, u64::from(next.count.saturating_sub(current.count)));
+                let mut next = next;
+                let resized = (next.count, next.auto_scale, next.min_nodes, next.max_nodes)
+                    != (
+                        current.count,
+                        current.auto_scale,
+                        current.min_nodes,
+                        current.max_nodes,
                     );
-                    let mut next = next;
-                    let resized = (next.count, next.auto_scale, next.min_nodes, next.max_nodes)
-                        != (
-                            current.count,
-                            current.auto_scale,
-                            current.min_nodes,
-                            current.max_nodes,
-                        );
-                    if resized {
-                        next.status = current
-                            .status
-                            .apply(PoolEvent::Resize)
-                            .map_err(|_| pool_invalid_state(current, "changed"))?;
-                    }
-                    next.updated_at = self.ports.clock.now();
-                    let audit =
-                        pool_audit(c, &next, AuditAction::Updated, pool_changes(current, &next));
-                    Ok(
-                        Decision::schedule(vec![Change::UpdatePool(next.clone())], audit, next)
-                            .within(capacity),
-                    )
-                },
-                held,
-                None,
-            )
-            .await
-        })
+                if resized {
+                    next.status = current
+                        .status
+                        .apply(PoolEvent::Resize)
+                        .map_err(|_| pool_invalid_state(&current, "changed"))?;
+                }
+                next.updated_at = self.ports.clock.now();
+                let audit = pool_audit(
+                    c,
+                    &next,
+                    AuditAction::Updated,
+                    pool_changes(&current, &next),
+                );
+                Ok(
+                    Decision::schedule(vec![Change::UpdatePool(next.clone())], audit, next)
+                        .within(capacity),
+                )
+            },
+        )
         .await
     }
 
@@ -199,43 +187,36 @@ impl Services {
     /// (`Conflict::LastPool`).
     pub async fn delete_node_pool(
         &self,
-        caller: &Caller,
+        cmd: Command<'_, Scheduled<NodePool>>,
         id: Uuid,
         pool_name: &str,
-        idempotency: Option<IdempotencyRequest<'_, Scheduled<NodePool>>>,
         expect: Expect<'_, NodePool>,
     ) -> Result<Answer<Scheduled<NodePool>>, DomainError> {
-        let cluster = self.cluster_for_write(caller, id).await?;
-        self.idempotently(cluster.organization_id, idempotency, async |held| {
-            self.change_cluster(
-                caller,
-                cluster,
-                async |c: &Cluster| {
-                    let current = pool_of(c, pool_name)?;
-                    check(expect, current)?;
-                    require_changeable(c)?;
-                    let status = current
-                        .status
-                        .apply(PoolEvent::Delete)
-                        .map_err(|_| pool_invalid_state(current, "deleted"))?;
-                    if c.live_pools().count() <= 1 {
-                        return Err(DomainError::Conflict(Conflict::LastPool));
-                    }
-                    let mut next = current.clone();
-                    next.status = status;
-                    next.updated_at = self.ports.clock.now();
-                    let audit = pool_audit(c, &next, AuditAction::DeletionStarted, json!({}));
-                    Ok(Decision::schedule(
-                        vec![Change::UpdatePool(next.clone())],
-                        audit,
-                        next,
-                    ))
-                },
-                held,
-                None,
-            )
-            .await
-        })
+        self.mutate(
+            cmd,
+            Target::of(id),
+            expect,
+            async |c: &Cluster| pool_of(c, pool_name).cloned(),
+            async |c: &Cluster, current: NodePool| {
+                require_changeable(c)?;
+                let status = current
+                    .status
+                    .apply(PoolEvent::Delete)
+                    .map_err(|_| pool_invalid_state(&current, "deleted"))?;
+                if c.live_pools().count() <= 1 {
+                    return Err(DomainError::Conflict(Conflict::LastPool));
+                }
+                let mut next = current;
+                next.status = status;
+                next.updated_at = self.ports.clock.now();
+                let audit = pool_audit(c, &next, AuditAction::DeletionStarted, json!({}));
+                Ok(Decision::schedule(
+                    vec![Change::UpdatePool(next.clone())],
+                    audit,
+                    next,
+                ))
+            },
+        )
         .await
     }
 }

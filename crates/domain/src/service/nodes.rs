@@ -11,8 +11,10 @@ use crate::model::identity::Caller;
 use crate::model::node::{Node, NodeEvent};
 use crate::names::NodeName;
 use crate::ports::storage::Change;
-use crate::service::idempotency::{Answer, IdempotencyRequest};
-use crate::service::{Decision, Scheduled, Services, require_changeable, store_error};
+use crate::service::idempotency::Answer;
+use crate::service::{
+    Command, Decision, Scheduled, Services, Target, require_changeable, store_error,
+};
 
 impl Services {
     /// Lists a cluster's nodes, or those of one of its pools.
@@ -40,56 +42,51 @@ impl Services {
     /// is replaced.
     pub async fn delete_node(
         &self,
-        caller: &Caller,
+        cmd: Command<'_, Scheduled<Node>>,
         id: Uuid,
         node: &str,
-        idempotency: Option<IdempotencyRequest<'_, Scheduled<Node>>>,
     ) -> Result<Answer<Scheduled<Node>>, DomainError> {
-        let cluster = self.cluster_for_write(caller, id).await?;
         // A name that breaks the node regex cannot exist.
-        let name = NodeName::parse(node).map_err(|_| DomainError::NotFound(Resource::Node))?;
-        self.idempotently(cluster.organization_id, idempotency, async |held| {
-            self.change_cluster(
-                caller,
-                cluster,
-                async |c: &Cluster| {
-                    let nodes = self
-                        .ports
-                        .clusters
-                        .nodes(c.id, None)
-                        .await
-                        .map_err(store_error)?;
-                    let current = nodes
-                        .into_iter()
-                        .find(|n| n.name == name)
-                        .ok_or(DomainError::NotFound(Resource::Node))?;
-                    require_changeable(c)?;
-                    let status = current.status.apply(NodeEvent::Delete).map_err(|_| {
-                        DomainError::Conflict(Conflict::InvalidState {
-                            resource: Resource::Node,
-                            status: current.status.as_str(),
-                            operation: "deleted",
-                        })
-                    })?;
-                    let mut next = current;
-                    next.status = status;
-                    let audit = Audit::new(
-                        AuditResource::Node,
-                        format!("{}/{}", c.id, next.name.as_str()),
-                        AuditAction::ReplacementStarted,
-                        json!({"node_pool": next.pool}),
-                    );
-                    Ok(Decision::schedule(
-                        vec![Change::UpdateNode(next.clone())],
-                        audit,
-                        next,
-                    ))
-                },
-                held,
-                None,
-            )
-            .await
-        })
+        let name = NodeName::parse(node).map_err(|_| DomainError::NotFound(Resource::Node));
+        self.mutate(
+            cmd,
+            Target::of(id),
+            None,
+            async |c: &Cluster| {
+                let name = name.clone()?;
+                self.ports
+                    .clusters
+                    .nodes(c.id, None)
+                    .await
+                    .map_err(store_error)?
+                    .into_iter()
+                    .find(|n| n.name == name)
+                    .ok_or(DomainError::NotFound(Resource::Node))
+            },
+            async |c: &Cluster, current: Node| {
+                require_changeable(c)?;
+                let status = current.status.apply(NodeEvent::Delete).map_err(|_| {
+                    DomainError::Conflict(Conflict::InvalidState {
+                        resource: Resource::Node,
+                        status: current.status.as_str(),
+                        operation: "deleted",
+                    })
+                })?;
+                let mut next = current;
+                next.status = status;
+                let audit = Audit::new(
+                    AuditResource::Node,
+                    format!("{}/{}", c.id, next.name.as_str()),
+                    AuditAction::ReplacementStarted,
+                    json!({"node_pool": next.pool}),
+                );
+                Ok(Decision::schedule(
+                    vec![Change::UpdateNode(next.clone())],
+                    audit,
+                    next,
+                ))
+            },
+        )
         .await
     }
 }

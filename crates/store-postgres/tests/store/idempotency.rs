@@ -80,12 +80,12 @@ async fn fifty_concurrent_creates_with_one_key_make_one_cluster() {
     let ClaimOutcome::Existing(record) = again else {
         panic!("the key must exist")
     };
-    let IdempotencyState::Completed { response } = record.state else {
+    let IdempotencyState::Completed { replay } = record.state else {
         panic!("the key must be completed")
     };
     assert_eq!(
-        response,
-        completion(org, "create-key-1", Uuid::nil(), b"{\"made\":true}").response
+        replay,
+        completion(org, "create-key-1", Uuid::nil(), b"{\"made\":true}").replay
     );
 }
 
@@ -123,8 +123,7 @@ async fn leases_are_compared_and_set() {
     assert_eq!(store.cluster(c.id, Freshness::Latest).await.unwrap(), None);
 
     // A refusal is stored by `complete`; a second complete changes nothing.
-    let mut refusal = completion(org, "lease-key-1", second, b"{\"status\":409}");
-    refusal.response.status = 409;
+    let refusal = completion(org, "lease-key-1", second, b"{\"status\":409}");
     store.complete(refusal.clone()).await.unwrap();
     store
         .complete(completion(org, "lease-key-1", second, b"other"))
@@ -140,7 +139,7 @@ async fn leases_are_compared_and_set() {
     assert_eq!(
         record.state,
         IdempotencyState::Completed {
-            response: refusal.response
+            replay: refusal.replay
         }
     );
 

@@ -15,8 +15,8 @@ use domain::model::firewall::{
     Direction, FirewallRule, FirewallRuleStatus, Ipv4Cidr, PortRange, Protocol,
 };
 use domain::model::idempotency::{
-    IdempotencyCompletion, IdempotencyRecord, IdempotencyScope, IdempotencyState,
-    RequestFingerprint, StoredResponse,
+    Fingerprint, IdempotencyCompletion, IdempotencyRecord, IdempotencyScope, IdempotencyState,
+    Replay,
 };
 use domain::model::node_pool::{NodePool, PoolStatus};
 use domain::names::{DnsLabel, IdempotencyKey};
@@ -153,11 +153,7 @@ fn scope(org: Uuid, key: &str) -> IdempotencyScope {
 fn claim_record(org: Uuid, key: &str, lease_id: Uuid, expires: DateTime<Utc>) -> IdempotencyRecord {
     IdempotencyRecord {
         scope: scope(org, key),
-        fingerprint: RequestFingerprint::new(
-            "POST",
-            "/v1/public/clusters",
-            Some(&serde_json::json!({"name": "x"})),
-        ),
+        fingerprint: Fingerprint::of(&["create", "name=x"]),
         state: IdempotencyState::InProgress {
             lease_id,
             lease_expires_at: expires,
@@ -170,11 +166,7 @@ fn completion(org: Uuid, key: &str, lease_id: Uuid, body: &[u8]) -> IdempotencyC
     IdempotencyCompletion {
         scope: scope(org, key),
         lease_id,
-        response: StoredResponse {
-            status: 201,
-            headers: vec![("Location".into(), "/v1/public/clusters/x".into())],
-            body: body.to_vec(),
-        },
+        replay: Replay(body.to_vec()),
     }
 }
 

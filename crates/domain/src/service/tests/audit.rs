@@ -19,7 +19,13 @@ fn a_change_commits_its_event_saying_who_what_how_and_for_which_request() {
     let mut m = Mocks::new().with_cluster(cluster(ORG_A, ClusterPhase::Provisioned));
     let writes = recording(&mut m);
     let s = m.services().for_request("req-42");
-    block_on(s.patch_cluster(&super_admin_a(), CLUSTER_1, description_patch("new"), None)).unwrap();
+    block_on(s.patch_cluster(
+        Command::new(&super_admin_a()),
+        CLUSTER_1,
+        description_patch("new"),
+        None,
+    ))
+    .unwrap();
     let e = only_event(&writes);
     assert_eq!(
         (
@@ -56,7 +62,7 @@ fn a_change_handed_to_provisioning_is_accepted_not_applied() {
     let writes = recording(&mut m);
     block_on(
         m.services()
-            .delete_cluster(&super_admin_a(), CLUSTER_1, None, None),
+            .delete_cluster(Command::new(&super_admin_a()), CLUSTER_1, None),
     )
     .unwrap();
     let e = only_event(&writes);
@@ -74,7 +80,7 @@ fn a_create_names_what_was_asked_and_is_accepted() {
     let writes = recording(&mut m);
     let c = block_on(
         m.services()
-            .create_cluster(&super_admin_a(), cluster_body(), None),
+            .create_cluster(Command::new(&super_admin_a()), cluster_body()),
     )
     .unwrap()
     .fresh()
@@ -95,7 +101,13 @@ fn the_console_face_is_recorded_as_such() {
     let mut m = Mocks::new().with_cluster(cluster(ORG_A, ClusterPhase::Provisioned));
     let writes = recording(&mut m);
     let s = m.services().via(Channel::Console);
-    block_on(s.patch_cluster(&super_admin_a(), CLUSTER_1, description_patch("x"), None)).unwrap();
+    block_on(s.patch_cluster(
+        Command::new(&super_admin_a()),
+        CLUSTER_1,
+        description_patch("x"),
+        None,
+    ))
+    .unwrap();
     assert_eq!(only_event(&writes).via, Channel::Console);
 }
 
@@ -106,14 +118,14 @@ fn a_change_that_changes_nothing_records_nothing() {
     c.exposure = Exposure::Private;
     let mut m = Mocks::new().with_cluster(c);
     m.clusters.expect_commit().never();
-    let r = block_on(m.services().change_exposure(
-        &super_admin_a(),
+    let r = fresh(block_on(m.services().change_exposure(
+        Command::new(&super_admin_a()),
         CLUSTER_1,
         ExposurePatch {
             exposure: Exposure::Private,
         },
         None,
-    ));
+    )));
     assert!(!r.unwrap().started);
 }
 

@@ -107,7 +107,7 @@ fn auth_server_secrets_are_protected_before_storage_and_never_answered() {
     );
     let v = block_on(
         m.services()
-            .create_auth_server(&super_admin_a(), body, None),
+            .create_auth_server(Command::new(&super_admin_a()), body),
     )
     .unwrap()
     .fresh()
@@ -148,7 +148,7 @@ fn auth_server_oidc_answers_client_secret_set_and_token_hints() {
             group_claim: None,
         }),
     );
-    let v = block_on(s.create_auth_server(&super_admin_a(), oidc, None))
+    let v = block_on(s.create_auth_server(Command::new(&super_admin_a()), oidc))
         .unwrap()
         .fresh()
         .unwrap();
@@ -161,7 +161,7 @@ fn auth_server_oidc_answers_client_secret_set_and_token_hints() {
     ));
     assert!(!format!("{v:?}").contains("top-secret-value"));
     let token = machines();
-    let v = block_on(s.create_auth_server(&super_admin_a(), token, None))
+    let v = block_on(s.create_auth_server(Command::new(&super_admin_a()), token))
         .unwrap()
         .fresh()
         .unwrap();
@@ -180,11 +180,10 @@ fn auth_server_name_taken_in_the_organization_and_environment_is_409() {
         .returning(|_| Err(StoreError::Duplicate(UniqueRule::AuthServerName)));
     let body = machines();
     assert_eq!(
-        code(block_on(m.services().create_auth_server(
-            &super_admin_a(),
-            body,
-            None
-        ))),
+        code(block_on(
+            m.services()
+                .create_auth_server(Command::new(&super_admin_a()), body)
+        )),
         "name_conflict"
     );
 }
@@ -192,11 +191,11 @@ fn auth_server_name_taken_in_the_organization_and_environment_is_409() {
 #[test]
 fn auth_server_create_needs_super_admin_there() {
     let body = machines();
-    let r = block_on(Mocks::new().services().create_auth_server(
-        &caller(&[(ORG_A, Role::Member)]),
-        body,
-        None,
-    ));
+    let r = block_on(
+        Mocks::new()
+            .services()
+            .create_auth_server(Command::new(&caller(&[(ORG_A, Role::Member)])), body),
+    );
     assert_eq!(code(r), "forbidden");
 }
 
@@ -210,19 +209,17 @@ fn auth_server_removing_the_last_credential_is_409_and_unknown_is_404() {
     let id = uuid::Uuid::from_u128(0xa5);
     assert_eq!(
         code(block_on(s.remove_credential(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             id,
-            uuid::Uuid::from_u128(1),
-            None
+            uuid::Uuid::from_u128(1)
         ))),
         "last_credential"
     );
     assert_eq!(
         code(block_on(s.remove_credential(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             id,
-            uuid::Uuid::from_u128(99),
-            None
+            uuid::Uuid::from_u128(99)
         ))),
         "not_found"
     );
@@ -239,7 +236,11 @@ fn auth_server_duplicate_username_is_409_and_an_oidc_server_takes_no_credentials
     let id = uuid::Uuid::from_u128(0xa5);
     let dup = basic_credential("alice", "x");
     assert_eq!(
-        code(block_on(s.add_credential(&super_admin_a(), id, dup, None))),
+        code(block_on(s.add_credential(
+            Command::new(&super_admin_a()),
+            id,
+            dup
+        ))),
         "name_conflict"
     );
     let wrong_shape = CredentialRequest::Token(TokenCredentialRequest {
@@ -247,10 +248,9 @@ fn auth_server_duplicate_username_is_409_and_an_oidc_server_takes_no_credentials
     });
     assert_eq!(
         code(block_on(s.add_credential(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             id,
-            wrong_shape,
-            None
+            wrong_shape
         ))),
         "validation_failed"
     );
@@ -269,10 +269,9 @@ fn auth_server_at_its_credential_limit_refuses_another_before_hashing_it() {
     });
     let add = basic_credential("one-more", "pw");
     let r = block_on(m.services().add_credential(
-        &super_admin_a(),
+        Command::new(&super_admin_a()),
         uuid::Uuid::from_u128(0xa5),
         add,
-        None,
     ));
     assert_eq!(code(r), "validation_failed");
 }
@@ -290,15 +289,14 @@ fn auth_server_credential_added_answers_id_and_username() {
         .returning(|_| Ok(()));
     let add = basic_credential("bob", "pw");
     let v = block_on(m.services().add_credential(
-        &super_admin_a(),
+        Command::new(&super_admin_a()),
         uuid::Uuid::from_u128(0xa5),
         add,
-        None,
     ))
     .unwrap()
     .fresh()
     .unwrap();
-    assert!(matches!(v, CredentialView::Basic { ref username, .. } if username == "bob"));
+    assert!(matches!(v.value, CredentialView::Basic { ref username, .. } if username == "bob"));
 }
 
 #[test]
@@ -317,12 +315,12 @@ fn auth_server_patch_merges_and_is_audited_without_secrets() {
         })),
         ..Default::default()
     };
-    let v = block_on(m.services().patch_auth_server(
-        &super_admin_a(),
+    let v = fresh(block_on(m.services().patch_auth_server(
+        Command::new(&super_admin_a()),
         uuid::Uuid::from_u128(0xa5),
         patch,
         None,
-    ))
+    )))
     .unwrap();
     assert!(
         matches!(&v.config, AuthServerConfigView::Basic { realm, .. } if realm == "Partner area"),

@@ -41,26 +41,28 @@ fn node_delete_marks_it_deleting_and_unknown_names_are_404() {
         .withf(|w| w.reconcile)
         .returning(|_| Ok(6));
     let s = m.services();
-    let n = block_on(s.delete_node(&super_admin_a(), CLUSTER_1, "prod-1-default-abcde", None))
-        .unwrap()
-        .fresh()
-        .unwrap();
+    let n = block_on(s.delete_node(
+        Command::new(&super_admin_a()),
+        CLUSTER_1,
+        "prod-1-default-abcde",
+    ))
+    .unwrap()
+    .fresh()
+    .unwrap();
     assert_eq!(n.status, crate::model::node::NodeStatus::Deleting);
     assert_eq!(
         code(block_on(s.delete_node(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
-            "prod-1-default-zzzzz",
-            None
+            "prod-1-default-zzzzz"
         ))),
         "not_found"
     );
     assert_eq!(
         code(block_on(s.delete_node(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
-            "../x",
-            None
+            "../x"
         ))),
         "not_found"
     );

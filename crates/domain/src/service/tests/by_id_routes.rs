@@ -79,24 +79,31 @@ fn write_by_id_by_super_admin_nowhere_is_403_before_the_cluster_is_loaded() {
     let id = CLUSTER_1;
     let patch = description_patch("x");
     assert_eq!(
-        code(block_on(s.patch_cluster(&member, id, patch, None))),
+        code(block_on(s.patch_cluster(
+            Command::new(&member),
+            id,
+            patch,
+            None
+        ))),
         "forbidden"
     );
     assert_eq!(
-        code(block_on(s.delete_cluster(&member, id, None, None))),
+        code(block_on(s.delete_cluster(Command::new(&member), id, None))),
         "forbidden"
     );
     assert_eq!(
-        code(block_on(
-            s.delete_node_pool(&member, id, "default", None, None)
-        )),
+        code(block_on(s.delete_node_pool(
+            Command::new(&member),
+            id,
+            "default",
+            None
+        ))),
         "forbidden"
     );
     assert_eq!(
         code(block_on(s.delete_cluster(
-            &member,
+            Command::new(&member),
             uuid::Uuid::from_u128(5),
-            None,
             None
         ))),
         "forbidden",
@@ -116,7 +123,12 @@ fn write_by_member_of_the_organization_is_403() {
         tags: Some(Some(vec!["a".into()])),
     };
     assert_eq!(
-        code(block_on(s.patch_cluster(&who, CLUSTER_1, patch, None))),
+        code(block_on(s.patch_cluster(
+            Command::new(&who),
+            CLUSTER_1,
+            patch,
+            None
+        ))),
         "forbidden"
     );
 }
@@ -128,9 +140,8 @@ fn write_to_another_organizations_cluster_is_403_and_to_an_unknown_one_404() {
         .services();
     assert_eq!(
         code(block_on(s.delete_cluster(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
-            None,
             None
         ))),
         "forbidden"
@@ -139,9 +150,8 @@ fn write_to_another_organizations_cluster_is_403_and_to_an_unknown_one_404() {
     m.clusters.expect_cluster().returning(|_, _| Ok(None));
     assert_eq!(
         code(block_on(m.services().delete_cluster(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
-            None,
             None
         ))),
         "not_found"

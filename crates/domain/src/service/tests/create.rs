@@ -14,7 +14,7 @@ fn create_takes_the_organization_from_the_body_and_starts_pending() {
         .times(1)
         .returning(|_| Ok(1));
     let s = m.services();
-    let c = block_on(s.create_cluster(&super_admin_a(), cluster_body(), None))
+    let c = block_on(s.create_cluster(Command::new(&super_admin_a()), cluster_body()))
         .unwrap()
         .fresh()
         .unwrap();
@@ -49,7 +49,11 @@ fn create_without_organization_is_422_even_with_a_preferred_organization() {
         organization: None,
         ..cluster_body()
     };
-    let r = block_on(create_ready().services().create_cluster(&who, body, None));
+    let r = block_on(
+        create_ready()
+            .services()
+            .create_cluster(Command::new(&who), body),
+    );
     assert_eq!(code(r), "validation_failed");
 }
 
@@ -59,23 +63,21 @@ fn create_unknown_zone_version_or_tier_is_400() {
     let who = super_admin_a();
     assert_eq!(
         code(block_on(s.create_cluster(
-            &who,
+            Command::new(&who),
             CreateClusterRequest {
                 zone: Some("zone-9".into()),
                 ..cluster_body()
-            },
-            None
+            }
         ))),
         "unknown_zone"
     );
     assert_eq!(
         code(block_on(s.create_cluster(
-            &who,
+            Command::new(&who),
             CreateClusterRequest {
                 version: Some("v1.0.0".into()),
                 ..cluster_body()
-            },
-            None
+            }
         ))),
         "unknown_version"
     );
@@ -83,7 +85,7 @@ fn create_unknown_zone_version_or_tier_is_400() {
         node_pools: Some(vec![pool_body(None, "kube.x9.huge", 1)]),
         ..cluster_body()
     };
-    let e = block_on(s.create_cluster(&who, tier, None)).unwrap_err();
+    let e = block_on(s.create_cluster(Command::new(&who), tier)).unwrap_err();
     assert_eq!(e.code(), "unknown_machine_tier");
     assert!(e.to_string().contains("node_pools[0].size"));
 }
@@ -95,11 +97,11 @@ fn create_count_zero_without_auto_scale_is_422() {
         ..cluster_body()
     };
     assert_eq!(
-        code(block_on(create_ready().services().create_cluster(
-            &super_admin_a(),
-            body,
-            None
-        ))),
+        code(block_on(
+            create_ready()
+                .services()
+                .create_cluster(Command::new(&super_admin_a()), body)
+        )),
         "validation_failed"
     );
 }
@@ -108,31 +110,31 @@ fn create_count_zero_without_auto_scale_is_422() {
 fn create_into_an_organization_where_not_super_admin_is_403() {
     let member = caller(&[(ORG_A, Role::Member)]);
     assert_eq!(
-        code(block_on(create_ready().services().create_cluster(
-            &member,
-            cluster_body(),
-            None
-        ))),
+        code(block_on(
+            create_ready()
+                .services()
+                .create_cluster(Command::new(&member), cluster_body())
+        )),
         "forbidden"
     );
     let other = caller(&[(ORG_B, Role::SuperAdmin)]);
     assert_eq!(
-        code(block_on(create_ready().services().create_cluster(
-            &other,
-            cluster_body(),
-            None
-        ))),
+        code(block_on(
+            create_ready()
+                .services()
+                .create_cluster(Command::new(&other), cluster_body())
+        )),
         "forbidden"
     );
 }
 
 #[test]
 fn create_into_an_unknown_slug_is_404() {
-    let r = block_on(create_ready().services().create_cluster(
-        &super_admin_a(),
-        cluster_in("nosuch"),
-        None,
-    ));
+    let r = block_on(
+        create_ready()
+            .services()
+            .create_cluster(Command::new(&super_admin_a()), cluster_in("nosuch")),
+    );
     assert_eq!(code(r), "not_found");
 }
 
@@ -142,7 +144,7 @@ fn create_prepaid_without_credit_is_402() {
     let r = block_on(
         create_ready()
             .services()
-            .create_cluster(&who, cluster_in("globex"), None),
+            .create_cluster(Command::new(&who), cluster_in("globex")),
     );
     assert_eq!(code(r), "insufficient_credit");
 }
@@ -166,9 +168,8 @@ fn create_is_written_only_within_the_zone_capacity() {
         .returning(|_| Ok(1));
     assert_eq!(
         code(block_on(m.services().create_cluster(
-            &super_admin_a(),
-            cluster_body(),
-            None
+            Command::new(&super_admin_a()),
+            cluster_body()
         ))),
         "ok"
     );
@@ -183,7 +184,7 @@ fn create_past_zone_capacity_is_503() {
         .returning(|_| Err(StoreError::CapacityExhausted));
     let r = block_on(
         m.services()
-            .create_cluster(&super_admin_a(), cluster_body(), None),
+            .create_cluster(Command::new(&super_admin_a()), cluster_body()),
     );
     assert_eq!(code(r), "capacity_exhausted");
 }
@@ -211,7 +212,7 @@ fn create_duplicate_name_is_409_name_conflict() {
     });
     let e = block_on(
         m.services()
-            .create_cluster(&super_admin_a(), cluster_body(), None),
+            .create_cluster(Command::new(&super_admin_a()), cluster_body()),
     )
     .unwrap_err();
     assert_eq!(e.code(), "name_conflict");
@@ -227,7 +228,7 @@ fn database_unavailable_is_503_service_unavailable() {
         .returning(|_| Err(StoreError::Unavailable("pool timeout".into())));
     let r = block_on(
         m.services()
-            .create_cluster(&super_admin_a(), cluster_body(), None),
+            .create_cluster(Command::new(&super_admin_a()), cluster_body()),
     );
     assert_eq!(code(r), "service_unavailable");
 }

@@ -53,17 +53,15 @@ fn elastic_ip_intranet_allows_only_private() {
         .returning(|_| Ok(Default::default()));
     let s = m.services();
     let r = block_on(s.create_elastic_ip(
-        &super_admin_a(),
+        Command::new(&super_admin_a()),
         CLUSTER_1,
         eip_body(None, Some(Exposure::Public)),
-        None,
     ));
     assert_eq!(code(r), "exposure_mismatch");
     let ok = block_on(s.create_elastic_ip(
-        &super_admin_a(),
+        Command::new(&super_admin_a()),
         CLUSTER_1,
         eip_body(Some("web"), Some(Exposure::Private)),
-        None,
     ));
     let v = ok.unwrap().fresh().unwrap();
     assert_eq!(
@@ -84,13 +82,16 @@ fn elastic_ip_internet_allows_only_public() {
         .returning(|_| Ok(Default::default()));
     let s = m.services();
     let r = block_on(s.create_elastic_ip(
-        &super_admin_a(),
+        Command::new(&super_admin_a()),
         CLUSTER_1,
         eip_body(None, Some(Exposure::Private)),
-        None,
     ));
     assert_eq!(code(r), "exposure_mismatch");
-    let ok = block_on(s.create_elastic_ip(&super_admin_a(), CLUSTER_1, eip_body(None, None), None));
+    let ok = block_on(s.create_elastic_ip(
+        Command::new(&super_admin_a()),
+        CLUSTER_1,
+        eip_body(None, None),
+    ));
     assert_eq!(
         ok.unwrap().fresh().map(|v| v.exposure),
         Some(Exposure::Public),
@@ -102,10 +103,9 @@ fn elastic_ip_internet_allows_only_public() {
 fn elastic_ip_public_pool_disabled_is_503() {
     let s = eip_ready(NetworkMode::Internet, "10.96.0.0/16", None).services();
     let r = block_on(s.create_elastic_ip(
-        &super_admin_a(),
+        Command::new(&super_admin_a()),
         CLUSTER_1,
         eip_body(None, Some(Exposure::Public)),
-        None,
     ));
     assert_eq!(code(r), "capacity_exhausted");
 }
@@ -122,10 +122,9 @@ fn elastic_ip_exhausted_pool_is_503() {
         .collect())
     });
     let r = block_on(m.services().create_elastic_ip(
-        &super_admin_a(),
+        Command::new(&super_admin_a()),
         CLUSTER_1,
         eip_body(None, None),
-        None,
     ));
     assert_eq!(code(r), "capacity_exhausted");
 }
@@ -145,10 +144,9 @@ fn elastic_ip_release_only_from_ready_or_failed() {
             .returning(move |_| Ok(vec![eip(from)]));
         m.clusters.expect_commit().returning(|_| Ok(6));
         let r = block_on(m.services().release_elastic_ip(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
             uuid::Uuid::from_u128(0xe1),
-            None,
             None,
         ));
         assert_eq!(code(r.clone()), expected, "{from:?}");
@@ -175,34 +173,35 @@ fn assistant_may_list_but_not_allocate_or_release_elastic_ips() {
     );
     assert_eq!(
         code(block_on(s.create_elastic_ip(
-            &who,
+            Command::new(&who),
             id,
-            eip_body(None, None),
-            None
+            eip_body(None, None)
         ))),
         "assistant_not_allowed"
     );
     assert_eq!(
         code(block_on(s.release_elastic_ip(
-            &who,
+            Command::new(&who),
             id,
             uuid::Uuid::from_u128(0xe1),
-            None,
             None
         ))),
         "assistant_not_allowed"
     );
     let rule = icmp_rule();
     assert_eq!(
-        code(block_on(s.create_firewall_rule(&who, id, rule, None))),
+        code(block_on(s.create_firewall_rule(
+            Command::new(&who),
+            id,
+            rule
+        ))),
         "assistant_not_allowed"
     );
     assert_eq!(
         code(block_on(s.delete_firewall_rule(
-            &who,
+            Command::new(&who),
             id,
             uuid::Uuid::from_u128(1),
-            None,
             None
         ))),
         "assistant_not_allowed"

@@ -15,7 +15,7 @@ fn exposure_before_provisioned_is_400() {
     ] {
         let s = Mocks::new().with_cluster(cluster(ORG_A, phase)).services();
         let r = block_on(s.change_exposure(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
             exposure(Exposure::Public),
             None,
@@ -31,12 +31,12 @@ fn exposure_change_starts_and_shows_the_target() {
         .expect_commit()
         .withf(|w| w.reconcile)
         .returning(|_| Ok(6));
-    let o = block_on(m.services().change_exposure(
-        &super_admin_a(),
+    let o = fresh(block_on(m.services().change_exposure(
+        Command::new(&super_admin_a()),
         CLUSTER_1,
         exposure(Exposure::Public),
         None,
-    ))
+    )))
     .unwrap();
     assert!(o.started);
     assert_eq!(
@@ -54,12 +54,12 @@ fn exposure_change_starts_and_shows_the_target() {
 fn exposure_to_the_current_value_is_200_nothing_started() {
     let mut m = Mocks::new().with_cluster(cluster(ORG_A, ClusterPhase::Provisioned));
     m.clusters.expect_commit().never();
-    let o = block_on(m.services().change_exposure(
-        &super_admin_a(),
+    let o = fresh(block_on(m.services().change_exposure(
+        Command::new(&super_admin_a()),
         CLUSTER_1,
         exposure(Exposure::Private),
         None,
-    ))
+    )))
     .unwrap();
     assert!(!o.started);
 }
@@ -75,7 +75,7 @@ fn exposure_while_another_change_is_in_flight_is_409() {
     for to in [Exposure::Public, Exposure::Private] {
         assert_eq!(
             code(block_on(s.change_exposure(
-                &super_admin_a(),
+                Command::new(&super_admin_a()),
                 CLUSTER_1,
                 exposure(to),
                 None
@@ -96,7 +96,7 @@ fn exposure_public_needs_a_zone_with_public_exposure() {
     let base = m.services();
     let s = crate::service::Services::new(base.ports().clone(), catalog, Default::default());
     let r = block_on(s.change_exposure(
-        &super_admin_a(),
+        Command::new(&super_admin_a()),
         CLUSTER_1,
         exposure(Exposure::Public),
         None,

@@ -13,7 +13,7 @@ fn firewall_rule_create_needs_a_provisioned_cluster() {
     ] {
         let s = Mocks::new().with_cluster(cluster(ORG_A, phase)).services();
         let rule = icmp_rule();
-        let r = block_on(s.create_firewall_rule(&super_admin_a(), CLUSTER_1, rule, None));
+        let r = block_on(s.create_firewall_rule(Command::new(&super_admin_a()), CLUSTER_1, rule));
         assert_eq!(code(r), "cluster_not_provisioned", "{phase:?}");
     }
 }
@@ -30,10 +30,11 @@ fn firewall_rule_create_on_a_provisioned_cluster_is_pending() {
         port_range: Some(PortRangeRequest { from: 443, to: 443 }),
         ..Default::default()
     };
-    let r = block_on(
-        m.services()
-            .create_firewall_rule(&super_admin_a(), CLUSTER_1, rule, None),
-    )
+    let r = block_on(m.services().create_firewall_rule(
+        Command::new(&super_admin_a()),
+        CLUSTER_1,
+        rule,
+    ))
     .unwrap()
     .fresh()
     .unwrap();
@@ -57,10 +58,9 @@ fn firewall_rule_with_17_cidrs_is_422() {
     };
     assert_eq!(
         code(block_on(s.create_firewall_rule(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
-            rule,
-            None
+            rule
         ))),
         "validation_failed"
     );

@@ -6,8 +6,8 @@ fn key() -> IdempotencyKey {
     IdempotencyKey::parse("create-0001").unwrap()
 }
 
-fn fingerprint() -> RequestFingerprint {
-    RequestFingerprint::new("POST", "/v1/public/clusters", Some(&json!({"a": 1})))
+fn fingerprint() -> Fingerprint {
+    Fingerprint::of(&["create acme", "a=1"])
 }
 
 /// Creates a cluster in acme under `key()` with `fingerprint()`, as the super_admin.
@@ -15,14 +15,14 @@ fn keyed_create(
     m: Mocks,
 ) -> Result<Answer<crate::service::Scheduled<crate::model::cluster::Cluster>>, DomainError> {
     let render = JsonRender(201);
-    let req = IdempotencyRequest {
+    let req = Keyed {
         key: key(),
         fingerprint: fingerprint(),
-        render: &render,
+        record: &render,
     };
     block_on(
         m.services()
-            .create_cluster(&super_admin_a(), cluster_body(), Some(req)),
+            .create_cluster(Command::keyed(&super_admin_a(), Some(req)), cluster_body()),
     )
 }
 
@@ -37,9 +37,9 @@ fn idempotent_create_commits_the_answer_with_the_cluster() {
     m.clusters
         .expect_commit()
         .withf(|w: &ClusterWrite| {
-            w.idempotency
-                .as_ref()
-                .is_some_and(|c| c.response.status == 201 && c.scope.organization_id == ORG_A)
+            w.idempotency.as_ref().is_some_and(|c| {
+                c.replay.0.starts_with(b"201 ") && c.scope.organization_id == ORG_A
+            })
         })
         .times(1)
         .returning(|_| Ok(1));
@@ -77,20 +77,20 @@ fn an_answer_that_no_commit_carried_is_stored_on_the_key() {
         .returning(|_| Ok(ClaimOutcome::Claimed));
     m.idempotency
         .expect_complete()
-        .withf(|c| c.response.status == 202)
+        .withf(|c| c.replay.0.starts_with(b"202 "))
         .times(1)
         .returning(|_| Ok(()));
     let render = JsonRender(202);
-    let req = IdempotencyRequest {
+    let req = Keyed {
         key: key(),
         fingerprint: fingerprint(),
-        render: &render,
+        record: &render,
     };
-    let answer =
-        block_on(
-            m.services()
-                .delete_cluster(&super_admin_a(), CLUSTER_1, Some(req), None),
-        );
+    let answer = block_on(m.services().delete_cluster(
+        Command::keyed(&super_admin_a(), Some(req)),
+        CLUSTER_1,
+        None,
+    ));
     assert_eq!(
         answer.unwrap().fresh().map(|c| c.phase),
         Some(ClusterPhase::Deleting)
@@ -99,11 +99,7 @@ fn an_answer_that_no_commit_carried_is_stored_on_the_key() {
 
 #[test]
 fn idempotent_same_key_same_body_replays_the_stored_answer() {
-    let stored = StoredResponse {
-        status: 201,
-        headers: vec![("Location".into(), "/v1/public/clusters/x".into())],
-        body: b"{\"id\":\"x\"}".to_vec(),
-    };
+    let stored = Replay(b"the first answer, as its face recorded it".to_vec());
     let mut m = create_ready();
     let record = IdempotencyRecord {
         scope: IdempotencyScope {
@@ -112,7 +108,7 @@ fn idempotent_same_key_same_body_replays_the_stored_answer() {
         },
         fingerprint: fingerprint(),
         state: IdempotencyState::Completed {
-            response: stored.clone(),
+            replay: stored.clone(),
         },
         created_at: at(0),
     };
@@ -133,13 +129,9 @@ fn idempotent_same_key_different_body_is_409_reused() {
             organization_id: ORG_A,
             key: key(),
         },
-        fingerprint: RequestFingerprint::new("POST", "/v1/public/clusters", Some(&json!({"a": 2}))),
+        fingerprint: Fingerprint::of(&["create acme", "a=2"]),
         state: IdempotencyState::Completed {
-            response: StoredResponse {
-                status: 201,
-                headers: vec![],
-                body: vec![],
-            },
+            replay: Replay(Vec::new()),
         },
         created_at: at(0),
     };
@@ -209,22 +201,21 @@ fn idempotent_refusal_is_stored_but_a_5xx_releases_the_key() {
         .returning(|_| Ok(ClaimOutcome::Claimed));
     m.idempotency
         .expect_complete()
-        .withf(|c| c.response.body == b"insufficient_credit")
+        .withf(|c| c.replay.0 == b"201 insufficient_credit")
         .times(1)
         .returning(|_| Ok(()));
     m.idempotency.expect_release().never();
     let who = caller(&[(ORG_B, Role::SuperAdmin)]);
     let render = JsonRender(201);
-    let req = IdempotencyRequest {
+    let req = Keyed {
         key: key(),
         fingerprint: fingerprint(),
-        render: &render,
+        record: &render,
     };
     assert_eq!(
         code(block_on(m.services().create_cluster(
-            &who,
-            cluster_in("globex"),
-            Some(req)
+            Command::keyed(&who, Some(req)),
+            cluster_in("globex")
         ))),
         "insufficient_credit"
     );
@@ -242,16 +233,15 @@ fn idempotent_refusal_is_stored_but_a_5xx_releases_the_key() {
         .times(1)
         .returning(|_, _| Ok(()));
     m.idempotency.expect_complete().never();
-    let req = IdempotencyRequest {
+    let req = Keyed {
         key: key(),
         fingerprint: fingerprint(),
-        render: &render,
+        record: &render,
     };
     assert_eq!(
         code(block_on(m.services().create_cluster(
-            &super_admin_a(),
-            cluster_body(),
-            Some(req)
+            Command::keyed(&super_admin_a(), Some(req)),
+            cluster_body()
         ))),
         "capacity_exhausted"
     );
@@ -264,11 +254,11 @@ fn without_a_key_every_call_is_a_new_request() {
     m.clusters.checkpoint();
     m.clusters.expect_commit().times(2).returning(|_| Ok(1));
     let s = m.services();
-    let a = block_on(s.create_cluster(&super_admin_a(), cluster_body(), None))
+    let a = block_on(s.create_cluster(Command::new(&super_admin_a()), cluster_body()))
         .unwrap()
         .fresh()
         .unwrap();
-    let b = block_on(s.create_cluster(&super_admin_a(), cluster_body(), None))
+    let b = block_on(s.create_cluster(Command::new(&super_admin_a()), cluster_body()))
         .unwrap()
         .fresh()
         .unwrap();

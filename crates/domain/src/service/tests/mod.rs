@@ -18,7 +18,7 @@ use crate::model::cluster::{
 use crate::model::elastic_ip::{AddressPool, ElasticIp, ElasticIpStatus};
 use crate::model::firewall::Ipv4Cidr;
 use crate::model::idempotency::{
-    IdempotencyRecord, IdempotencyScope, IdempotencyState, RequestFingerprint, StoredResponse,
+    Fingerprint, IdempotencyRecord, IdempotencyScope, IdempotencyState, Replay,
 };
 use crate::model::identity::{ClientKind, Plan, Role};
 use crate::model::kubeconfig::SealedCredentials;
@@ -29,7 +29,7 @@ use crate::ports::identity::IdentityError;
 use crate::ports::storage::{
     Change, ClaimOutcome, ClusterWrite, Freshness, Page, PageRequest, StoreError, ZoneCapacity,
 };
-use crate::service::{Answer, IdempotencyRequest, KubeconfigAnswer};
+use crate::service::{Answer, Command, Keyed, KubeconfigAnswer, Scheduled};
 use crate::testing::*;
 
 mod audit;
@@ -56,6 +56,16 @@ const FIRST_PAGE: PageRequest = PageRequest { page: 1, size: 20 };
 /// the API orders them.
 fn sel(query: Option<&str>, header: Option<&str>) -> OrgSelector {
     OrgSelector::first_named([query, header])
+}
+
+/// The answer of a change made without a key (always fresh), or the refusal.
+fn fresh<T: std::fmt::Debug>(
+    a: Result<Answer<Scheduled<T>>, DomainError>,
+) -> Result<T, DomainError> {
+    a.map(|a| match a {
+        Answer::Fresh(s) => s.value,
+        Answer::Replayed(r) => panic!("a replay without a key: {r:?}"),
+    })
 }
 
 /// Mocks whose commits all succeed (revision 6) and are kept, to look at afterwards.

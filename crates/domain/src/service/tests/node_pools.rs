@@ -7,7 +7,8 @@ fn last_pool_cannot_be_deleted() {
     let s = Mocks::new()
         .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
         .services();
-    let r = block_on(s.delete_node_pool(&super_admin_a(), CLUSTER_1, "default", None, None));
+    let r =
+        block_on(s.delete_node_pool(Command::new(&super_admin_a()), CLUSTER_1, "default", None));
     assert_eq!(code(r), "last_pool");
 }
 
@@ -20,10 +21,9 @@ fn a_deleting_pool_does_not_count_toward_the_last_pool() {
     let s = Mocks::new().with_cluster(c).services();
     assert_eq!(
         code(block_on(s.delete_node_pool(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
             "default",
-            None,
             None
         ))),
         "last_pool"
@@ -36,14 +36,15 @@ fn pool_delete_answers_the_pool_deleting() {
     c.node_pools.push(pool("second", 2));
     let mut m = Mocks::new().with_cluster(c);
     m.clusters.expect_commit().returning(|_| Ok(6));
-    let p =
-        block_on(
-            m.services()
-                .delete_node_pool(&super_admin_a(), CLUSTER_1, "second", None, None),
-        )
-        .unwrap()
-        .fresh()
-        .unwrap();
+    let p = block_on(m.services().delete_node_pool(
+        Command::new(&super_admin_a()),
+        CLUSTER_1,
+        "second",
+        None,
+    ))
+    .unwrap()
+    .fresh()
+    .unwrap();
     assert_eq!(p.status, PoolStatus::Deleting);
 }
 
@@ -56,10 +57,9 @@ fn pool_name_unique_on_the_cluster_is_409() {
     let add: NodePoolRequest = pool_body(None, "kube.c5.large", 1);
     assert_eq!(
         code(block_on(m.services().create_node_pool(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
-            add,
-            None
+            add
         ))),
         "name_conflict"
     );
@@ -78,17 +78,15 @@ fn pool_ready(org_plan: Plan, credit: i64) -> Mocks {
 fn pool_add_needs_credit_when_prepaid() {
     let add = || pool_body(Some("b"), "kube.c5.large", 1);
     let r = block_on(pool_ready(Plan::Prepaid, 0).services().create_node_pool(
-        &super_admin_a(),
+        Command::new(&super_admin_a()),
         CLUSTER_1,
         add(),
-        None,
     ));
     assert_eq!(code(r), "insufficient_credit");
     let p = block_on(pool_ready(Plan::Prepaid, 100).services().create_node_pool(
-        &super_admin_a(),
+        Command::new(&super_admin_a()),
         CLUSTER_1,
         add(),
-        None,
     ));
     assert_eq!(
         p.unwrap().fresh().map(|p| p.status),
@@ -102,10 +100,9 @@ fn pool_add_with_unknown_tier_is_400() {
     assert_eq!(
         code(block_on(
             pool_ready(Plan::Postpaid, 0).services().create_node_pool(
-                &super_admin_a(),
+                Command::new(&super_admin_a()),
                 CLUSTER_1,
-                add,
-                None
+                add
             )
         )),
         "unknown_machine_tier"
@@ -122,10 +119,9 @@ fn pool_add_beyond_twenty_pools_is_422() {
     let add: NodePoolRequest = pool_body(Some("b"), "kube.c5.large", 1);
     assert_eq!(
         code(block_on(s.create_node_pool(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
-            add,
-            None
+            add
         ))),
         "validation_failed"
     );
@@ -138,20 +134,18 @@ fn scale_up_needs_credit_scale_down_never_does() {
         ..Default::default()
     };
     let up = block_on(pool_ready(Plan::Prepaid, 0).services().patch_node_pool(
-        &super_admin_a(),
+        Command::new(&super_admin_a()),
         CLUSTER_1,
         "default",
         patch(5),
         None,
-        None,
     ));
     assert_eq!(code(up), "insufficient_credit");
     let down = block_on(pool_ready(Plan::Prepaid, 0).services().patch_node_pool(
-        &super_admin_a(),
+        Command::new(&super_admin_a()),
         CLUSTER_1,
         "default",
         patch(1),
-        None,
         None,
     ));
     let p = down.unwrap().fresh().unwrap();
@@ -175,11 +169,10 @@ fn scale_past_zone_capacity_is_503() {
     };
     assert_eq!(
         code(block_on(m.services().patch_node_pool(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
             "default",
             patch,
-            None,
             None
         ))),
         "capacity_exhausted"
@@ -200,11 +193,10 @@ fn pool_patch_while_scaling_replaces_the_target() {
         ..Default::default()
     };
     let p = block_on(m.services().patch_node_pool(
-        &super_admin_a(),
+        Command::new(&super_admin_a()),
         CLUSTER_1,
         "default",
         patch,
-        None,
         None,
     ))
     .unwrap()
@@ -227,11 +219,10 @@ fn pool_patch_turning_auto_scale_off_needs_count_at_least_one() {
     };
     assert_eq!(
         code(block_on(s.patch_node_pool(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
             "default",
             patch,
-            None,
             None
         ))),
         "validation_failed"
@@ -251,22 +242,20 @@ fn pool_patch_unknown_pool_is_404_and_deleting_pool_409() {
     };
     assert_eq!(
         code(block_on(s.patch_node_pool(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
             "nosuch",
             patch(),
-            None,
             None
         ))),
         "not_found"
     );
     assert_eq!(
         code(block_on(s.patch_node_pool(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
             "going",
             patch(),
-            None,
             None
         ))),
         "invalid_state"

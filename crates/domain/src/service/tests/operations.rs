@@ -8,7 +8,7 @@ fn work_for_provisioning_starts_an_operation_the_answer_points_at() {
     let mut m = Mocks::new().with_cluster(cluster(ORG_A, ClusterPhase::Provisioned));
     let writes = recording(&mut m);
     let s = m.services().for_request("req-7");
-    let answer = block_on(s.delete_cluster(&super_admin_a(), CLUSTER_1, None, None))
+    let answer = block_on(s.delete_cluster(Command::new(&super_admin_a()), CLUSTER_1, None))
         .unwrap()
         .fresh()
         .unwrap();
@@ -33,10 +33,12 @@ fn work_for_provisioning_starts_an_operation_the_answer_points_at() {
 fn a_change_only_recorded_starts_no_operation() {
     let mut m = Mocks::new().with_cluster(cluster(ORG_A, ClusterPhase::Provisioned));
     let writes = recording(&mut m);
-    block_on(
-        m.services()
-            .patch_cluster(&super_admin_a(), CLUSTER_1, description_patch("x"), None),
-    )
+    block_on(m.services().patch_cluster(
+        Command::new(&super_admin_a()),
+        CLUSTER_1,
+        description_patch("x"),
+        None,
+    ))
     .unwrap();
     assert_eq!(writes.lock().unwrap()[0].operation, None);
 }
@@ -45,10 +47,11 @@ fn a_change_only_recorded_starts_no_operation() {
 fn a_second_deletion_changes_nothing_and_points_at_nothing() {
     let mut m = Mocks::new().with_cluster(cluster(ORG_A, ClusterPhase::Deleting));
     m.clusters.expect_commit().never();
-    let answer = block_on(
-        m.services()
-            .delete_cluster(&super_admin_a(), CLUSTER_1, None, None),
-    )
+    let answer = block_on(m.services().delete_cluster(
+        Command::new(&super_admin_a()),
+        CLUSTER_1,
+        None,
+    ))
     .unwrap()
     .fresh()
     .unwrap();

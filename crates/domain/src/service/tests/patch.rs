@@ -7,7 +7,12 @@ fn patch_empty_body_is_422() {
     let s = Mocks::new()
         .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
         .services();
-    let r = block_on(s.patch_cluster(&super_admin_a(), CLUSTER_1, ClusterPatch::default(), None));
+    let r = block_on(s.patch_cluster(
+        Command::new(&super_admin_a()),
+        CLUSTER_1,
+        ClusterPatch::default(),
+        None,
+    ));
     assert_eq!(code(r), "validation_failed");
 }
 
@@ -22,10 +27,12 @@ fn patch_replaces_tags_and_description() {
         description: Some(Some("new".into())),
         tags: Some(Some(vec!["team-a".into()])),
     };
-    let c = block_on(
-        m.services()
-            .patch_cluster(&super_admin_a(), CLUSTER_1, patch, None),
-    )
+    let c = fresh(block_on(m.services().patch_cluster(
+        Command::new(&super_admin_a()),
+        CLUSTER_1,
+        patch,
+        None,
+    )))
     .unwrap();
     assert_eq!(c.description.as_deref(), Some("new"));
     assert_eq!(
@@ -49,7 +56,7 @@ fn concurrent_change_is_decided_again_on_a_fresh_read() {
     let patch = description_patch("x");
     assert_eq!(
         code(block_on(m.services().patch_cluster(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
             patch,
             None
@@ -66,7 +73,7 @@ fn change_to_a_deleting_cluster_is_409_cluster_deleting() {
     let patch = description_patch("x");
     assert_eq!(
         code(block_on(s.patch_cluster(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
             patch,
             None
@@ -76,10 +83,9 @@ fn change_to_a_deleting_cluster_is_409_cluster_deleting() {
     let add = pool_body(Some("b"), "kube.c5.large", 1);
     assert_eq!(
         code(block_on(s.create_node_pool(
-            &super_admin_a(),
+            Command::new(&super_admin_a()),
             CLUSTER_1,
-            add,
-            None
+            add
         ))),
         "cluster_deleting"
     );
@@ -93,7 +99,12 @@ fn failed_cluster_can_only_be_read_and_deleted() {
     let id = CLUSTER_1;
     let patch = description_patch("x");
     assert_eq!(
-        code(block_on(s.patch_cluster(&super_admin_a(), id, patch, None))),
+        code(block_on(s.patch_cluster(
+            Command::new(&super_admin_a()),
+            id,
+            patch,
+            None
+        ))),
         "cluster_failed"
     );
     assert_eq!(
@@ -112,7 +123,7 @@ fn failed_cluster_can_only_be_read_and_deleted() {
         ))),
         "ok"
     );
-    let d = block_on(s.delete_cluster(&super_admin_a(), id, None, None))
+    let d = block_on(s.delete_cluster(Command::new(&super_admin_a()), id, None))
         .unwrap()
         .fresh()
         .unwrap();
@@ -129,7 +140,7 @@ fn delete_answers_deleting_and_a_second_delete_answers_as_it_is() {
         .returning(|_| Ok(6));
     let d = block_on(
         m.services()
-            .delete_cluster(&super_admin_a(), CLUSTER_1, None, None),
+            .delete_cluster(Command::new(&super_admin_a()), CLUSTER_1, None),
     )
     .unwrap()
     .fresh()
@@ -139,7 +150,7 @@ fn delete_answers_deleting_and_a_second_delete_answers_as_it_is() {
     m.clusters.expect_commit().never();
     let d = block_on(
         m.services()
-            .delete_cluster(&super_admin_a(), CLUSTER_1, None, None),
+            .delete_cluster(Command::new(&super_admin_a()), CLUSTER_1, None),
     )
     .unwrap()
     .fresh()

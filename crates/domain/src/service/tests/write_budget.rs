@@ -21,7 +21,7 @@ fn budget(expect_org: Uuid, times: usize, answer: Result<(), u64>) -> Arc<MockWr
 fn a_write_spends_its_organizations_budget_once_authorized() {
     let m = create_ready();
     let s = m.services().with_write_budget(budget(ORG_A, 1, Ok(())));
-    let r = block_on(s.create_cluster(&super_admin_a(), cluster_body(), None));
+    let r = block_on(s.create_cluster(Command::new(&super_admin_a()), cluster_body()));
     assert_eq!(code(r), "ok");
 }
 
@@ -34,7 +34,8 @@ fn an_outsider_or_a_reader_spends_nothing_of_an_organizations_budget() {
     let outsider = caller(&[(ORG_B, Role::SuperAdmin)]);
     let member = caller(&[(ORG_A, Role::Member)]);
     for who in [outsider, member] {
-        let r = block_on(s.patch_cluster(&who, CLUSTER_1, description_patch("x"), None));
+        let r =
+            block_on(s.patch_cluster(Command::new(&who), CLUSTER_1, description_patch("x"), None));
         assert!(matches!(code(r), "not_found" | "forbidden"));
     }
 }
@@ -46,7 +47,12 @@ fn a_spent_budget_is_rate_limited_with_the_wait_and_writes_nothing() {
         .with_cluster(cluster(ORG_A, ClusterPhase::Provisioned))
         .services()
         .with_write_budget(budget(ORG_A, 1, Err(7)));
-    let r = block_on(s.patch_cluster(&super_admin_a(), CLUSTER_1, description_patch("x"), None));
+    let r = block_on(s.patch_cluster(
+        Command::new(&super_admin_a()),
+        CLUSTER_1,
+        description_patch("x"),
+        None,
+    ));
     assert!(matches!(
         r,
         Err(DomainError::RateLimited {
