@@ -22,6 +22,7 @@ mod proxy;
 mod ratelimit;
 mod registry;
 mod request;
+mod revocations;
 pub mod routes;
 mod routes_file;
 mod serve;
@@ -58,6 +59,7 @@ use crate::path::CanonicalPath;
 use crate::problem::{problem, with_header};
 use crate::ratelimit::{Limiter, Scope};
 use crate::registry::{Registry, Snapshot};
+use crate::revocations::Revocations;
 use crate::routes_file::RoutesFile;
 use crate::serve::{Peer, Sockets, TlsSocket, Workers};
 use crate::upstream::Upstreams;
@@ -248,14 +250,28 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         .await
         .map_err(|e| StartError::Database(e.to_string()))?;
     metrics.auth_servers(count);
+    let revocations = Revocations::default();
+    revocations
+        .reload(&store)
+        .await
+        .map_err(|e| StartError::Database(e.to_string()))?;
     warn_about_callbacks(&routes.get(), &registry.get());
     let routes_watch = tokio::spawn(routes_file.watch(registry.clone(), metrics.clone()));
-    let reloader = tokio::spawn(registry.clone().keep_fresh(
-        store,
-        AuthServerChanges::start(&settings.database_url),
+    let changes = AuthServerChanges::start(&settings.database_url);
+    let signed_out = revocations.clone().keep_fresh(
+        store.clone(),
+        changes.session_revocations(),
+        settings.reload_interval,
+    );
+    let servers = registry.clone().keep_fresh(
+        store.clone(),
+        changes,
         settings.reload_interval,
         metrics.clone(),
-    ));
+    );
+    let reloader = tokio::spawn(async move {
+        tokio::join!(servers, signed_out);
+    });
     let oidc = Oidc::new(
         vault.clone(),
         Outbound::new(issuer_networks),
@@ -265,6 +281,7 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
             session_epoch: settings.session_epoch.clone(),
             endpoint_hosts: settings.oidc_endpoint_hosts.clone(),
         },
+        revocations,
     );
     let state = Arc::new(State {
         routes,

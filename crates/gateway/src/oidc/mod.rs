@@ -1,6 +1,8 @@
 //! OIDC: Bearer JWTs verified against the issuer's keys, and the browser code flow (state,
 //! nonce, PKCE S256) ending in a sealed session cookie bound to one auth server and the version
 //! of its configuration. Nothing a browser sends before it has signed in is kept by the gateway.
+//! A session ended early is no session any more, on every gateway sharing the database
+//! ([`Revocations`]).
 
 mod claims;
 mod login;
@@ -13,7 +15,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::Utc;
 use domain::model::auth_server::{AuthServer, OidcConfig};
+use domain::model::session::SessionSubject;
 use domain::ports::secrets::SecretVault;
 use http::StatusCode;
 use http::header;
@@ -21,6 +25,7 @@ use rand::RngCore;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+use uuid::Uuid;
 
 pub use provider::OidcError;
 
@@ -29,10 +34,11 @@ use crate::cookies::{self, Sealer};
 use crate::outbound::Outbound;
 use crate::outcome::{Attempts, Facts, Identity, Outcome, too_many};
 use crate::problem::{found, problem, with_header};
+use crate::revocations::Revocations;
 use crate::token::{bearer, refuse};
 use login::PendingLogin;
 use provider::Providers;
-use session::Session;
+use session::{Issued, Session};
 
 /// What the OIDC side is configured with.
 #[derive(Debug, Clone)]
@@ -53,6 +59,8 @@ pub struct Oidc {
     logins: Sealer,
     sessions: Sealer,
     session_ttl: Duration,
+    /// Sessions ended before their time.
+    revocations: Revocations,
 }
 
 impl std::fmt::Debug for Oidc {
@@ -123,7 +131,12 @@ fn no_store(mut response: Response) -> Response {
 }
 
 impl Oidc {
-    pub fn new(vault: secrets::Vault, outbound: Outbound, settings: &OidcSettings) -> Oidc {
+    pub fn new(
+        vault: secrets::Vault,
+        outbound: Outbound,
+        settings: &OidcSettings,
+        revocations: Revocations,
+    ) -> Oidc {
         // One key per purpose, derived from each key of the SECRETS_KEY ring: a cookie never opens a sealed secret
         // and a login cookie never passes for a session. v3: sessions made before claim values
         // were trimmed and refused when they could read as several carry headers made under
@@ -142,6 +155,7 @@ impl Oidc {
             logins,
             sessions,
             session_ttl: settings.session_ttl,
+            revocations,
         }
     }
 
@@ -211,6 +225,12 @@ impl Oidc {
         let name = session::cookie_name(server.id, secure(config));
         let value = cookies::find(&facts.cookies, &name)?;
         let stored: Session = self.sessions.open(&name, value)?;
+        if stored
+            .standing()
+            .is_some_and(|standing| self.revocations.ends(&standing))
+        {
+            return None;
+        }
         let headers = session::accept(
             stored,
             server.id,
@@ -442,14 +462,29 @@ impl Oidc {
             .providers
             .verify(config, &id_token, Some(&login.nonce))
             .await?;
+        // Whose session this is, for "sign out everywhere": the issuer's own name for the
+        // person, whatever claims the server maps to headers.
+        let sub = claims
+            .get("sub")
+            .and_then(serde_json::Value::as_str)
+            .filter(|sub| !sub.is_empty())
+            .ok_or_else(|| OidcError::Invalid("the ID token has no sub".into()))?;
+        let issued_at = Utc::now();
         let stored = Session {
             server: server.id,
             version: login.version.clone(),
-            expires: now_s() + self.session_ttl.as_secs(),
+            expires: u64::try_from(issued_at.timestamp()).unwrap_or(0) + self.session_ttl.as_secs(),
             headers: claims::headers(&config.claims, &claims)
                 .into_iter()
                 .map(|(n, v)| (n.to_owned(), v))
                 .collect(),
+            issued: Some(Issued {
+                id: Uuid::new_v4(),
+                at_ms: issued_at.timestamp_millis(),
+                subject: SessionSubject::gateway(&config.issuer_url, sub)
+                    .as_str()
+                    .to_owned(),
+            }),
         };
         let name = session::cookie_name(server.id, secure(config));
         let value = self
