@@ -5,7 +5,8 @@
 //! the client as the gateway saw it ([`forwarding`]), the route ([`routes`]), a sign-in callback
 //! if the route's server answers one there, the failed-attempt limit ([`ratelimit`]), the auth
 //! check ([`basic`], [`token`], [`oidc`]), and forwarding exactly the path that was checked
-//! ([`proxy`]). `docs/gateway.md` states what this guarantees.
+//! ([`proxy`]). The gateway's own pages (`/.gateway/`: [`signout`]) are answered before any
+//! route is looked at. `docs/gateway.md` states what this guarantees.
 
 mod basic;
 mod body;
@@ -27,6 +28,7 @@ pub mod routes;
 mod routes_file;
 mod serve;
 pub mod settings;
+mod signout;
 mod tls;
 mod token;
 mod upstream;
@@ -89,6 +91,8 @@ pub(crate) struct State {
     limiter: Limiter,
     trusted: TrustedProxies,
     metrics: Arc<Metrics>,
+    /// Where sign-outs are recorded.
+    store: PgStore,
 }
 
 /// A started gateway: its addresses, and the handle that stops it.
@@ -293,6 +297,7 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         limiter: Limiter::default(),
         trusted: settings.trusted_proxies.clone(),
         metrics: metrics.clone(),
+        store,
     });
     let mut tls = tls.map(|t| (t.sockets.into_iter(), t.acceptor, t.certificates));
     let sockets = plain
@@ -534,6 +539,10 @@ async fn decide(
         },
         &state.trusted,
     );
+    if signout::is_reserved(&path) {
+        let answer = signout::answer(&req, body, &path, &client, &state.oidc, &state.store);
+        return (None, Box::pin(answer).await);
+    }
     // This request's routes, whatever a reload puts in force meanwhile.
     let routes = state.routes.get();
     let route = routes.find(host_key.as_deref(), &path);

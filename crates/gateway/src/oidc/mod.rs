@@ -1,8 +1,8 @@
 //! OIDC: Bearer JWTs verified against the issuer's keys, and the browser code flow (state,
 //! nonce, PKCE S256) ending in a sealed session cookie bound to one auth server and the version
 //! of its configuration. Nothing a browser sends before it has signed in is kept by the gateway.
-//! A session ended early is no session any more, on every gateway sharing the database
-//! ([`Revocations`]).
+//! A session signed out (`signout.rs`) is no session any more, on every gateway sharing the
+//! database ([`Revocations`]).
 
 mod claims;
 mod login;
@@ -15,15 +15,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use domain::model::auth_server::{AuthServer, OidcConfig};
 use domain::model::session::SessionSubject;
 use domain::ports::secrets::SecretVault;
+use domain::ports::storage::{SessionStore, StoreError};
 use http::StatusCode;
 use http::header;
 use rand::RngCore;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+use store_postgres::PgStore;
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
@@ -37,6 +39,7 @@ use crate::problem::{found, problem, with_header};
 use crate::revocations::Revocations;
 use crate::token::{bearer, refuse};
 use login::PendingLogin;
+pub use login::local_path;
 use provider::Providers;
 use session::{Issued, Session};
 
@@ -61,6 +64,14 @@ pub struct Oidc {
     session_ttl: Duration,
     /// Sessions ended before their time.
     revocations: Revocations,
+}
+
+/// A session cookie a sign-out found: its name, and whether it is the Secure one (so it is
+/// cleared with the attributes it was set with).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Presented {
+    pub name: String,
+    pub secure: bool,
 }
 
 impl std::fmt::Debug for Oidc {
@@ -498,6 +509,75 @@ impl Oidc {
             self.session_ttl.as_secs(),
             secure(config),
         ))
+    }
+}
+
+impl Oidc {
+    /// Ends, on the server, every session among the request's cookies that is still live:
+    /// each by its id and, `everywhere`, every session of its person issued until now. A
+    /// session already ended, expired, or sealed before sessions had ids is recorded nothing
+    /// for (an ended session can end nothing more). Returns the session cookies presented, to
+    /// clear whatever they held. Stops at the first record that cannot be written.
+    pub async fn sign_out(
+        &self,
+        store: &PgStore,
+        cookie_headers: &[&str],
+        everywhere: bool,
+    ) -> Result<Vec<Presented>, StoreError> {
+        let now = Utc::now();
+        let mut presented: Vec<Presented> = Vec::new();
+        let mut ended: Vec<Uuid> = Vec::new();
+        let mut subjects: Vec<(SessionSubject, DateTime<Utc>)> = Vec::new();
+        let outcome = async {
+            for (name, value) in cookies::pairs(cookie_headers) {
+                // A browser sends each cookie once; the first of a name is the one a request is
+                // checked by.
+                let Some(secure) = session::is_cookie_name(name) else {
+                    continue;
+                };
+                if presented.iter().any(|p| p.name == name) {
+                    continue;
+                }
+                presented.push(Presented {
+                    name: name.to_owned(),
+                    secure,
+                });
+                let Some(standing) = self
+                    .sessions
+                    .open::<Session>(name, value)
+                    .and_then(|s| s.standing())
+                else {
+                    continue;
+                };
+                if standing.expires_at <= now || self.revocations.ends(&standing) {
+                    continue;
+                }
+                if let Some(id) = standing.id {
+                    store.end_session(id, standing.expires_at).await?;
+                    ended.push(id);
+                }
+                if everywhere && !subjects.iter().any(|(s, _)| *s == standing.subject) {
+                    // Every session of this person was issued at most one session lifetime
+                    // before it ends: the record can go then.
+                    let until = chrono::Duration::from_std(self.session_ttl)
+                        .ok()
+                        .and_then(|longest| now.checked_add_signed(longest))
+                        .unwrap_or(DateTime::<Utc>::MAX_UTC);
+                    store.end_sessions_of(&standing.subject, now, until).await?;
+                    subjects.push((standing.subject, now));
+                }
+            }
+            Ok::<(), StoreError>(())
+        }
+        .await;
+        // What was written is in force here at once, even when a later write failed.
+        self.revocations.add(&ended, &subjects).await;
+        outcome.map(|()| presented)
+    }
+
+    /// A `Set-Cookie` value that clears a session cookie `presented`.
+    pub fn clear(presented: &Presented) -> String {
+        cookies::clear_cookie(&presented.name, "/", presented.secure)
     }
 }
 

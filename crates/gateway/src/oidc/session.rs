@@ -70,6 +70,18 @@ pub fn cookie_name(server: Uuid, secure: bool) -> String {
     format!("{prefix}gateway_session_{}", server.simple())
 }
 
+/// Whether `name` is a session cookie's name as [`cookie_name`] makes it; whether it is the
+/// Secure one.
+pub fn is_cookie_name(name: &str) -> Option<bool> {
+    let (bare, secure) = match name.strip_prefix("__Host-") {
+        Some(bare) => (bare, true),
+        None => (name, false),
+    };
+    let id = bare.strip_prefix("gateway_session_")?;
+    let server = Uuid::try_parse(id).ok()?;
+    (cookie_name(server, secure) == name).then_some(secure)
+}
+
 /// The version of `server`'s identity-relevant configuration.
 pub fn version(server: &AuthServer, config: &OidcConfig) -> String {
     let mut h = Sha256::new();
@@ -176,6 +188,23 @@ mod tests {
             cookie_name(id, true),
             format!("__Host-gateway_session_{}", id.simple())
         );
+    }
+
+    #[test]
+    fn session_cookies_are_told_by_their_exact_name() {
+        let id = Uuid::from_u128(7);
+        for (name, secure) in [
+            (cookie_name(id, true), Some(true)),
+            (cookie_name(id, false), Some(false)),
+            (format!("gateway_session_{id}"), None),
+            (format!("__HOST-gateway_session_{}", id.simple()), None),
+            (format!("__Secure-gateway_session_{}", id.simple()), None),
+            (format!("gateway_session_{}x", id.simple()), None),
+            ("gateway_login_0123".to_owned(), None),
+            ("gateway_session_".to_owned(), None),
+        ] {
+            assert_eq!(is_cookie_name(&name), secure, "{name}");
+        }
     }
 
     /// A session sealed before sign-out existed opens (its `issued` is absent) and has no
