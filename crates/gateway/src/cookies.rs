@@ -102,15 +102,23 @@ impl Sealer {
     }
 }
 
-/// The cookies of a request, by name: every `Cookie` header, split (HTTP/2 clients send one
-/// header per cookie).
-pub fn find<'a>(cookie_headers: &[&'a str], name: &str) -> Option<&'a str> {
+/// The cookies of a request, name and value, in order: every `Cookie` header, split (HTTP/2
+/// clients send one header per cookie).
+pub fn pairs<'h, 'a>(
+    cookie_headers: &'h [&'a str],
+) -> impl Iterator<Item = (&'a str, &'a str)> + use<'h, 'a> {
     cookie_headers
         .iter()
         .flat_map(|h| h.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
+        .map(|(n, v)| (n, v.trim().trim_matches('"')))
+}
+
+/// The value of the first cookie named `name`.
+pub fn find<'a>(cookie_headers: &[&'a str], name: &str) -> Option<&'a str> {
+    pairs(cookie_headers)
         .find(|(n, _)| *n == name)
-        .map(|(_, v)| v.trim().trim_matches('"'))
+        .map(|(_, v)| v)
 }
 
 /// Whether a cookie name is one of the gateway's, in any prefix form: `__Host-` and

@@ -5,7 +5,8 @@
 //! the client as the gateway saw it ([`forwarding`]), the route ([`routes`]), a sign-in callback
 //! if the route's server answers one there, the failed-attempt limit ([`ratelimit`]), the auth
 //! check ([`basic`], [`token`], [`oidc`]), and forwarding exactly the path that was checked
-//! ([`proxy`]). `docs/gateway.md` states what this guarantees.
+//! ([`proxy`]). The gateway's own pages (`/.gateway/`: [`signout`]) are answered before any
+//! route is looked at. `docs/gateway.md` states what this guarantees.
 
 mod basic;
 mod body;
@@ -22,10 +23,12 @@ mod proxy;
 mod ratelimit;
 mod registry;
 mod request;
+mod revocations;
 pub mod routes;
 mod routes_file;
 mod serve;
 pub mod settings;
+mod signout;
 mod tls;
 mod token;
 mod upstream;
@@ -58,6 +61,7 @@ use crate::path::CanonicalPath;
 use crate::problem::{problem, with_header};
 use crate::ratelimit::{Limiter, Scope};
 use crate::registry::{Registry, Snapshot};
+use crate::revocations::Revocations;
 use crate::routes_file::RoutesFile;
 use crate::serve::{Peer, Sockets, TlsSocket, Workers};
 use crate::upstream::Upstreams;
@@ -87,6 +91,8 @@ pub(crate) struct State {
     limiter: Limiter,
     trusted: TrustedProxies,
     metrics: Arc<Metrics>,
+    /// Where sign-outs are recorded.
+    store: PgStore,
 }
 
 /// A started gateway: its addresses, and the handle that stops it.
@@ -248,14 +254,28 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         .await
         .map_err(|e| StartError::Database(e.to_string()))?;
     metrics.auth_servers(count);
+    let revocations = Revocations::default();
+    revocations
+        .reload(&store)
+        .await
+        .map_err(|e| StartError::Database(e.to_string()))?;
     warn_about_callbacks(&routes.get(), &registry.get());
     let routes_watch = tokio::spawn(routes_file.watch(registry.clone(), metrics.clone()));
-    let reloader = tokio::spawn(registry.clone().keep_fresh(
-        store,
-        AuthServerChanges::start(&settings.database_url),
+    let changes = AuthServerChanges::start(&settings.database_url);
+    let signed_out = revocations.clone().keep_fresh(
+        store.clone(),
+        changes.session_revocations(),
+        settings.reload_interval,
+    );
+    let servers = registry.clone().keep_fresh(
+        store.clone(),
+        changes,
         settings.reload_interval,
         metrics.clone(),
-    ));
+    );
+    let reloader = tokio::spawn(async move {
+        tokio::join!(servers, signed_out);
+    });
     let oidc = Oidc::new(
         vault.clone(),
         Outbound::new(issuer_networks),
@@ -265,6 +285,7 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
             session_epoch: settings.session_epoch.clone(),
             endpoint_hosts: settings.oidc_endpoint_hosts.clone(),
         },
+        revocations,
     );
     let state = Arc::new(State {
         routes,
@@ -276,6 +297,7 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         limiter: Limiter::default(),
         trusted: settings.trusted_proxies.clone(),
         metrics: metrics.clone(),
+        store,
     });
     let mut tls = tls.map(|t| (t.sockets.into_iter(), t.acceptor, t.certificates));
     let sockets = plain
@@ -517,6 +539,10 @@ async fn decide(
         },
         &state.trusted,
     );
+    if signout::is_reserved(&path) {
+        let answer = signout::answer(&req, body, &path, &client, &state.oidc, &state.store);
+        return (None, Box::pin(answer).await);
+    }
     // This request's routes, whatever a reload puts in force meanwhile.
     let routes = state.routes.get();
     let route = routes.find(host_key.as_deref(), &path);

@@ -294,7 +294,7 @@ fn requested_upgrade(headers: &HeaderMap) -> Option<HeaderValue> {
 
 /// Whether a browser's `Origin` is the request's own: `proto://host`, the port included when
 /// the request's host carries one, compared without regard to case.
-fn same_origin(origin: Option<&str>, proto: &str, host: Option<&str>) -> bool {
+pub(crate) fn same_origin(origin: Option<&str>, proto: &str, host: Option<&str>) -> bool {
     match (origin, host) {
         (Some(origin), Some(host)) => origin.split_once("://").is_some_and(|(scheme, rest)| {
             scheme.eq_ignore_ascii_case(proto) && rest.eq_ignore_ascii_case(host)

@@ -269,6 +269,11 @@ fn route(index: usize, r: RouteConfig) -> Result<Route, RoutesError> {
             "path_prefix must be a normalised path (it reads as {canonical})"
         )));
     }
+    if crate::signout::is_reserved(&prefix) {
+        return Err(invalid(
+            "path_prefix may not be under /.gateway: the gateway answers that prefix itself",
+        ));
+    }
     let upstream = url::Url::parse(&r.upstream)
         .map_err(|_| invalid("upstream must be an absolute http(s) URL"))?;
     if !matches!(upstream.scheme(), "http" | "https") || upstream.host().is_none() {
@@ -611,6 +616,8 @@ auth_server = "c"
             FILE.replace("\"/app\"", "\"/app/../x\""),
             FILE.replace("\"/app\"", "\"/a%2fpp\""),
             FILE.replace("\"/app\"", "\"/%61pp\""),
+            FILE.replace("\"/app\"", "\"/.gateway\""),
+            FILE.replace("\"/app\"", "\"/.gateway/app\""),
             FILE.replace("Tenant.Example.com", "tenant.example.com:8443"),
             format!("{FILE}\nextra = 1"),
             format!("{FILE}\ntimeouts = {{ first_byte_ms = 0 }}"),

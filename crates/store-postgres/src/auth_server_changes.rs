@@ -1,10 +1,13 @@
-//! The gateway's wake-up for auth server changes: a thread holds a LISTEN on
-//! `auth_server_changes` (every auth server write notifies it in its transaction) and wakes
-//! the holder of [`AuthServerChanges`] at each notification, and each time the LISTEN is
-//! (re)established, since whatever changed while none was active went unheard.
+//! The gateway's wake-ups for auth server changes and for sessions ended early: a thread holds
+//! a LISTEN on `auth_server_changes` and on `session_revocations` (every write of either kind
+//! notifies its channel in its transaction) on one connection, and wakes the holder of
+//! [`AuthServerChanges`] (or of its [`SessionRevocationChanges`]) at each notification of its
+//! channel, and both each time the LISTEN is (re)established, since whatever changed while none
+//! was active went unheard.
 //!
-//! It says only "read again": the gateway reads every auth server whenever woken, so a burst
-//! of changes costs one read (the wake-up holds one permit, not a count).
+//! Each says only "read again": the gateway reads every auth server (or every sign-out in
+//! force) whenever woken, so a burst of changes costs one read (a wake-up holds one permit, not
+//! a count).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -12,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use crate::listener::Listener;
-use crate::{AUTH_SERVER_CHANNEL, with_connect_timeout, with_param};
+use crate::listener::{Listener, Notification};
+use crate::{AUTH_SERVER_CHANNEL, SESSION_CHANNEL, with_connect_timeout, with_param};
 
 /// The LISTEN connection's `application_name`, for operators (and tests) in `pg_stat_activity`.
 pub const APPLICATION_NAME: &str = "kubesvc-gateway-listener";
@@ -28,12 +31,28 @@ const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-/// Wakes its holder when an auth server may have changed. Dropping it ends its thread (within
-/// a second).
+/// Wakes its holder when an auth server may have changed. Dropping it, and every
+/// [`SessionRevocationChanges`] taken from it, ends its thread (within a second).
 pub struct AuthServerChanges {
     wake: Arc<Notify>,
+    sessions: Arc<Notify>,
     listening: Arc<AtomicBool>,
+    alive: Arc<()>,
+}
+
+/// Wakes its holder when a session may have been ended early: heard on the LISTEN connection
+/// of the [`AuthServerChanges`] it was taken from, so a gateway holds one connection for both.
+pub struct SessionRevocationChanges {
+    wake: Arc<Notify>,
     _alive: Arc<()>,
+}
+
+impl SessionRevocationChanges {
+    /// Waits until a session may have been ended since the last return (at once when one
+    /// already may have).
+    pub async fn changed(&self) {
+        self.wake.notified().await;
+    }
 }
 
 impl AuthServerChanges {
@@ -41,12 +60,14 @@ impl AuthServerChanges {
     /// this never fails. The first wake-up comes once the LISTEN is in place.
     pub fn start(database_url: &str) -> AuthServerChanges {
         let wake = Arc::new(Notify::new());
+        let sessions = Arc::new(Notify::new());
         let listening = Arc::new(AtomicBool::new(false));
         let alive = Arc::new(());
         let url = with_connect_timeout(database_url, Duration::from_secs(5));
         let url = with_param(&url, "application_name", APPLICATION_NAME);
         let thread = Shared {
             wake: wake.clone(),
+            sessions: sessions.clone(),
             listening: listening.clone(),
             alive: Arc::downgrade(&alive),
         };
@@ -58,8 +79,17 @@ impl AuthServerChanges {
         }
         AuthServerChanges {
             wake,
+            sessions,
             listening,
-            _alive: alive,
+            alive,
+        }
+    }
+
+    /// The wake-up for sessions ended early, on the same connection.
+    pub fn session_revocations(&self) -> SessionRevocationChanges {
+        SessionRevocationChanges {
+            wake: self.sessions.clone(),
+            _alive: self.alive.clone(),
         }
     }
 
@@ -77,6 +107,7 @@ impl AuthServerChanges {
 
 struct Shared {
     wake: Arc<Notify>,
+    sessions: Arc<Notify>,
     listening: Arc<AtomicBool>,
     alive: Weak<()>,
 }
@@ -90,7 +121,10 @@ impl Shared {
         let mut backoff = FIRST_BACKOFF;
         while self.wanted() {
             let connected = Listener::connect(url).and_then(|mut conn| {
-                conn.execute(&format!("LISTEN {AUTH_SERVER_CHANNEL}"), STATEMENT_TIMEOUT)?;
+                conn.execute(
+                    &format!("LISTEN {AUTH_SERVER_CHANNEL}; LISTEN {SESSION_CHANNEL}"),
+                    STATEMENT_TIMEOUT,
+                )?;
                 Ok(conn)
             });
             let mut conn = match connected {
@@ -106,6 +140,7 @@ impl Shared {
             self.listening.store(true, Ordering::SeqCst);
             // Changes made while no LISTEN was active were not heard: read everything again.
             self.wake.notify_one();
+            self.sessions.notify_one();
             let lost = self.serve(&mut conn);
             self.listening.store(false, Ordering::SeqCst);
             if let Some(error) = lost {
@@ -114,20 +149,31 @@ impl Shared {
         }
     }
 
-    /// Wakes the holder at each notification until the connection fails (its error) or the
-    /// holder is gone (`None`).
+    /// Wakes the holder of each channel notified.
+    fn dispatch(&self, notifications: &[Notification]) {
+        if notifications
+            .iter()
+            .any(|n| n.channel == AUTH_SERVER_CHANNEL)
+        {
+            self.wake.notify_one();
+        }
+        if notifications.iter().any(|n| n.channel == SESSION_CHANNEL) {
+            self.sessions.notify_one();
+        }
+    }
+
+    /// Wakes the holders at each notification until the connection fails (its error) or the
+    /// holders are gone (`None`).
     fn serve(&self, conn: &mut Listener) -> Option<String> {
         let mut next_probe = Instant::now() + PROBE_EVERY;
         while self.wanted() {
             match conn.wait(WAIT) {
-                Ok(notifications) if !notifications.is_empty() => self.wake.notify_one(),
-                Ok(_) => {}
+                Ok(notifications) => self.dispatch(&notifications),
                 Err(error) => return Some(error),
             }
             if Instant::now() >= next_probe {
                 match conn.execute("SELECT 1", STATEMENT_TIMEOUT) {
-                    Ok(notifications) if !notifications.is_empty() => self.wake.notify_one(),
-                    Ok(_) => {}
+                    Ok(notifications) => self.dispatch(&notifications),
                     Err(error) => return Some(error),
                 }
                 next_probe = Instant::now() + PROBE_EVERY;

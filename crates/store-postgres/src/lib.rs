@@ -45,6 +45,7 @@ use tokio::sync::Semaphore;
 
 pub use auth_server_changes::{
     APPLICATION_NAME as GATEWAY_LISTENER_APPLICATION_NAME, AuthServerChanges,
+    SessionRevocationChanges,
 };
 pub use error::StoreSetupError;
 pub use feed::{APPLICATION_NAME as CHANGE_FEED_APPLICATION_NAME, PgChangeFeed};

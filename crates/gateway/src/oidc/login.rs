@@ -58,6 +58,29 @@ pub fn return_to(path: &str, query: &str) -> String {
     }
 }
 
+/// `rd`, a page to go to that a request named, in the form a return path has, when it is a
+/// page of this origin: a path starting with one `/` (`//host` and `/\host` are other hosts to
+/// a browser), with a canonical form (no backslash, no control character, not above `/`), a
+/// query of visible characters only, and no longer than a return path may be. Anything else
+/// (an absolute URL above all) is `None`: never followed.
+pub fn local_path(rd: &str) -> Option<String> {
+    let (path, query) = rd.split_once('?').unwrap_or((rd, ""));
+    let mut after_slash = path.strip_prefix('/')?.bytes();
+    if matches!(after_slash.next(), Some(b'/' | b'\\')) {
+        return None;
+    }
+    if !query.bytes().all(|b| b.is_ascii_graphic() && b != b'#') {
+        return None;
+    }
+    let path = crate::path::normalize(path).ok()?;
+    let full = if query.is_empty() {
+        path.as_str().to_owned()
+    } else {
+        format!("{}?{query}", path.as_str())
+    };
+    (full.len() <= MAX_RETURN_TO).then_some(full)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,5 +99,34 @@ mod tests {
         assert_eq!(return_to("/app/x", ""), "/app/x");
         assert_eq!(return_to("/app/x", &"q".repeat(5000)), "/app/x");
         assert_eq!(return_to(&format!("/{}", "p".repeat(5000)), ""), "/");
+    }
+
+    #[test]
+    fn only_pages_of_this_origin_are_gone_to() {
+        for (rd, gone_to) in [
+            ("/", Some("/")),
+            ("/app/x?a=1&b=%2F", Some("/app/x?a=1&b=%2F")),
+            ("/app/./y/../x", Some("/app/x")),
+            ("/app//x", Some("/app/x")),
+            ("/caf\u{e9}", Some("/caf%C3%A9")),
+            ("//evil.example", None),
+            ("//evil.example/x", None),
+            ("/\\evil.example", None),
+            ("/\tevil", None),
+            ("/x\n/y", None),
+            ("https://evil.example/", None),
+            ("javascript:alert(1)", None),
+            ("evil.example", None),
+            ("", None),
+            ("/..", None),
+            ("/%2F%2Fevil.example", None),
+            ("/x?a=b c", None),
+            ("/x?a=\r\nSet-Cookie:x", None),
+            ("/x?a#b", None),
+        ] {
+            assert_eq!(local_path(rd).as_deref(), gone_to, "{rd:?}");
+        }
+        let long = format!("/{}", "p".repeat(MAX_RETURN_TO));
+        assert_eq!(local_path(&long), None);
     }
 }

@@ -1,6 +1,8 @@
 //! OIDC: Bearer JWTs verified against the issuer's keys, and the browser code flow (state,
 //! nonce, PKCE S256) ending in a sealed session cookie bound to one auth server and the version
 //! of its configuration. Nothing a browser sends before it has signed in is kept by the gateway.
+//! A session signed out (`signout.rs`) is no session any more, on every gateway sharing the
+//! database ([`Revocations`]).
 
 mod claims;
 mod login;
@@ -13,14 +15,19 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::{DateTime, Utc};
 use domain::model::auth_server::{AuthServer, OidcConfig};
+use domain::model::session::SessionSubject;
 use domain::ports::secrets::SecretVault;
+use domain::ports::storage::{SessionStore, StoreError};
 use http::StatusCode;
 use http::header;
 use rand::RngCore;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+use store_postgres::PgStore;
 use subtle::ConstantTimeEq;
+use uuid::Uuid;
 
 pub use provider::OidcError;
 
@@ -29,10 +36,12 @@ use crate::cookies::{self, Sealer};
 use crate::outbound::Outbound;
 use crate::outcome::{Attempts, Facts, Identity, Outcome, too_many};
 use crate::problem::{found, problem, with_header};
+use crate::revocations::Revocations;
 use crate::token::{bearer, refuse};
 use login::PendingLogin;
+pub use login::local_path;
 use provider::Providers;
-use session::Session;
+use session::{Issued, Session};
 
 /// What the OIDC side is configured with.
 #[derive(Debug, Clone)]
@@ -53,6 +62,16 @@ pub struct Oidc {
     logins: Sealer,
     sessions: Sealer,
     session_ttl: Duration,
+    /// Sessions ended before their time.
+    revocations: Revocations,
+}
+
+/// A session cookie a sign-out found: its name, and whether it is the Secure one (so it is
+/// cleared with the attributes it was set with).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Presented {
+    pub name: String,
+    pub secure: bool,
 }
 
 impl std::fmt::Debug for Oidc {
@@ -123,7 +142,12 @@ fn no_store(mut response: Response) -> Response {
 }
 
 impl Oidc {
-    pub fn new(vault: secrets::Vault, outbound: Outbound, settings: &OidcSettings) -> Oidc {
+    pub fn new(
+        vault: secrets::Vault,
+        outbound: Outbound,
+        settings: &OidcSettings,
+        revocations: Revocations,
+    ) -> Oidc {
         // One key per purpose, derived from each key of the SECRETS_KEY ring: a cookie never opens a sealed secret
         // and a login cookie never passes for a session. v3: sessions made before claim values
         // were trimmed and refused when they could read as several carry headers made under
@@ -142,6 +166,7 @@ impl Oidc {
             logins,
             sessions,
             session_ttl: settings.session_ttl,
+            revocations,
         }
     }
 
@@ -211,6 +236,12 @@ impl Oidc {
         let name = session::cookie_name(server.id, secure(config));
         let value = cookies::find(&facts.cookies, &name)?;
         let stored: Session = self.sessions.open(&name, value)?;
+        if stored
+            .standing()
+            .is_some_and(|standing| self.revocations.ends(&standing))
+        {
+            return None;
+        }
         let headers = session::accept(
             stored,
             server.id,
@@ -442,14 +473,29 @@ impl Oidc {
             .providers
             .verify(config, &id_token, Some(&login.nonce))
             .await?;
+        // Whose session this is, for "sign out everywhere": the issuer's own name for the
+        // person, whatever claims the server maps to headers.
+        let sub = claims
+            .get("sub")
+            .and_then(serde_json::Value::as_str)
+            .filter(|sub| !sub.is_empty())
+            .ok_or_else(|| OidcError::Invalid("the ID token has no sub".into()))?;
+        let issued_at = Utc::now();
         let stored = Session {
             server: server.id,
             version: login.version.clone(),
-            expires: now_s() + self.session_ttl.as_secs(),
+            expires: u64::try_from(issued_at.timestamp()).unwrap_or(0) + self.session_ttl.as_secs(),
             headers: claims::headers(&config.claims, &claims)
                 .into_iter()
                 .map(|(n, v)| (n.to_owned(), v))
                 .collect(),
+            issued: Some(Issued {
+                id: Uuid::new_v4(),
+                at_ms: issued_at.timestamp_millis(),
+                subject: SessionSubject::gateway(&config.issuer_url, sub)
+                    .as_str()
+                    .to_owned(),
+            }),
         };
         let name = session::cookie_name(server.id, secure(config));
         let value = self
@@ -463,6 +509,75 @@ impl Oidc {
             self.session_ttl.as_secs(),
             secure(config),
         ))
+    }
+}
+
+impl Oidc {
+    /// Ends, on the server, every session among the request's cookies that is still live:
+    /// each by its id and, `everywhere`, every session of its person issued until now. A
+    /// session already ended, expired, or sealed before sessions had ids is recorded nothing
+    /// for (an ended session can end nothing more). Returns the session cookies presented, to
+    /// clear whatever they held. Stops at the first record that cannot be written.
+    pub async fn sign_out(
+        &self,
+        store: &PgStore,
+        cookie_headers: &[&str],
+        everywhere: bool,
+    ) -> Result<Vec<Presented>, StoreError> {
+        let now = Utc::now();
+        let mut presented: Vec<Presented> = Vec::new();
+        let mut ended: Vec<Uuid> = Vec::new();
+        let mut subjects: Vec<(SessionSubject, DateTime<Utc>)> = Vec::new();
+        let outcome = async {
+            for (name, value) in cookies::pairs(cookie_headers) {
+                // A browser sends each cookie once; the first of a name is the one a request is
+                // checked by.
+                let Some(secure) = session::is_cookie_name(name) else {
+                    continue;
+                };
+                if presented.iter().any(|p| p.name == name) {
+                    continue;
+                }
+                presented.push(Presented {
+                    name: name.to_owned(),
+                    secure,
+                });
+                let Some(standing) = self
+                    .sessions
+                    .open::<Session>(name, value)
+                    .and_then(|s| s.standing())
+                else {
+                    continue;
+                };
+                if standing.expires_at <= now || self.revocations.ends(&standing) {
+                    continue;
+                }
+                if let Some(id) = standing.id {
+                    store.end_session(id, standing.expires_at).await?;
+                    ended.push(id);
+                }
+                if everywhere && !subjects.iter().any(|(s, _)| *s == standing.subject) {
+                    // Every session of this person was issued at most one session lifetime
+                    // before it ends: the record can go then.
+                    let until = chrono::Duration::from_std(self.session_ttl)
+                        .ok()
+                        .and_then(|longest| now.checked_add_signed(longest))
+                        .unwrap_or(DateTime::<Utc>::MAX_UTC);
+                    store.end_sessions_of(&standing.subject, now, until).await?;
+                    subjects.push((standing.subject, now));
+                }
+            }
+            Ok::<(), StoreError>(())
+        }
+        .await;
+        // What was written is in force here at once, even when a later write failed.
+        self.revocations.add(&ended, &subjects).await;
+        outcome.map(|()| presented)
+    }
+
+    /// A `Set-Cookie` value that clears a session cookie `presented`.
+    pub fn clear(presented: &Presented) -> String {
+        cookies::clear_cookie(&presented.name, "/", presented.secure)
     }
 }
 

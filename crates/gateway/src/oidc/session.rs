@@ -6,8 +6,15 @@
 //! them through the API, or deleting the server, ends every session of it at the next request;
 //! setting a new client secret is how an operator ends one server's sessions on purpose.
 //! `GATEWAY_SESSION_EPOCH` ends every session of every server (it is part of the cookie key).
+//!
+//! A session also carries what a sign-out needs to end it on the server: its id, when it was
+//! issued, and whose it is ([`Issued`]). Sessions sealed before sign-out existed carry none of
+//! it: they are accepted until they expire (no record can name them), and a sign-out only
+//! clears them from the browser that presents them.
 
+use chrono::{DateTime, Utc};
 use domain::model::auth_server::{AuthServer, OidcConfig};
+use domain::model::session::{SessionStanding, SessionSubject};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -21,6 +28,38 @@ pub struct Session {
     pub expires: u64,
     /// The `X-Auth-*` headers, as derived at sign-in.
     pub headers: Vec<(String, String)>,
+    /// Absent in sessions sealed before sign-out existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued: Option<Issued>,
+}
+
+/// Who a session stands for and when it began, so a sign-out can end it, or every session of
+/// its person, on every gateway sharing the database.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Issued {
+    /// Random, one per sign-in.
+    pub id: Uuid,
+    /// Unix milliseconds: a sign-in right after a "sign out everywhere" must not be taken for
+    /// one made in the same second before it.
+    pub at_ms: i64,
+    /// [`SessionSubject::gateway`] of the issuer and the ID token's `sub`, as stored.
+    pub subject: String,
+}
+
+impl Session {
+    /// What the session says of itself to a sign-out record, when it can say anything.
+    pub fn standing(&self) -> Option<SessionStanding> {
+        let issued = self.issued.as_ref()?;
+        Some(SessionStanding {
+            id: Some(issued.id),
+            subject: SessionSubject::from_stored(issued.subject.clone()),
+            issued_at: DateTime::<Utc>::from_timestamp_millis(issued.at_ms)?,
+            expires_at: DateTime::<Utc>::from_timestamp(
+                i64::try_from(self.expires).unwrap_or(i64::MAX),
+                0,
+            )?,
+        })
+    }
 }
 
 /// The session cookie of `server`.
@@ -29,6 +68,18 @@ pub fn cookie_name(server: Uuid, secure: bool) -> String {
     // set it. On loopback http (development) the plain name is all a browser accepts.
     let prefix = if secure { "__Host-" } else { "" };
     format!("{prefix}gateway_session_{}", server.simple())
+}
+
+/// Whether `name` is a session cookie's name as [`cookie_name`] makes it; whether it is the
+/// Secure one.
+pub fn is_cookie_name(name: &str) -> Option<bool> {
+    let (bare, secure) = match name.strip_prefix("__Host-") {
+        Some(bare) => (bare, true),
+        None => (name, false),
+    };
+    let id = bare.strip_prefix("gateway_session_")?;
+    let server = Uuid::try_parse(id).ok()?;
+    (cookie_name(server, secure) == name).then_some(secure)
 }
 
 /// The version of `server`'s identity-relevant configuration.
@@ -127,6 +178,7 @@ mod tests {
             version: "v".into(),
             expires: 100,
             headers: vec![("x-auth-user".into(), "alice".into())],
+            issued: None,
         };
         assert!(accept(s.clone(), id, "v", 99).is_some());
         assert!(accept(s.clone(), id, "v", 100).is_none());
@@ -136,5 +188,46 @@ mod tests {
             cookie_name(id, true),
             format!("__Host-gateway_session_{}", id.simple())
         );
+    }
+
+    #[test]
+    fn session_cookies_are_told_by_their_exact_name() {
+        let id = Uuid::from_u128(7);
+        for (name, secure) in [
+            (cookie_name(id, true), Some(true)),
+            (cookie_name(id, false), Some(false)),
+            (format!("gateway_session_{id}"), None),
+            (format!("__HOST-gateway_session_{}", id.simple()), None),
+            (format!("__Secure-gateway_session_{}", id.simple()), None),
+            (format!("gateway_session_{}x", id.simple()), None),
+            ("gateway_login_0123".to_owned(), None),
+            ("gateway_session_".to_owned(), None),
+        ] {
+            assert_eq!(is_cookie_name(&name), secure, "{name}");
+        }
+    }
+
+    /// A session sealed before sign-out existed opens (its `issued` is absent) and has no
+    /// standing; one sealed now carries its own.
+    #[test]
+    fn only_sessions_with_an_id_have_a_standing() {
+        let old = r#"{"server":"00000000-0000-0000-0000-000000000007","version":"v","expires":100,"headers":[]}"#;
+        let old: Session = serde_json::from_str(old).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(old.issued, None);
+        assert_eq!(old.standing(), None);
+        let subject = SessionSubject::gateway("https://id.example", "alice");
+        let new = Session {
+            issued: Some(Issued {
+                id: Uuid::from_u128(9),
+                at_ms: 40_500,
+                subject: subject.as_str().to_owned(),
+            }),
+            ..old
+        };
+        let standing = new.standing().unwrap_or_else(|| panic!("no standing"));
+        assert_eq!(standing.id, Some(Uuid::from_u128(9)));
+        assert_eq!(standing.subject, subject);
+        assert_eq!(standing.issued_at.timestamp_millis(), 40_500);
+        assert_eq!(standing.expires_at.timestamp(), 100);
     }
 }

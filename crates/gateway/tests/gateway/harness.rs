@@ -499,6 +499,28 @@ pub fn http() -> reqwest::Client {
         .expect("client")
 }
 
+/// `POST /.gateway/<page>` (`sign-out?rd=/`, `sign-out-everywhere`) with `client`'s cookies, as
+/// a page of the gateway's own origin posts it (`Origin`, `Sec-Fetch-Site: same-origin`), with
+/// these headers added or replacing those.
+pub async fn post_gateway_page(
+    h: &Harness,
+    client: &reqwest::Client,
+    page: &str,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut request = client.post(h.url(&format!("/.gateway/{page}")));
+    let own = format!("http://{}", h.gateway);
+    for (name, value) in [("origin", own.as_str()), ("sec-fetch-site", "same-origin")] {
+        if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            request = request.header(name, value);
+        }
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.expect("an answer")
+}
+
 pub fn basic(user_pass: &str) -> String {
     format!(
         "Basic {}",

@@ -10,6 +10,7 @@ mod harness;
 mod key_rotation;
 mod oidc;
 mod routes_reload;
+mod sign_out;
 mod tls;
 mod upgrades;
 mod upstreams;

@@ -374,6 +374,17 @@ pub(crate) async fn sign_in_from(
     start: &str,
     callback_port: u16,
 ) -> reqwest::Url {
+    sign_in_as(browser, start, callback_port, "alice").await
+}
+
+/// Signs in as `login` from `start` to the callback on `callback_port`. A browser the provider
+/// still knows (it signed in there before) is sent back to the callback without its pages.
+pub(crate) async fn sign_in_as(
+    browser: &reqwest::Client,
+    start: &str,
+    callback_port: u16,
+    login: &str,
+) -> reqwest::Url {
     let r = browser
         .get(start)
         .header("accept", "text/html,application/xhtml+xml")
@@ -382,20 +393,22 @@ pub(crate) async fn sign_in_from(
         .unwrap();
     assert_eq!(r.status(), 302);
     let at_gateway = |u: &reqwest::Url| u.port() == Some(callback_port);
-    let login = follow(browser, r, at_gateway)
-        .await
-        .expect_err("login page");
-    assert_eq!(login.status(), 200);
-    let login_url = login.url().clone();
+    let login_page = match follow(browser, r, at_gateway).await {
+        Ok(callback) => return callback,
+        Err(login_page) => login_page,
+    };
+    assert_eq!(login_page.status(), 200);
+    let login_url = login_page.url().clone();
     let r = browser
         .post(login_url)
-        .form(&[("prompt", "login"), ("login", "alice"), ("password", "x")])
+        .form(&[("prompt", "login"), ("login", login), ("password", "x")])
         .send()
         .await
         .unwrap();
-    let consent = follow(browser, r, at_gateway)
-        .await
-        .expect_err("consent page");
+    let consent = match follow(browser, r, at_gateway).await {
+        Ok(callback) => return callback,
+        Err(consent) => consent,
+    };
     let consent_url = consent.url().clone();
     let r = browser
         .post(consent_url)
@@ -406,6 +419,38 @@ pub(crate) async fn sign_in_from(
     follow(browser, r, at_gateway)
         .await
         .expect("redirect to the callback")
+}
+
+/// Signs `browser` in as `login` on `/oidc` (server `sso`); returns a copy of the session
+/// cookie it got (`name=value`), as a thief, or a second device, would keep it.
+pub(crate) async fn signed_in(h: &Harness, browser: &reqwest::Client, login: &str) -> String {
+    let callback = sign_in_as(browser, &h.url("/oidc/page"), h.gateway.port(), login).await;
+    let r = browser.get(callback).send().await.unwrap();
+    assert_eq!(r.status(), 302, "the callback signs in");
+    r.headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|c| c.starts_with("gateway_session_"))
+        .and_then(|c| c.split(';').next())
+        .expect("a session cookie")
+        .to_owned()
+}
+
+/// A request of `/oidc/api` with this `Cookie` header, as an API client (`Accept: json`) or a
+/// browser's navigation (`Accept: text/html`) would send it.
+pub(crate) async fn with_session(
+    gateway: std::net::SocketAddr,
+    cookie: &str,
+    accept: &str,
+) -> reqwest::Response {
+    http()
+        .get(format!("http://{gateway}/oidc/api"))
+        .header("cookie", cookie)
+        .header("accept", accept)
+        .send()
+        .await
+        .unwrap()
 }
 
 pub(crate) fn browser() -> reqwest::Client {

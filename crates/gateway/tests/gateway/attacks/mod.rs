@@ -8,6 +8,7 @@ mod connections;
 mod headers;
 mod limits;
 mod sessions;
+mod sign_out;
 mod signin;
 mod ssrf;
 mod traversal;
