@@ -7,7 +7,9 @@ SHELL := bash
 # Package selection for the Rust tests: `make test CARGO_TEST_ARGS='-p domain'`.
 CARGO_TEST_ARGS ?= --workspace
 # The steps `make test` runs, in order; each is a function step_NAME in scripts/test.sh.
-# rust: the Rust tests; openapi: validate /v1/openapi.json and lint it with Spectral; client:
+# rust: the Rust tests; deploy: render deploy/ and deploy/monitoring/ and validate them offline,
+# and check and unit-test the Prometheus rules with promtool; openapi: validate
+# /v1/openapi.json and lint it with Spectral; client:
 # generate a Python client from it and drive a lifecycle (tests/client); refusals: every body the
 # Rust black-box tests saw refused with 422 is refused by the document too; docs: the /docs
 # reference in headless Chromium (tests/docs); console: the web console driven in headless

@@ -188,7 +188,26 @@ step_deploy() {
     "$DEPLOY_VENV/bin/kubernetes-validate" --strict --quiet -k 1.32.0 "$rendered" || return $?
     say "checking settings, probes, resources and security contexts (scripts/check-deploy.py)"
     "$DEPLOY_VENV/bin/python" "$ROOT/scripts/check-deploy.py" "$rendered" \
-        "$ROOT/docs/configuration.md" "$ROOT/docs/gateway.md"
+        "$ROOT/docs/configuration.md" "$ROOT/docs/gateway.md" || return $?
+    step_deploy_monitoring
+}
+
+# deploy/monitoring/: the Prometheus rules, their unit tests, and the Grafana dashboard. Which
+# series they select is checked against real scrapes by a black-box test (step rust).
+# shellcheck disable=SC2317 # called by step_deploy, itself called as "step_$step"
+step_deploy_monitoring() {
+    local dir="$ROOT/deploy/monitoring" rendered="$ROOT/.local/deploy-monitoring.yaml"
+    # promtool ships in Debian's Prometheus package, with the server itself (which Debian
+    # enables as a service where systemd runs).
+    have promtool || apt_install prometheus
+    say "rendering deploy/monitoring/ with kubectl kustomize, validating it (kubernetes-validate --strict)"
+    kubectl kustomize "$dir" >"$rendered" || return $?
+    "$DEPLOY_VENV/bin/kubernetes-validate" --strict --quiet -k 1.32.0 "$rendered" || return $?
+    say "promtool check rules, promtool test rules (deploy/monitoring/*.test.yaml)"
+    promtool check rules "$dir/kubesvc.rules.yaml" || return $?
+    (cd "$dir" && promtool test rules kubesvc.rules.test.yaml kubesvc.rules.long.test.yaml) || return $?
+    say "checking the alerts' cases, their docs, the PrometheusRule and the dashboard (scripts/check-monitoring.py)"
+    "$DEPLOY_VENV/bin/python" "$ROOT/scripts/check-monitoring.py" "$dir" "$ROOT/docs/operations.md"
 }
 
 # shellcheck disable=SC2317 # steps are called as "step_$step"

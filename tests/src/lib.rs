@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod cli;
 pub mod console;
+pub mod monitoring;
 pub mod process;
 
 use std::time::Duration;

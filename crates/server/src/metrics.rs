@@ -41,7 +41,9 @@ fn to_i64(n: impl TryInto<i64>) -> i64 {
 }
 
 /// `cluster_cache_reads_total{result="hit"|"miss"|"bypass"}` and `cluster_cache_entries`: how
-/// the watch cache answers cluster reads (a bypass is a read it could not vouch for).
+/// the watch cache answers cluster reads (a bypass is a read it could not vouch for); and
+/// `change_feed_heartbeat_age_seconds`, how far behind the database this process may be: the
+/// alert on a change feed that stopped following the database reads it.
 pub struct CacheMetrics(pub CachedStore);
 
 impl std::fmt::Debug for CacheMetrics {
@@ -65,6 +67,14 @@ impl Collector for CacheMetrics {
             "cluster_cache_entries",
             "Clusters the watch cache holds.",
             to_i64(s.entries),
+        )?;
+        ConstGauge::new(self.0.feed_heartbeat_age().as_secs_f64()).encode(
+            encoder.encode_descriptor(
+                "change_feed_heartbeat_age_seconds",
+                "Seconds since the change feed last proved it had applied every committed change (once a second while it listens).",
+                None,
+                MetricType::Gauge,
+            )?,
         )
     }
 }

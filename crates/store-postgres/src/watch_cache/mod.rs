@@ -21,7 +21,7 @@ mod state;
 use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use domain::model::cluster::{Cluster, ClusterPhase, Exposure};
@@ -75,6 +75,12 @@ impl CachedStore {
     /// Hits, misses and bypasses so far, and the clusters held now.
     pub fn stats(&self) -> CacheStats {
         self.state.stats()
+    }
+
+    /// How long ago this process's change feed last proved that it had applied every committed
+    /// change; it does once a second while it listens, whatever the cache's size.
+    pub fn feed_heartbeat_age(&self) -> Duration {
+        self.state.heartbeat_age(Instant::now())
     }
 
     /// Reads clusters, from the cache where it holds them and in one statement for the rest,

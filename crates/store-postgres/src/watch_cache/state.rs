@@ -169,6 +169,15 @@ impl WatchState {
         self.beat.store(self.millis(now), Ordering::SeqCst);
     }
 
+    /// How long ago the feed last proved that every committed change was applied (since the
+    /// cache was made, if it never did): what a read here may lag behind the database.
+    pub fn heartbeat_age(&self, now: Instant) -> Duration {
+        Duration::from_millis(
+            self.millis(now)
+                .saturating_sub(self.beat.load(Ordering::SeqCst)),
+        )
+    }
+
     /// Whether the cache may answer now.
     pub fn trusted(&self, now: Instant) -> bool {
         self.capacity > 0
@@ -480,6 +489,21 @@ mod tests {
         assert_eq!(state.begin_load(c.id, late), None);
         state.beat(late);
         assert_eq!(revision_held(&state, c.id, late), Some(5));
+    }
+
+    #[test]
+    fn the_heartbeat_age_counts_from_the_last_proof_even_while_the_feed_is_lost() {
+        let (state, now) = listening(100);
+        let second = Duration::from_secs(1);
+        assert_eq!(state.heartbeat_age(now), Duration::ZERO);
+        assert_eq!(state.heartbeat_age(now + 5 * second), 5 * second);
+        state.beat(now + 5 * second);
+        assert_eq!(state.heartbeat_age(now + 6 * second), second);
+        // A lost connection proves nothing: the age keeps growing until the feed is back.
+        state.lost();
+        assert_eq!(state.heartbeat_age(now + 9 * second), 4 * second);
+        state.connected(now + 9 * second);
+        assert_eq!(state.heartbeat_age(now + 9 * second), Duration::ZERO);
     }
 
     #[test]
