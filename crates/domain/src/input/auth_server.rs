@@ -310,19 +310,28 @@ fn redirect_path_rule(value: &str) -> Result<(), validator::ValidationError> {
     if value.len() > 1024 {
         return Err(rule_error("must be at most 1024 characters"));
     }
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@".contains(c);
+    // `;`, `,` and `=` are path characters too, but a cookie's `Path` attribute ends at `;`
+    // and some parsers split on `,`: a redirect path is also the path of the sign-in cookie, so
+    // none of them can be in it.
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-._~!$&'()*+:@".contains(c);
     let body = value.strip_prefix('/').unwrap_or(value);
     let body = body.strip_suffix('/').unwrap_or(body);
     if body.is_empty() {
         return Err(rule_error("must name a path below '/'"));
     }
     for segment in body.split('/') {
-        let bare = segment.split(';').next().unwrap_or(segment);
-        if segment.is_empty() || bare == "." || bare == ".." || !segment.chars().all(plain) {
+        if segment.is_empty() || segment == "." || segment == ".." || !segment.chars().all(plain) {
             return Err(rule_error(
-                "must be a normalised path: non-empty segments of letters, digits and -._~!$&'()*+,;=:@, no '.' or '..' segment, no percent-encoding, query or fragment",
+                "must be a normalised path: non-empty segments of letters, digits and -._~!$&'()*+:@, no '.' or '..' segment, no percent-encoding, query or fragment",
             ));
         }
+    }
+    // The gateway answers everything under its own prefix itself (sign-out); a callback there
+    // would never reach the sign-in it completes.
+    if body == ".gateway" || body.starts_with(".gateway/") {
+        return Err(rule_error(
+            "must not be under /.gateway/, which the gateway keeps for itself",
+        ));
     }
     Ok(())
 }

@@ -90,7 +90,9 @@ impl From<CreateAuthServerRequest> for draft::CreateAuthServerRequest {
 pub struct OidcConfigRequest {
     /// https, or http for a loopback host.
     pub issuer_url: String,
-    /// A path of its own, starting with `/`.
+    /// A path of its own, starting with `/`, already normalised (no `.`/`..` segments, no
+    /// percent-encoding), of letters, digits and `-._~!$&'()*+:@` (never `;`, `,` or `=`, which
+    /// would reach the sign-in cookie's `Path`), and not under `/.gateway/`.
     #[schema(pattern = "^/")]
     pub redirect_path: String,
     pub client_id: String,
@@ -388,7 +390,7 @@ mod tests {
 
     #[test]
     fn auth_server_redirect_path_is_already_normalised() {
-        for good in ["/callback", "/oauth/callback", "/a/b;v=1/c", "/cb/"] {
+        for good in ["/callback", "/oauth/callback", "/a/b~v.1/c", "/cb/"] {
             assert!(
                 oidc(with(oidc_config(), "redirect_path", json!(good))).is_ok(),
                 "{good}"
@@ -405,6 +407,14 @@ mod tests {
             "/..;/x",
             "/a/..",
             "/caf\u{e9}",
+            // Characters that would end or split the sign-in cookie's Path attribute.
+            "/cb;Domain=evil.example",
+            "/a/b;v=1/c",
+            "/cb,x",
+            "/cb=1",
+            // The gateway's own prefix.
+            "/.gateway/callback",
+            "/.gateway",
         ] {
             assert!(
                 oidc(with(oidc_config(), "redirect_path", json!(bad)))
