@@ -52,6 +52,22 @@ impl RequestId {
     }
 }
 
+tokio::task_local! {
+    /// The id of the request being served, for the answers made deep in it (an error
+    /// converted with `?`), set by `middleware::observe` around each request.
+    static SERVING: RequestId;
+}
+
+/// Runs `f` as the serving of request `id`.
+pub async fn serving<F: Future>(id: RequestId, f: F) -> F::Output {
+    SERVING.scope(id, f).await
+}
+
+/// The id of the request being served (empty outside one).
+pub fn current_request_id() -> String {
+    SERVING.try_with(|r| r.0.clone()).unwrap_or_default()
+}
+
 pub fn request_id(req: &HttpRequest) -> String {
     req.extensions()
         .get::<RequestId>()
@@ -106,10 +122,6 @@ impl Ctx {
     /// the `X-Platform-Organization` header; neither means the caller's preferred one.
     pub fn organization(&self, query: &Query) -> OrgSelector {
         OrgSelector::first_named([query.get("organization"), self.org_header.as_deref()])
-    }
-
-    pub fn error(&self, e: impl Into<Failure>) -> ApiError {
-        ApiError::new(e, self.request_id.clone())
     }
 }
 

@@ -51,7 +51,9 @@ pub async fn observe(
         .unwrap_or(Admission::Pass(Vec::new(), None));
     let mut res = match admission {
         Admission::Pass(standings, ticket) => {
-            let mut res = next.call(req).instrument(span.clone()).await?;
+            let mut res = crate::extract::serving(id.clone(), next.call(req))
+                .instrument(span.clone())
+                .await?;
             if let (Some(ticket), Some(state)) = (ticket, &state) {
                 ticket.settle(&state.limiter, res.request());
             }

@@ -167,6 +167,20 @@ impl ApiError {
     }
 }
 
+/// A failure of the request being served: its id comes from the serving scope, so handlers
+/// answer a refusal with `?`.
+impl From<DomainError> for ApiError {
+    fn from(e: DomainError) -> ApiError {
+        ApiError::new(e, crate::extract::current_request_id())
+    }
+}
+
+impl From<RequestError> for ApiError {
+    fn from(e: RequestError) -> ApiError {
+        ApiError::new(e, crate::extract::current_request_id())
+    }
+}
+
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match &self.error {

@@ -38,7 +38,7 @@ struct ApiDoc;
 pub fn error_statuses(r: &RouteSpec) -> Vec<u16> {
     let mut s = Vec::new();
     if r.role == RequiredRole::Public {
-        if r.path == "/readyz" {
+        if r.readiness {
             s.push(503);
         }
         return s;
@@ -51,19 +51,11 @@ pub fn error_statuses(r: &RouteSpec) -> Vec<u16> {
         OrgSource::Body => s.push(404),
         OrgSource::None => {}
     }
-    let has_query = matches!(
-        r.path,
-        "/v1/catalog"
-            | "/v1/public/clusters"
-            | "/v1/public/gateway/auth-servers"
-            | "/v1/public/audit-events"
-    ) || r.path.ends_with("/state")
-        || r.path.ends_with("/operations")
-        || r.path.ends_with("/kubeconfig");
-    if has_query || r.idempotent || r.path.ends_with("/exposure") {
+    // A malformed Idempotency-Key is a 400, like a query parameter out of range.
+    if r.query || r.idempotent || r.state_rules {
         s.push(400);
     }
-    if r.role == RequiredRole::SuperAdmin {
+    if r.role == RequiredRole::SuperAdmin || r.state_rules {
         s.push(409);
     }
     if r.body {
@@ -71,9 +63,6 @@ pub fn error_statuses(r: &RouteSpec) -> Vec<u16> {
     }
     if r.capacity {
         s.push(402);
-    }
-    if r.path.ends_with("/kubeconfig") {
-        s.push(409);
     }
     if r.if_match {
         s.push(412);
@@ -109,16 +98,11 @@ fn reason(status: u16) -> &'static str {
 /// schema fuzzer's stateful phase) know where a created id goes. Written on the JSON: utoipa 5's
 /// `Link` serializes its fields in snake_case, which no validator accepts.
 fn add_links(doc: &mut serde_json::Value) {
-    for (create_path, prefix) in [
-        ("/v1/public/clusters", "/v1/public/clusters/{id}"),
-        (
-            "/v1/public/gateway/auth-servers",
-            "/v1/public/gateway/auth-servers/{id}",
-        ),
-    ] {
+    for create in ROUTES.iter().filter(|r| r.creates) {
+        let prefix = format!("{}/{{id}}", create.path);
         let mut targets = Vec::new();
         for (path, item) in doc["paths"].as_object().into_iter().flatten() {
-            if !path.starts_with(prefix) {
+            if !path.starts_with(&prefix) {
                 continue;
             }
             for method in ["get", "patch", "delete", "post"] {
@@ -131,8 +115,9 @@ fn add_links(doc: &mut serde_json::Value) {
             .into_iter()
             .map(|t| (t.clone(), serde_json::json!({"operationId": t, "parameters": {"id": "$response.body#/id"}})))
             .collect();
+        let method = create.method.to_ascii_lowercase();
         if let Some(response) =
-            doc["paths"][create_path]["post"]["responses"]["201"].as_object_mut()
+            doc["paths"][create.path][method.as_str()]["responses"]["201"].as_object_mut()
         {
             response.insert("links".into(), serde_json::Value::Object(links));
         }
@@ -294,7 +279,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
                 .build(),
         ),
     );
-    for r in ROUTES {
+    for r in ROUTES.iter() {
         let statuses = error_statuses(r);
         let Some(op) = operation_mut(&mut doc, r) else {
             continue;
@@ -433,7 +418,7 @@ mod tests {
     #[test]
     fn every_error_status_is_documented_as_problem_json() {
         let doc: serde_json::Value = serde_json::from_str(&document_json()).unwrap_or_default();
-        for r in ROUTES {
+        for r in ROUTES.iter() {
             let op = &doc["paths"][r.path][r.method.to_lowercase()];
             for status in error_statuses(r) {
                 let content =

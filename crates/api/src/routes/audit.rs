@@ -40,13 +40,8 @@ pub async fn list_audit_events(ctx: Ctx, query: Query) -> Result<HttpResponse, A
             after: q::cursor(query.get("cursor"))?,
             limit: q::limit(query.get("limit"))?,
         })
-    })()
-    .map_err(|e| ctx.error(e))?;
-    let page = ctx
-        .services
-        .audit_events(&ctx.caller, request)
-        .await
-        .map_err(|e| ctx.error(e))?;
+    })()?;
+    let page = ctx.services.audit_events(&ctx.caller, request).await?;
     Ok(json(
         StatusCode::OK,
         &AuditEventList {

@@ -20,12 +20,11 @@ use wire::auth_server::{AuthServerList, AuthServerView, CredentialView};
             pattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length = 63)),
     responses((status = 200, description = "The auth servers", body = AuthServerList)))]
 pub async fn list_auth_servers(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError> {
-    let environment = query::environment(q.get("environment")).map_err(|e| ctx.error(e))?;
+    let environment = query::environment(q.get("environment"))?;
     let items = ctx
         .services
         .list_auth_servers(&ctx.caller, &ctx.organization(&q), environment)
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(json(
         StatusCode::OK,
         &AuthServerList {
@@ -55,8 +54,7 @@ pub async fn create_auth_server(
             Command::keyed(&ctx.caller, idem.keyed(&req, Some(&body.json), &render)),
             body.value.into(),
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(answer(&render, a))
 }
 
@@ -69,11 +67,7 @@ pub async fn get_auth_server(
     id: Path<Id>,
     cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
-    let v = ctx
-        .services
-        .get_auth_server(&ctx.caller, id.0)
-        .await
-        .map_err(|e| ctx.error(e))?;
+    let v = ctx.services.get_auth_server(&ctx.caller, id.0).await?;
     Ok(cond.read(&AuthServerView::from(&v)))
 }
 
@@ -95,9 +89,8 @@ pub async fn patch_auth_server(
             body.value.into(),
             cond.expect(),
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
-    let v = fresh(a).map_err(|e| ctx.error(e))?;
+        .await?;
+    let v = fresh(a)?;
     Ok(tagged(StatusCode::OK, &AuthServerView::from(&v.value)))
 }
 
@@ -120,8 +113,7 @@ pub async fn delete_auth_server(
             id.0,
             cond.expect(),
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(answer(&render, a))
 }
 
@@ -144,8 +136,7 @@ pub async fn add_credential(
             id.0,
             body.value.into(),
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(answer(&render, a))
 }
 
@@ -168,7 +159,6 @@ pub async fn remove_credential(
             id.0,
             cred.0,
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(answer(&render, a))
 }

@@ -17,7 +17,6 @@ pub async fn get_catalog(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiError> {
     let view = ctx
         .services
         .catalog(&ctx.caller, &ctx.organization(&q), q.get("zone"))
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(json(StatusCode::OK, &CatalogView::from(&view)))
 }

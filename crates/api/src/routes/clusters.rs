@@ -39,7 +39,7 @@ pub async fn list_clusters(
     q: Query,
     fresh: ReadFreshness,
 ) -> Result<HttpResponse, ApiError> {
-    let request = query::page(q.get("page"), q.get("size")).map_err(|e| ctx.error(e))?;
+    let request = query::page(q.get("page"), q.get("size"))?;
     let page = ctx
         .services
         .list_clusters(
@@ -51,8 +51,7 @@ pub async fn list_clusters(
                 freshness: fresh.0,
             },
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(json(
         StatusCode::OK,
         &ClusterList {
@@ -82,8 +81,7 @@ pub async fn create_cluster(
             Command::keyed(&ctx.caller, idem.keyed(&req, Some(&body.json), &render)),
             body.value.into(),
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(answer(&render, a))
 }
 
@@ -98,11 +96,7 @@ pub async fn get_cluster(
     fresh: ReadFreshness,
     cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
-    let c = ctx
-        .services
-        .get_cluster(&ctx.caller, id.0, fresh.0)
-        .await
-        .map_err(|e| ctx.error(e))?;
+    let c = ctx.services.get_cluster(&ctx.caller, id.0, fresh.0).await?;
     Ok(cond.read(&w::Cluster::from(&c)))
 }
 
@@ -124,9 +118,8 @@ pub async fn patch_cluster(
             body.value.into(),
             cond.expect(),
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
-    let c = fresh(a).map_err(|e| ctx.error(e))?;
+        .await?;
+    let c = fresh(a)?;
     Ok(tagged(StatusCode::OK, &w::Cluster::from(&c.value)))
 }
 
@@ -149,9 +142,8 @@ pub async fn change_exposure(
             body.value.into(),
             cond.expect(),
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
-    let o = fresh(a).map_err(|e| ctx.error(e))?;
+        .await?;
+    let o = fresh(a)?;
     let status = if o.started {
         StatusCode::ACCEPTED
     } else {
@@ -182,8 +174,7 @@ pub async fn delete_cluster(
             id.0,
             cond.expect(),
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(answer(&render, a))
 }
 
@@ -195,13 +186,12 @@ pub async fn delete_cluster(
            ("timeout_seconds" = Option<u32>, Query, description = "0-60; default 25", minimum = 0, maximum = 60)),
     responses((status = 200, description = "The cluster's version and phase", body = ClusterState)))]
 pub async fn cluster_state(ctx: Ctx, id: Path<Id>, q: Query) -> Result<HttpResponse, ApiError> {
-    let since = query::since(q.get("since")).map_err(|e| ctx.error(e))?;
-    let timeout = query::timeout_seconds(q.get("timeout_seconds")).map_err(|e| ctx.error(e))?;
+    let since = query::since(q.get("since"))?;
+    let timeout = query::timeout_seconds(q.get("timeout_seconds"))?;
     let s = ctx
         .services
         .cluster_state(&ctx.caller, id.0, since, timeout)
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(json(
         StatusCode::OK,
         &ClusterState {
@@ -223,17 +213,15 @@ pub async fn cluster_state(ctx: Ctx, id: Path<Id>, q: Query) -> Result<HttpRespo
               (status = 202, description = "Not ready yet: retry after `Retry-After` seconds", body = KubeconfigPending,
                headers(("Retry-After" = u32, description = "Seconds to wait")))))]
 pub async fn kubeconfig(ctx: Ctx, id: Path<Id>, q: Query) -> Result<HttpResponse, ApiError> {
-    let format = kubeconfig_format(q.get("format")).map_err(|e| ctx.error(e))?;
+    let format = kubeconfig_format(q.get("format"))?;
     let expiry_seconds = query::expiry_seconds(
         q.get("expiry_seconds"),
         ctx.services.settings().kubeconfig_expiry_max_seconds,
-    )
-    .map_err(|e| ctx.error(e))?;
+    )?;
     match ctx
         .services
         .kubeconfig(&ctx.caller, id.0, KubeconfigRequest { expiry_seconds })
-        .await
-        .map_err(|e| ctx.error(e))?
+        .await?
     {
         KubeconfigAnswer::NotReady {
             phase,

@@ -16,11 +16,7 @@ use crate::render::json;
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The credentials", body = CredentialList)))]
 pub async fn list_credentials(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, ApiError> {
-    let found = ctx
-        .services
-        .list_credentials(&ctx.caller, id.0)
-        .await
-        .map_err(|e| ctx.error(e))?;
+    let found = ctx.services.list_credentials(&ctx.caller, id.0).await?;
     let now = ctx.services.ports().clock.now();
     Ok(json(
         StatusCode::OK,
@@ -41,8 +37,7 @@ pub async fn revoke_credential(ctx: Ctx, path: Path<(Id, Id)>) -> Result<HttpRes
     let revoked = ctx
         .services
         .revoke_credential(&ctx.caller, id.0, credential.0)
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     let now = ctx.services.ports().clock.now();
     Ok(json(StatusCode::OK, &IssuedCredential::at(&revoked, now)))
 }
@@ -53,10 +48,6 @@ pub async fn revoke_credential(ctx: Ctx, path: Path<(Id, Id)>) -> Result<HttpRes
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "Rotated", body = Rotation)))]
 pub async fn rotate_credentials(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, ApiError> {
-    let revoked = ctx
-        .services
-        .rotate_credentials(&ctx.caller, id.0)
-        .await
-        .map_err(|e| ctx.error(e))?;
+    let revoked = ctx.services.rotate_credentials(&ctx.caller, id.0).await?;
     Ok(json(StatusCode::OK, &Rotation { revoked }))
 }

@@ -1,7 +1,8 @@
-//! The route table: every route declared once (the `routes!` invocation below) with its method,
-//! path, handler, who may call it and where its organization comes from. The router, the OpenAPI
-//! document (its operations, error responses and descriptions) and the role-matrix tests are
-//! all made from it.
+//! The route table: every route declared once. A handler's `#[utoipa::path]` says its method
+//! and path (and its successes); its line in the `routes!` invocation below says who may call
+//! it, where its organization comes from and its traits. The router, the OpenAPI document (its
+//! operations, error responses, headers, links and descriptions) and the role-matrix tests are
+//! all made from the two.
 
 pub mod audit;
 pub mod auth_servers;
@@ -48,8 +49,12 @@ pub enum OrgSource {
 
 #[derive(Debug, Clone, Copy)]
 pub struct RouteSpec {
+    /// From the handler's `#[utoipa::path]`.
     pub method: &'static str,
+    /// From the handler's `#[utoipa::path]`.
     pub path: &'static str,
+    /// The handler's name, the document's `operationId`.
+    pub operation: &'static str,
     pub role: RequiredRole,
     pub org: OrgSource,
     /// Honours `Idempotency-Key`.
@@ -67,6 +72,15 @@ pub struct RouteSpec {
     /// May start an operation, which its 201/202 points at (`Operation-Location`, and
     /// `Location` on a 202).
     pub starts_work: bool,
+    /// Reads query parameters (400 `invalid_query` when one is out of range).
+    pub query: bool,
+    /// Refuses a change the object's state does not allow with 400 (an exposure change before
+    /// `Provisioned`) or 409.
+    pub state_rules: bool,
+    /// Makes an object whose own routes are under this path and `/{id}`: its 201 links to them.
+    pub creates: bool,
+    /// Answers 503 when the service cannot serve (readiness).
+    pub readiness: bool,
 }
 
 /// What a route does beyond its role and organization source.
@@ -86,11 +100,19 @@ pub enum Trait {
     IfMatch,
     /// May hand work to provisioning: the answer points at the operation that follows it.
     StartsWork,
+    /// Reads query parameters.
+    Query,
+    /// Refuses what the object's state does not allow (400 or 409).
+    StateRules,
+    /// Makes an object whose routes are under this path and `/{id}`.
+    Creates,
+    /// Answers 503 while the service cannot serve.
+    Readiness,
 }
 
-const fn spec(
-    method: &'static str,
-    path: &'static str,
+fn spec(
+    (method, path): (&'static str, &'static str),
+    operation: &'static str,
     role: RequiredRole,
     org: OrgSource,
     traits: &[Trait],
@@ -98,6 +120,7 @@ const fn spec(
     let mut s = RouteSpec {
         method,
         path,
+        operation,
         role,
         org,
         idempotent: false,
@@ -107,10 +130,13 @@ const fn spec(
         tagged: false,
         if_match: false,
         starts_work: false,
+        query: false,
+        state_rules: false,
+        creates: false,
+        readiness: false,
     };
-    let mut i = 0;
-    while i < traits.len() {
-        match traits[i] {
+    for t in traits {
+        match t {
             Trait::Idempotent => s.idempotent = true,
             Trait::Body => s.body = true,
             Trait::Capacity => s.capacity = true,
@@ -121,31 +147,74 @@ const fn spec(
                 s.tagged = true;
             }
             Trait::StartsWork => s.starts_work = true,
+            Trait::Query => s.query = true,
+            Trait::StateRules => s.state_rules = true,
+            Trait::Creates => s.creates = true,
+            Trait::Readiness => s.readiness = true,
         }
-        i += 1;
     }
     s
 }
 
-/// The one declaration of every route: method, path, handler, who may call it, where its
-/// organization comes from, and its traits. It makes the route table ([`ROUTES`], read by the
-/// OpenAPI document's error responses and by the role-matrix tests), the router
-/// ([`configure`]) and the document's list of operations ([`RoutePaths`]).
+/// The method and path a handler's `#[utoipa::path]` declares, by its `operationId` (the
+/// handler's name), read from the document those attributes make.
+fn declared(operation: &str) -> (&'static str, &'static str) {
+    static DECLARED: std::sync::OnceLock<Vec<(String, &'static str, &'static str)>> =
+        std::sync::OnceLock::new();
+    let all = DECLARED.get_or_init(|| {
+        use utoipa::OpenApi;
+        let doc = RoutePaths::openapi();
+        let mut out = Vec::new();
+        for (path, item) in doc.paths.paths {
+            // Leaked once: the table lives as long as the process, like a literal would.
+            let path: &'static str = Box::leak(path.into_boxed_str());
+            let ops = [
+                ("GET", item.get),
+                ("POST", item.post),
+                ("PATCH", item.patch),
+                ("PUT", item.put),
+                ("DELETE", item.delete),
+            ];
+            for (method, op) in ops {
+                if let Some(id) = op.and_then(|o| o.operation_id) {
+                    out.push((id, method, path));
+                }
+            }
+        }
+        out
+    });
+    all.iter()
+        .find(|(id, _, _)| id == operation)
+        .map(|(_, method, path)| (*method, *path))
+        .unwrap_or(("GET", "/"))
+}
+
+/// The one declaration of every route: its handler (whose `#[utoipa::path]` gives method and
+/// path), who may call it, where its organization comes from, and its traits. It makes the
+/// route table ([`ROUTES`], read by the OpenAPI document and by the role-matrix tests), the
+/// router ([`configure`]) and the document's list of operations ([`RoutePaths`]).
 macro_rules! routes {
-    ($( $method:ident $path:literal => $handler:path, $role:ident, $org:ident $(, $trait:ident)* ; )*) => {
-        /// Every route of the service.
-        pub const ROUTES: &[RouteSpec] = &[
-            $( spec(stringify!($method), $path, RequiredRole::$role, OrgSource::$org, &[$(Trait::$trait),*]), )*
-        ];
+    ($( $module:ident :: $handler:ident, $role:ident, $org:ident $(, $trait:ident)* ; )*) => {
+        /// Every route of the service, in the table's order.
+        pub static ROUTES: std::sync::LazyLock<Vec<RouteSpec>> = std::sync::LazyLock::new(|| vec![
+            $( spec(
+                declared(stringify!($handler)),
+                stringify!($handler),
+                RequiredRole::$role,
+                OrgSource::$org,
+                &[$(Trait::$trait),*],
+            ), )*
+        ]);
 
         /// Registers every route: one resource per method and path, so a method a path does
         /// not answer falls through to [`not_found`], which answers 405 with `Allow`.
         pub fn configure(cfg: &mut ServiceConfig) {
             $(
+                let (method, path) = declared(stringify!($handler));
                 cfg.service(
-                    web::resource($path)
-                        .guard(guard::Method(Method::$method))
-                        .to($handler),
+                    web::resource(path)
+                        .guard(guard::Method(method.parse().unwrap_or(Method::GET)))
+                        .to($module::$handler),
                 );
             )*
             docs::configure(cfg);
@@ -153,53 +222,53 @@ macro_rules! routes {
 
         /// The operations of the OpenAPI document, in the table's order.
         #[derive(utoipa::OpenApi)]
-        #[openapi(paths($($handler),*))]
+        #[openapi(paths($($module::$handler),*))]
         pub struct RoutePaths;
     };
 }
 
 routes! {
-    GET    "/healthz" => system::healthz, Public, None;
-    GET    "/readyz" => system::readyz, Public, None;
-    GET    "/metrics" => system::metrics, Public, None;
-    GET    "/v1/openapi.json" => system::openapi, Public, None;
-    GET    "/v1/catalog" => catalog::get_catalog, Member, Collection;
-    GET    "/v1/public/clusters" => clusters::list_clusters, Member, Collection;
-    POST   "/v1/public/clusters" => clusters::create_cluster, SuperAdmin, Body, Idempotent, Body, Capacity, Tagged, StartsWork;
-    GET    "/v1/public/clusters/{id}" => clusters::get_cluster, Member, Object, Tagged;
-    PATCH  "/v1/public/clusters/{id}" => clusters::patch_cluster, SuperAdmin, Object, Body, IfMatch;
-    DELETE "/v1/public/clusters/{id}" => clusters::delete_cluster, SuperAdmin, Object, Idempotent, IfMatch, StartsWork;
-    PATCH  "/v1/public/clusters/{id}/exposure" => clusters::change_exposure, SuperAdmin, Object, Body, IfMatch, StartsWork;
-    GET    "/v1/public/clusters/{id}/state" => clusters::cluster_state, Member, Object;
-    GET    "/v1/public/clusters/{id}/kubeconfig" => clusters::kubeconfig, Member, Object;
-    GET    "/v1/public/clusters/{id}/credentials" => credentials::list_credentials, Member, Object;
-    DELETE "/v1/public/clusters/{id}/credentials" => credentials::rotate_credentials, SuperAdmin, Object;
-    DELETE "/v1/public/clusters/{id}/credentials/{credential}" => credentials::revoke_credential, Member, Object;
-    GET    "/v1/public/clusters/{id}/operations" => operations::list_operations, Member, Object;
-    GET    "/v1/public/clusters/{id}/operations/{operation}" => operations::get_operation, Member, Object;
-    GET    "/v1/public/clusters/{id}/node-pools" => node_pools::list_node_pools, Member, Object;
-    POST   "/v1/public/clusters/{id}/node-pools" => node_pools::create_node_pool, SuperAdmin, Object, Idempotent, Body, Capacity, Tagged, StartsWork;
-    PATCH  "/v1/public/clusters/{id}/node-pools/{pool}" => node_pools::patch_node_pool, SuperAdmin, Object, Idempotent, Body, Capacity, IfMatch, StartsWork;
-    DELETE "/v1/public/clusters/{id}/node-pools/{pool}" => node_pools::delete_node_pool, SuperAdmin, Object, Idempotent, IfMatch, StartsWork;
-    GET    "/v1/public/clusters/{id}/node-pools/{pool}/nodes" => node_pools::list_pool_nodes, Member, Object;
-    GET    "/v1/public/clusters/{id}/nodes" => node_pools::list_nodes, Member, Object;
-    DELETE "/v1/public/clusters/{id}/nodes/{node}" => node_pools::delete_node, SuperAdmin, Object, Idempotent, Tagged, StartsWork;
-    GET    "/v1/public/clusters/{id}/elastic-ips" => networking::list_elastic_ips, Member, Object;
-    POST   "/v1/public/clusters/{id}/elastic-ips" => networking::create_elastic_ip, SuperAdmin, Object, Idempotent, Body, Capacity, NoAssistant, Tagged, StartsWork;
-    GET    "/v1/public/clusters/{id}/elastic-ips/{eip}" => networking::get_elastic_ip, Member, Object, Tagged;
-    DELETE "/v1/public/clusters/{id}/elastic-ips/{eip}" => networking::release_elastic_ip, SuperAdmin, Object, Idempotent, NoAssistant, IfMatch, StartsWork;
-    GET    "/v1/public/clusters/{id}/firewall-rules" => networking::list_firewall_rules, Member, Object;
-    POST   "/v1/public/clusters/{id}/firewall-rules" => networking::create_firewall_rule, SuperAdmin, Object, Idempotent, Body, NoAssistant, Tagged, StartsWork;
-    GET    "/v1/public/clusters/{id}/firewall-rules/{rule}" => networking::get_firewall_rule, Member, Object, Tagged;
-    DELETE "/v1/public/clusters/{id}/firewall-rules/{rule}" => networking::delete_firewall_rule, SuperAdmin, Object, Idempotent, NoAssistant, IfMatch, StartsWork;
-    GET    "/v1/public/gateway/auth-servers" => auth_servers::list_auth_servers, Member, Collection;
-    POST   "/v1/public/gateway/auth-servers" => auth_servers::create_auth_server, SuperAdmin, Body, Idempotent, Body, Tagged;
-    GET    "/v1/public/gateway/auth-servers/{id}" => auth_servers::get_auth_server, Member, Object, Tagged;
-    PATCH  "/v1/public/gateway/auth-servers/{id}" => auth_servers::patch_auth_server, SuperAdmin, Object, Body, IfMatch;
-    DELETE "/v1/public/gateway/auth-servers/{id}" => auth_servers::delete_auth_server, SuperAdmin, Object, Idempotent, IfMatch;
-    POST   "/v1/public/gateway/auth-servers/{id}/credentials" => auth_servers::add_credential, SuperAdmin, Object, Idempotent, Body, Tagged;
-    DELETE "/v1/public/gateway/auth-servers/{id}/credentials/{credential_id}" => auth_servers::remove_credential, SuperAdmin, Object, Idempotent;
-    GET    "/v1/public/audit-events" => audit::list_audit_events, Member, Collection;
+    system::healthz, Public, None;
+    system::readyz, Public, None, Readiness;
+    system::metrics, Public, None;
+    system::openapi, Public, None;
+    catalog::get_catalog, Member, Collection, Query;
+    clusters::list_clusters, Member, Collection, Query;
+    clusters::create_cluster, SuperAdmin, Body, Idempotent, Body, Capacity, Tagged, StartsWork, Creates;
+    clusters::get_cluster, Member, Object, Tagged;
+    clusters::patch_cluster, SuperAdmin, Object, Body, IfMatch;
+    clusters::delete_cluster, SuperAdmin, Object, Idempotent, IfMatch, StartsWork;
+    clusters::change_exposure, SuperAdmin, Object, Body, IfMatch, StartsWork, StateRules;
+    clusters::cluster_state, Member, Object, Query;
+    clusters::kubeconfig, Member, Object, Query, StateRules;
+    credentials::list_credentials, Member, Object;
+    credentials::rotate_credentials, SuperAdmin, Object;
+    credentials::revoke_credential, Member, Object;
+    operations::list_operations, Member, Object, Query;
+    operations::get_operation, Member, Object;
+    node_pools::list_node_pools, Member, Object;
+    node_pools::create_node_pool, SuperAdmin, Object, Idempotent, Body, Capacity, Tagged, StartsWork;
+    node_pools::patch_node_pool, SuperAdmin, Object, Idempotent, Body, Capacity, IfMatch, StartsWork;
+    node_pools::delete_node_pool, SuperAdmin, Object, Idempotent, IfMatch, StartsWork;
+    node_pools::list_pool_nodes, Member, Object;
+    node_pools::list_nodes, Member, Object;
+    node_pools::delete_node, SuperAdmin, Object, Idempotent, Tagged, StartsWork;
+    networking::list_elastic_ips, Member, Object;
+    networking::create_elastic_ip, SuperAdmin, Object, Idempotent, Body, Capacity, NoAssistant, Tagged, StartsWork;
+    networking::get_elastic_ip, Member, Object, Tagged;
+    networking::release_elastic_ip, SuperAdmin, Object, Idempotent, NoAssistant, IfMatch, StartsWork;
+    networking::list_firewall_rules, Member, Object;
+    networking::create_firewall_rule, SuperAdmin, Object, Idempotent, Body, NoAssistant, Tagged, StartsWork;
+    networking::get_firewall_rule, Member, Object, Tagged;
+    networking::delete_firewall_rule, SuperAdmin, Object, Idempotent, NoAssistant, IfMatch, StartsWork;
+    auth_servers::list_auth_servers, Member, Collection, Query;
+    auth_servers::create_auth_server, SuperAdmin, Body, Idempotent, Body, Tagged, Creates;
+    auth_servers::get_auth_server, Member, Object, Tagged;
+    auth_servers::patch_auth_server, SuperAdmin, Object, Body, IfMatch;
+    auth_servers::delete_auth_server, SuperAdmin, Object, Idempotent, IfMatch;
+    auth_servers::add_credential, SuperAdmin, Object, Idempotent, Body, Tagged;
+    auth_servers::remove_credential, SuperAdmin, Object, Idempotent;
+    audit::list_audit_events, Member, Collection, Query;
 }
 
 /// The methods a path answers, for `Allow`.
@@ -256,4 +325,128 @@ pub async fn not_found(req: HttpRequest) -> HttpResponse {
         &request_id(&req),
     );
     problem::start(&problem).body(problem.to_json())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The steps of docs/architecture.md, "Adding a route", name files and items: each must be
+    /// in the code as named.
+    #[test]
+    fn the_steps_to_add_a_route_name_what_the_code_has() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let doc = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap_or_default();
+        let steps = doc
+            .split("## Adding a route")
+            .nth(1)
+            .and_then(|rest| rest.split("\n## ").next())
+            .unwrap_or_default();
+        assert!(
+            !steps.is_empty(),
+            "docs/architecture.md has no \"Adding a route\""
+        );
+        let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap_or_default();
+        // Every file path the steps name (not a pattern with `<resource>`) exists.
+        let quoted: Vec<&str> = steps.split('`').skip(1).step_by(2).collect();
+        for path in quoted
+            .iter()
+            .filter(|q| q.starts_with("crates/") || q.starts_with("tests/"))
+        {
+            if !path.contains('<') {
+                assert!(
+                    root.join(path).exists(),
+                    "the steps name {path}, which does not exist"
+                );
+            }
+        }
+        // The items the steps rely on, where they say they are.
+        let items: [(&str, &str); 12] = [
+            (
+                "crates/domain/src/service/pipeline.rs",
+                "pub(crate) async fn mutate<",
+            ),
+            (
+                "crates/domain/src/service/pipeline.rs",
+                "pub(crate) async fn create<",
+            ),
+            (
+                "crates/domain/src/service/pipeline.rs",
+                "pub struct Command<",
+            ),
+            ("crates/domain/src/service/pipeline.rs", "pub fn schedule("),
+            ("crates/domain/src/service/pipeline.rs", "pub fn record("),
+            ("crates/domain/src/service/pipeline.rs", "pub fn nothing("),
+            ("crates/domain/src/error.rs", "pub fn code("),
+            ("crates/api/src/problem.rs", "pub fn status_of("),
+            (
+                "crates/api/src/problem.rs",
+                "impl From<DomainError> for ApiError",
+            ),
+            ("crates/api/src/render.rs", "shown_as! {"),
+            ("crates/api/src/extract.rs", "pub fn keyed<"),
+            ("crates/api/src/routes/mod.rs", "routes! {"),
+        ];
+        for (file, item) in items {
+            assert!(read(file).contains(item), "{file} has no `{item}` any more");
+        }
+        // Every trait the table knows is one the steps list, and the other way round.
+        let listed: Vec<&str> = steps
+            .split("its traits (")
+            .nth(1)
+            .and_then(|t| t.split(')').next())
+            .unwrap_or_default()
+            .split(',')
+            .map(|t| t.trim().trim_matches('`'))
+            .collect();
+        let traits = [
+            Trait::Idempotent,
+            Trait::Body,
+            Trait::Capacity,
+            Trait::NoAssistant,
+            Trait::Tagged,
+            Trait::IfMatch,
+            Trait::StartsWork,
+            Trait::Query,
+            Trait::StateRules,
+            Trait::Creates,
+            Trait::Readiness,
+        ];
+        // Exhaustive: a new trait does not compile until it has its place in the list above.
+        let place = |t: &Trait| match t {
+            Trait::Idempotent => 0,
+            Trait::Body => 1,
+            Trait::Capacity => 2,
+            Trait::NoAssistant => 3,
+            Trait::Tagged => 4,
+            Trait::IfMatch => 5,
+            Trait::StartsWork => 6,
+            Trait::Query => 7,
+            Trait::StateRules => 8,
+            Trait::Creates => 9,
+            Trait::Readiness => 10,
+        };
+        assert!(traits.iter().enumerate().all(|(i, t)| place(t) == i));
+        let names: Vec<String> = traits.iter().map(|t| format!("{t:?}")).collect();
+        assert_eq!(listed, names, "the traits the steps list");
+    }
+
+    /// Every handler the table names has a method and path from its `#[utoipa::path]`.
+    #[test]
+    fn every_route_has_the_method_and_path_its_handler_declares() {
+        for r in ROUTES.iter() {
+            assert!(r.path.starts_with('/'), "{r:?}");
+            assert_ne!(
+                (r.method, r.path),
+                ("GET", "/"),
+                "{} declares nothing",
+                r.operation
+            );
+        }
+        let mut seen: Vec<(&str, &str)> = ROUTES.iter().map(|r| (r.method, r.path)).collect();
+        let all = seen.len();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), all, "two handlers declare one method and path");
+    }
 }

@@ -18,11 +18,7 @@ use wire::networking::{ElasticIpList, ElasticIpView, FirewallRule, FirewallRuleL
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The Elastic IPs", body = ElasticIpList)))]
 pub async fn list_elastic_ips(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, ApiError> {
-    let items = ctx
-        .services
-        .list_elastic_ips(&ctx.caller, id.0)
-        .await
-        .map_err(|e| ctx.error(e))?;
+    let items = ctx.services.list_elastic_ips(&ctx.caller, id.0).await?;
     Ok(json(
         StatusCode::OK,
         &ElasticIpList {
@@ -44,8 +40,7 @@ pub async fn get_elastic_ip(
     let v = ctx
         .services
         .get_elastic_ip(&ctx.caller, id.0, eip.0)
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(cond.read(&ElasticIpView::from(&v)))
 }
 
@@ -68,8 +63,7 @@ pub async fn create_elastic_ip(
             id.0,
             body.value.into(),
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(answer(&render, a))
 }
 
@@ -94,8 +88,7 @@ pub async fn release_elastic_ip(
             eip.0,
             cond.expect(),
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(answer(&render, a))
 }
 
@@ -104,11 +97,7 @@ pub async fn release_elastic_ip(
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The rules", body = FirewallRuleList)))]
 pub async fn list_firewall_rules(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, ApiError> {
-    let items = ctx
-        .services
-        .list_firewall_rules(&ctx.caller, id.0)
-        .await
-        .map_err(|e| ctx.error(e))?;
+    let items = ctx.services.list_firewall_rules(&ctx.caller, id.0).await?;
     Ok(json(
         StatusCode::OK,
         &FirewallRuleList {
@@ -130,8 +119,7 @@ pub async fn get_firewall_rule(
     let r = ctx
         .services
         .get_firewall_rule(&ctx.caller, id.0, rule.0)
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(cond.read(&FirewallRule::from(&r)))
 }
 
@@ -154,8 +142,7 @@ pub async fn create_firewall_rule(
             id.0,
             body.value.into(),
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(answer(&render, a))
 }
 
@@ -180,7 +167,6 @@ pub async fn delete_firewall_rule(
             rule.0,
             cond.expect(),
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(answer(&render, a))
 }

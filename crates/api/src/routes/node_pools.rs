@@ -17,11 +17,7 @@ use wire::cluster::{self as w, NodeList, NodePoolList};
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The pools", body = NodePoolList)))]
 pub async fn list_node_pools(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, ApiError> {
-    let items = ctx
-        .services
-        .list_node_pools(&ctx.caller, id.0)
-        .await
-        .map_err(|e| ctx.error(e))?;
+    let items = ctx.services.list_node_pools(&ctx.caller, id.0).await?;
     Ok(json(
         StatusCode::OK,
         &NodePoolList {
@@ -49,8 +45,7 @@ pub async fn create_node_pool(
             id.0,
             body.value.into(),
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(answer(&render, a))
 }
 
@@ -77,8 +72,7 @@ pub async fn patch_node_pool(
             body.value.into(),
             cond.expect(),
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(answer(&render, a))
 }
 
@@ -103,8 +97,7 @@ pub async fn delete_node_pool(
             &pool,
             cond.expect(),
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(answer(&render, a))
 }
 
@@ -113,11 +106,7 @@ pub async fn delete_node_pool(
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The nodes", body = NodeList)))]
 pub async fn list_nodes(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, ApiError> {
-    let items = ctx
-        .services
-        .list_nodes(&ctx.caller, id.0, None)
-        .await
-        .map_err(|e| ctx.error(e))?;
+    let items = ctx.services.list_nodes(&ctx.caller, id.0, None).await?;
     Ok(json(
         StatusCode::OK,
         &NodeList {
@@ -135,8 +124,7 @@ pub async fn list_pool_nodes(ctx: Ctx, path: Path<(Id, String)>) -> Result<HttpR
     let items = ctx
         .services
         .list_nodes(&ctx.caller, id.0, Some(&pool))
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(json(
         StatusCode::OK,
         &NodeList {
@@ -164,7 +152,6 @@ pub async fn delete_node(
             id.0,
             &node,
         )
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(answer(&render, a))
 }

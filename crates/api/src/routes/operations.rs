@@ -20,7 +20,7 @@ use crate::render::json;
            ("size" = Option<u32>, Query, description = "1-100; default 20", minimum = 1, maximum = 100)),
     responses((status = 200, description = "A page of operations", body = OperationList)))]
 pub async fn list_operations(ctx: Ctx, id: Path<Id>, q: Query) -> Result<HttpResponse, ApiError> {
-    let page = query::page(q.get("page"), q.get("size")).map_err(|e| ctx.error(e))?;
+    let page = query::page(q.get("page"), q.get("size"))?;
     let status = q
         .get("status")
         .map(|s| {
@@ -29,13 +29,11 @@ pub async fn list_operations(ctx: Ctx, id: Path<Id>, q: Query) -> Result<HttpRes
                 message: "must be running, succeeded, failed or cancelled".into(),
             })
         })
-        .transpose()
-        .map_err(|e| ctx.error(e))?;
+        .transpose()?;
     let found = ctx
         .services
         .list_operations(&ctx.caller, id.0, status, page)
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(json(
         StatusCode::OK,
         &OperationList {
@@ -57,7 +55,6 @@ pub async fn get_operation(ctx: Ctx, path: Path<(Id, Id)>) -> Result<HttpRespons
     let op = ctx
         .services
         .get_operation(&ctx.caller, id.0, operation.0)
-        .await
-        .map_err(|e| ctx.error(e))?;
+        .await?;
     Ok(json(StatusCode::OK, &Operation::from(&op)))
 }

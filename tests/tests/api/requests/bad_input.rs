@@ -230,7 +230,7 @@ async fn every_route_survives_bad_input_and_stores_nothing() {
     );
     let mut problems = Vec::new();
     let mut sent = 0;
-    for route in ROUTES {
+    for route in ROUTES.iter() {
         let method = Method::from_bytes(route.method.as_bytes()).unwrap();
         let good_path = path(route, &fx, None);
         // Bodies.
