@@ -178,6 +178,31 @@ async fn the_kubeconfig_is_stable_and_kubectl_accepts_it(app: &TestApp, path: &s
         .await
         .json();
     assert_eq!(kj["kubeconfig"], k1.text());
+    // The same YAML as plain text to a client that accepts only that (what a generated client
+    // reading the document's text/plain form may ask for); anything else gets YAML.
+    for (accept, media_type) in [
+        ("text/plain", "text/plain; charset=utf-8"),
+        ("text/plain, application/yaml;q=0.5", "application/yaml"),
+        ("*/*", "application/yaml"),
+        ("application/json", "application/yaml"),
+    ] {
+        let a = app
+            .send(
+                app.request(
+                    reqwest::Method::GET,
+                    &format!("{path}/kubeconfig"),
+                    Some(TOKEN_ACME_MEMBER),
+                )
+                .header("Accept", accept),
+            )
+            .await;
+        assert_eq!(
+            (a.status, a.header("content-type").as_deref()),
+            (200, Some(media_type)),
+            "Accept: {accept}"
+        );
+        assert_eq!(a.text(), k1.text());
+    }
     k1.text()
 }
 

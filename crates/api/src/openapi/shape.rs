@@ -93,9 +93,10 @@ fn prune(doc: &mut Value, names: &[&str]) {
 }
 
 /// The document as JSON text. Keys come sorted (serde_json's maps are ordered that way), except
-/// in a `content` map, where the server's default media type comes first: a generated client
-/// that supports several picks the first, and the one route with two, the kubeconfig, answers
-/// YAML unless asked otherwise.
+/// in a `content` map, where the server's default media type comes first and its plain-text
+/// form second: a generated client picks the first media type it supports, and the one route
+/// with several, the kubeconfig, answers YAML unless asked otherwise; a generator that does not
+/// know `application/yaml` reads it as the text it is.
 pub fn render(doc: &Value) -> String {
     let mut out = String::with_capacity(128 * 1024);
     write(doc, false, &mut out);
@@ -103,13 +104,20 @@ pub fn render(doc: &Value) -> String {
 }
 
 const DEFAULT_MEDIA_TYPE_FIRST: &str = "application/yaml";
+const PLAIN_TEXT_SECOND: &str = "text/plain";
 
 fn write(value: &Value, is_content: bool, out: &mut String) {
     match value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             if is_content {
-                keys.sort_by_key(|k| (k.as_str() != DEFAULT_MEDIA_TYPE_FIRST, k.as_str()));
+                keys.sort_by_key(|k| {
+                    (
+                        k.as_str() != DEFAULT_MEDIA_TYPE_FIRST,
+                        k.as_str() != PLAIN_TEXT_SECOND,
+                        k.as_str(),
+                    )
+                });
             }
             out.push('{');
             for (i, key) in keys.into_iter().enumerate() {
@@ -201,11 +209,14 @@ fn kubeconfig_media_types(doc: &mut Value) {
     }
     let ok = &mut op["responses"]["200"];
     ok["description"] = json!(
-        "The kubeconfig: YAML (`application/yaml`) unless `format=json` asks for the JSON wrapper"
+        "The kubeconfig: YAML (`application/yaml`, or `text/plain` to a client that accepts only \
+         that) unless `format=json` asks for the JSON wrapper"
     );
-    ok["content"]["application/yaml"] = json!({
+    let yaml = json!({
         "schema": {"type": "string", "description": "A kubeconfig file (apiVersion v1, kind Config)"}
     });
+    ok["content"]["application/yaml"] = yaml.clone();
+    ok["content"]["text/plain"] = yaml;
 }
 
 /// `POST …/auth-servers` takes one of three bodies and `GET` answers one of three views, told
@@ -330,12 +341,13 @@ mod tests {
     }
 
     #[test]
-    fn the_rendered_document_is_the_same_json_with_yaml_listed_first() {
+    fn the_rendered_document_is_the_same_json_with_yaml_then_text_listed_first() {
         let mut doc = json!({"b": 1, "a": [true, null, "x\"y"], "content": {
             "application/json": {}, "application/yaml": {}, "text/plain": {}}});
         let text = render(&doc);
         assert!(
-            text.find("application/yaml") < text.find("application/json"),
+            text.find("application/yaml") < text.find("text/plain")
+                && text.find("text/plain") < text.find("application/json"),
             "{text}"
         );
         let parsed: Value = serde_json::from_str(&text).unwrap_or_default();

@@ -26,6 +26,30 @@ fn location(c: &Cluster) -> String {
     format!("/v1/public/clusters/{}", c.id)
 }
 
+/// The media type the kubeconfig's YAML is sent as: `application/yaml`, or `text/plain` to a
+/// client whose `Accept` takes plain text and not YAML.
+fn yaml_media_type(req: &HttpRequest) -> &'static str {
+    let accepted: Vec<String> = req
+        .headers()
+        .get_all(actix_web::http::header::ACCEPT)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|m| {
+            m.split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .collect();
+    let takes = |m: &str| accepted.iter().any(|a| a == m);
+    if takes("text/plain") && !takes("application/yaml") && !takes("*/*") {
+        "text/plain; charset=utf-8"
+    } else {
+        "application/yaml"
+    }
+}
+
 /// The resolved organization's clusters, one page.
 #[utoipa::path(get, path = "/v1/public/clusters", tag = "clusters",
     params(("organization" = Option<String>, Query, description = "Organization slug or id; wins over the header"),
@@ -212,7 +236,12 @@ pub async fn cluster_state(ctx: Ctx, id: Path<Id>, q: Query) -> Result<HttpRespo
                content_type = "application/json"),
               (status = 202, description = "Not ready yet: retry after `Retry-After` seconds", body = KubeconfigPending,
                headers(("Retry-After" = u32, description = "Seconds to wait")))))]
-pub async fn kubeconfig(ctx: Ctx, id: Path<Id>, q: Query) -> Result<HttpResponse, ApiError> {
+pub async fn kubeconfig(
+    ctx: Ctx,
+    id: Path<Id>,
+    q: Query,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
     let format = kubeconfig_format(q.get("format"))?;
     let expiry_seconds = query::expiry_seconds(
         q.get("expiry_seconds"),
@@ -238,7 +267,7 @@ pub async fn kubeconfig(ctx: Ctx, id: Path<Id>, q: Query) -> Result<HttpResponse
             credential,
         } => Ok(match format {
             KubeconfigFormat::Plain => HttpResponse::Ok()
-                .content_type("application/yaml")
+                .content_type(yaml_media_type(&req))
                 .body(yaml),
             KubeconfigFormat::Json => json(
                 StatusCode::OK,

@@ -81,6 +81,8 @@ pub struct RouteSpec {
     pub creates: bool,
     /// Answers 503 when the service cannot serve (readiness).
     pub readiness: bool,
+    /// Served to the operator's tools (Prometheus), not listed in the API's document.
+    pub unlisted: bool,
 }
 
 /// What a route does beyond its role and organization source.
@@ -108,6 +110,8 @@ pub enum Trait {
     Creates,
     /// Answers 503 while the service cannot serve.
     Readiness,
+    /// For the operator's tools, not in the API's document.
+    Unlisted,
 }
 
 fn spec(
@@ -134,6 +138,7 @@ fn spec(
         state_rules: false,
         creates: false,
         readiness: false,
+        unlisted: false,
     };
     for t in traits {
         match t {
@@ -151,6 +156,7 @@ fn spec(
             Trait::StateRules => s.state_rules = true,
             Trait::Creates => s.creates = true,
             Trait::Readiness => s.readiness = true,
+            Trait::Unlisted => s.unlisted = true,
         }
     }
     s
@@ -230,7 +236,7 @@ macro_rules! routes {
 routes! {
     system::healthz, Public, None;
     system::readyz, Public, None, Readiness;
-    system::metrics, Public, None;
+    system::metrics, Public, None, Unlisted;
     system::openapi, Public, None;
     catalog::get_catalog, Member, Collection, Query;
     clusters::list_clusters, Member, Collection, Query;
@@ -411,6 +417,7 @@ mod tests {
             Trait::StateRules,
             Trait::Creates,
             Trait::Readiness,
+            Trait::Unlisted,
         ];
         // Exhaustive: a new trait does not compile until it has its place in the list above.
         let place = |t: &Trait| match t {
@@ -425,6 +432,7 @@ mod tests {
             Trait::StateRules => 8,
             Trait::Creates => 9,
             Trait::Readiness => 10,
+            Trait::Unlisted => 11,
         };
         assert!(traits.iter().enumerate().all(|(i, t)| place(t) == i));
         let names: Vec<String> = traits.iter().map(|t| format!("{t:?}")).collect();
