@@ -29,6 +29,7 @@ pub enum Resource {
     AuthServer,
     Credential,
     Operation,
+    Approval,
 }
 
 impl Resource {
@@ -43,6 +44,7 @@ impl Resource {
             Resource::AuthServer => "auth server",
             Resource::Credential => "credential",
             Resource::Operation => "operation",
+            Resource::Approval => "approval",
         }
     }
 }

@@ -21,8 +21,9 @@ use crate::ports::identity::MockIdentityProvider;
 use crate::ports::provisioning::MockCloudProvider;
 use crate::ports::secrets::MockSecretVault;
 use crate::ports::storage::{
-    MockAuditLog, MockAuthServerRepository, MockChangeFeed, MockClusterRepository,
-    MockIdempotencyStore, MockKubeconfigCredentials, MockOperationLog, MockSessionStore,
+    MockApprovalStore, MockAuditLog, MockAuthServerRepository, MockChangeFeed,
+    MockClusterRepository, MockIdempotencyStore, MockKubeconfigCredentials, MockOperationLog,
+    MockSessionStore,
 };
 use crate::service::{Ports, Record, Services, Settings};
 
@@ -171,6 +172,7 @@ pub struct Mocks {
     pub operations: MockOperationLog,
     pub credentials: MockKubeconfigCredentials,
     pub sessions: MockSessionStore,
+    pub approvals: MockApprovalStore,
     pub changes: MockChangeFeed,
     pub identity: MockIdentityProvider,
     pub cloud: MockCloudProvider,
@@ -196,6 +198,7 @@ impl Mocks {
             operations: Arc::new(self.operations),
             credentials: Arc::new(self.credentials),
             sessions: Arc::new(self.sessions),
+            approvals: Arc::new(self.approvals),
             changes: Arc::new(self.changes),
             identity: Arc::new(self.identity),
             cloud: Arc::new(self.cloud),

@@ -144,6 +144,7 @@ fn ports_with(
         operations: Arc::new(operations),
         credentials: Arc::new(m.credentials),
         sessions: Arc::new(m.sessions),
+        approvals: Arc::new(m.approvals),
         changes: Arc::new(m.changes),
         identity: Arc::new(m.identity),
         cloud,

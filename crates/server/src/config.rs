@@ -129,6 +129,8 @@ pub struct Config {
     pub trusted_proxies: forwarded::TrustedProxies,
     /// Writes per organization per minute (0: unlimited).
     pub writes_per_organization: u32,
+    /// `APPROVAL_TTL_MINUTES`: how long an approval waits for its person.
+    pub approval_ttl_minutes: u32,
     /// Days an audit event, and a finished operation, is kept (`AUDIT_RETENTION_DAYS`; 0 keeps
     /// them forever).
     pub audit_retention_days: u32,
@@ -300,6 +302,13 @@ impl Config {
                 300u32,
                 "a whole number of writes per minute (0 switches the limit off)",
             )?,
+            approval_ttl_minutes: parse(
+                src,
+                "APPROVAL_TTL_MINUTES",
+                domain::model::approval::DEFAULT_TTL_MINUTES as u32,
+                "a whole number of minutes",
+            )?
+            .max(1),
             audit_retention_days: parse(
                 src,
                 "AUDIT_RETENTION_DAYS",

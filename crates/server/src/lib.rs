@@ -135,6 +135,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         operations: store_arc.clone(),
         credentials: store_arc.clone(),
         sessions: store_arc.clone(),
+        approvals: store_arc.clone(),
         changes: Arc::new(feed.clone()),
         identity,
         cloud: Arc::new(provisioner_sim::SimulatedCloud::new(sim)),
@@ -149,12 +150,14 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         kubeconfig_expiry_default_seconds: config.kubeconfig_expiry_default_seconds,
         kubeconfig_expiry_max_seconds: config.kubeconfig_expiry_max_seconds,
     };
-    let services = Services::new(ports.clone(), catalog, settings).with_write_budget(Arc::new(
-        api::ratelimit::OrganizationWrites::new(
+    let services = Services::new(ports.clone(), catalog, settings)
+        .with_write_budget(Arc::new(api::ratelimit::OrganizationWrites::new(
             config.writes_per_organization,
             config.rate_limits.replicas,
-        ),
-    ));
+        )))
+        .with_approval_ttl(chrono::Duration::minutes(i64::from(
+            config.approval_ttl_minutes,
+        )));
     let reconciler = reconciler::Reconciler::start(
         ports,
         store_arc.clone(),
@@ -184,6 +187,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     };
     system::spawn_idempotency_purge(store.clone());
     system::spawn_session_purge(store.clone());
+    system::spawn_approval_expiry(services.clone());
     system::spawn_audit_purge(store.clone(), config.audit_retention_days);
     let console_state = console::ConsoleState::new(
         services.clone().via(domain::model::audit::Channel::Console),

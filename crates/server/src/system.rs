@@ -47,6 +47,22 @@ pub fn spawn_idempotency_purge(store: PgStore) {
     });
 }
 
+/// Records the expiry of approvals whose time ran out, every 30 s (an approval reads as
+/// expired at once either way; this writes its audit event).
+pub fn spawn_approval_expiry(services: domain::service::Services) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(30));
+        loop {
+            tick.tick().await;
+            match services.expire_approvals().await {
+                Ok(n) if n > 0 => tracing::info!(expired = n, "approvals expired"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "approval expiry failed"),
+            }
+        }
+    });
+}
+
 /// Forgets sign-outs whose sessions would have expired by now anyway, hourly.
 pub fn spawn_session_purge(store: PgStore) {
     tokio::spawn(async move {

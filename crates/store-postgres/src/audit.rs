@@ -38,6 +38,7 @@ struct AuditRow {
     via: String,
     request_id: Option<String>,
     outcome: String,
+    approval_id: Option<Uuid>,
 }
 
 impl AuditRow {
@@ -58,6 +59,7 @@ impl AuditRow {
             via: e.via.as_str().to_owned(),
             request_id: e.request_id.clone(),
             outcome: e.outcome.as_str().to_owned(),
+            approval_id: e.approval,
         }
     }
 
@@ -93,6 +95,7 @@ impl AuditRow {
             changes: self.details,
             request_id: self.request_id,
             outcome: Outcome::parse(&self.outcome).ok_or_else(|| word("outcome", &self.outcome))?,
+            approval: self.approval_id,
         })
     }
 }

@@ -8,6 +8,7 @@
 //! pool, so no async worker ever blocks on the database and no more threads wait than there are
 //! connections.
 
+mod approvals;
 mod audit;
 mod auth_server_changes;
 mod auth_servers;

@@ -183,6 +183,7 @@ diesel::table! {
         via -> Text,
         request_id -> Nullable<Text>,
         outcome -> Text,
+        approval_id -> Nullable<Uuid>,
     }
 }
 
@@ -292,5 +293,24 @@ diesel::table! {
         subject -> Text,
         not_before -> Timestamptz,
         expires_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    /// What a person's assistant asked for; see `approvals.rs`.
+    approvals (id) {
+        id -> Uuid,
+        organization_id -> Uuid,
+        organization_slug -> Text,
+        requested_by -> Text,
+        requested_by_email -> Nullable<Text>,
+        action_kind -> Text,
+        action -> Jsonb,
+        summary -> Text,
+        status -> Text,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        decided_at -> Nullable<Timestamptz>,
+        outcome -> Nullable<Jsonb>,
     }
 }

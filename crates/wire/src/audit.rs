@@ -59,6 +59,8 @@ pub struct AuditEvent {
     pub request_id: Option<String>,
     #[schema(value_type = enums::AuditOutcome)]
     pub outcome: String,
+    /// The approval the change ran from: a person's assistant asked, and the actor approved.
+    pub approval_id: Option<Uuid>,
 }
 
 impl From<&a::AuditEvent> for AuditEvent {
@@ -77,6 +79,7 @@ impl From<&a::AuditEvent> for AuditEvent {
             changes: e.changes.clone(),
             request_id: e.request_id.clone(),
             outcome: e.outcome.as_str().to_owned(),
+            approval_id: e.approval,
         }
     }
 }

@@ -8,6 +8,7 @@
 //! bodies without secrets also serialize, for clients: an absent field is left out, and a
 //! field set to `Some(None)` (PATCH's "clear it") is written as null.
 
+pub mod approval;
 pub mod audit;
 pub mod auth_server;
 pub mod catalog;

@@ -14,7 +14,7 @@ const AUTH_SERVER_TYPES: [(&str, &str, &str); 3] = [
 ];
 
 /// The tags operations use, in the order a reader meets them, with what each covers.
-const TAGS: [(&str, &str); 10] = [
+const TAGS: [(&str, &str); 11] = [
     (
         "system",
         "Health, readiness, metrics and this document: no authentication.",
@@ -45,6 +45,10 @@ const TAGS: [(&str, &str); 10] = [
     (
         "audit",
         "Who changed what and when: every change that took effect, kept for the retention the operator set.",
+    ),
+    (
+        "approvals",
+        "The changes a person's AI assistant asked for, which run only once that person approves them.",
     ),
 ];
 

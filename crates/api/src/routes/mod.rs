@@ -4,6 +4,7 @@
 //! operations, error responses, headers, links and descriptions) and the role-matrix tests are
 //! all made from the two.
 
+pub mod approvals;
 pub mod audit;
 pub mod auth_servers;
 pub mod catalog;
@@ -275,6 +276,10 @@ routes! {
     auth_servers::add_credential, SuperAdmin, Object, Idempotent, Body, Tagged;
     auth_servers::remove_credential, SuperAdmin, Object, Idempotent;
     audit::list_audit_events, Member, Collection, Query;
+    approvals::list_approvals, Member, None;
+    approvals::get_approval, Member, None;
+    approvals::approve, Member, None, StateRules;
+    approvals::decline, Member, None, StateRules;
 }
 
 /// The methods a path answers, for `Allow`.

@@ -28,6 +28,7 @@ words! {
         AuthServer => "auth_server",
         Credential => "credential",
         KubeconfigCredential => "kubeconfig_credential",
+        Approval => "approval",
     }
 }
 
@@ -45,14 +46,20 @@ words! {
         ReplacementStarted => "replacement_started",
         Revoked => "revoked",
         Rotated => "rotated",
+        Requested => "requested",
+        Approved => "approved",
+        Declined => "declined",
+        Expired => "expired",
     }
 }
 
 words! {
-    /// The face of the service a change came through.
+    /// The face of the service a change came through; `assistant`: a person's AI assistant
+    /// asked for it and the person approved it.
     Channel {
         Api => "api",
         Console => "console",
+        Assistant => "assistant",
     }
 }
 
@@ -134,6 +141,8 @@ pub struct AuditEvent {
     pub changes: serde_json::Value,
     pub request_id: Option<String>,
     pub outcome: Outcome,
+    /// The approval a change ran from: the assistant asked, and the actor approved.
+    pub approval: Option<Uuid>,
 }
 
 impl AuditEvent {

@@ -29,6 +29,7 @@ macro_rules! words {
     };
 }
 
+pub mod approval;
 pub mod audit;
 pub mod auth_server;
 pub mod catalog;

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::model::approval::{Approval, ApprovalOutcome, ApprovalStatus};
 use crate::model::audit::{AuditEvent, AuditQuery};
 use crate::model::auth_server::AuthServer;
 use crate::model::cluster::{Cluster, Exposure};
@@ -476,4 +477,37 @@ pub trait SessionStore: Send + Sync {
     ) -> Result<SessionRevocations, StoreError>;
     /// Forgets the records whose sessions are over by `now`; returns how many went.
     async fn purge_session_revocations(&self, now: DateTime<Utc>) -> Result<u64, StoreError>;
+}
+
+/// Approvals: what a person's assistant asked for, until the person decides.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait ApprovalStore: Send + Sync {
+    /// Records a new approval with its audit event, in one transaction.
+    async fn insert_approval(
+        &self,
+        approval: Approval,
+        audit: AuditEvent,
+    ) -> Result<(), StoreError>;
+    async fn approval(&self, id: Uuid) -> Result<Option<Approval>, StoreError>;
+    /// The approvals `user_id`'s assistant asked for, newest first, at most `limit`.
+    async fn approvals_of(&self, user_id: String, limit: u32) -> Result<Vec<Approval>, StoreError>;
+    /// Moves an approval from `from` to `to` with its audit event, in one transaction, only if
+    /// it is still `from`; `false` (and nothing written) otherwise.
+    async fn decide_approval(
+        &self,
+        id: Uuid,
+        from: ApprovalStatus,
+        to: ApprovalStatus,
+        at: DateTime<Utc>,
+        audit: AuditEvent,
+    ) -> Result<bool, StoreError>;
+    /// Records what became of an approved action (once: a later record changes nothing).
+    async fn record_outcome(&self, id: Uuid, outcome: ApprovalOutcome) -> Result<(), StoreError>;
+    /// Pending approvals whose time ran out by `now`, at most `limit`.
+    async fn expired_approvals(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Approval>, StoreError>;
 }

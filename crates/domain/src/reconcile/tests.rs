@@ -534,6 +534,7 @@ fn world(state: ClusterState, cloud: FakeCloud) -> World {
         operations: Arc::new(m.operations),
         credentials: Arc::new(m.credentials),
         sessions: Arc::new(m.sessions),
+        approvals: Arc::new(m.approvals),
         changes: Arc::new(m.changes),
         identity: Arc::new(m.identity),
         cloud: cloud.clone(),

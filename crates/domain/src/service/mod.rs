@@ -6,6 +6,7 @@
 //! operation → settle the key. A write use case is its decision.
 
 mod aggregates;
+mod approvals;
 mod audit;
 mod auth_servers;
 mod catalog;
@@ -45,8 +46,8 @@ use crate::ports::identity::IdentityProvider;
 use crate::ports::provisioning::CloudProvider;
 use crate::ports::secrets::SecretVault;
 use crate::ports::storage::{
-    AuditLog, AuthServerRepository, ChangeFeed, ClusterRepository, Freshness, IdempotencyStore,
-    KubeconfigCredentials, OperationLog, SessionStore, StoreError, UniqueRule,
+    ApprovalStore, AuditLog, AuthServerRepository, ChangeFeed, ClusterRepository, Freshness,
+    IdempotencyStore, KubeconfigCredentials, OperationLog, SessionStore, StoreError, UniqueRule,
 };
 
 /// The longest lifetime a download may ask for unless the operator says otherwise: 30 days.
@@ -90,6 +91,7 @@ pub struct Ports {
     pub operations: Arc<dyn OperationLog>,
     pub credentials: Arc<dyn KubeconfigCredentials>,
     pub sessions: Arc<dyn SessionStore>,
+    pub approvals: Arc<dyn ApprovalStore>,
     pub changes: Arc<dyn ChangeFeed>,
     pub identity: Arc<dyn IdentityProvider>,
     pub cloud: Arc<dyn CloudProvider>,
@@ -111,6 +113,10 @@ pub struct Services {
     via: Channel,
     /// Each organization's writes per minute (unlimited unless a face sets one).
     writes: Arc<dyn WriteBudget>,
+    /// The approval the changes run from, when an assistant asked for them.
+    approval: Option<Uuid>,
+    /// How long an approval waits for its person.
+    approval_ttl: chrono::Duration,
 }
 
 /// Where the operation a change started can be followed.
@@ -154,6 +160,16 @@ impl Services {
             request_id: None,
             via: Channel::Api,
             writes: Arc::new(Unlimited),
+            approval: None,
+            approval_ttl: chrono::Duration::minutes(crate::model::approval::DEFAULT_TTL_MINUTES),
+        }
+    }
+
+    /// The same use cases with approvals that wait `ttl` for their person.
+    pub fn with_approval_ttl(self, ttl: chrono::Duration) -> Services {
+        Services {
+            approval_ttl: ttl,
+            ..self
         }
     }
 
@@ -223,6 +239,7 @@ impl Services {
             changes,
             request_id: self.request_id.as_deref().map(str::to_owned),
             outcome,
+            approval: self.approval,
         }
     }
 

@@ -306,9 +306,21 @@ impl Services {
     }
 
     /// Stage 1 of a change to `target`: the aggregate, once `caller` is known to be allowed to
-    /// change it (refused before anything is loaded for a writer who is super_admin nowhere,
-    /// so existence is not revealed), with the organization's write budget spent.
+    /// change it ([`Services::rights`]), with the organization's write budget spent.
     pub(crate) async fn authorized<A: Aggregate>(
+        &self,
+        caller: &Caller,
+        target: &Target,
+    ) -> Result<A, DomainError> {
+        let current: A = self.rights(caller, target).await?;
+        self.spend_write(&current.organization_id())?;
+        Ok(current)
+    }
+
+    /// Whether `caller` may change `target`: refused before anything is loaded for a writer
+    /// who is super_admin nowhere (so existence is not revealed), then by the role in the
+    /// target's organization; the aggregate when allowed. Spends nothing.
+    pub(crate) async fn rights<A: Aggregate>(
         &self,
         caller: &Caller,
         target: &Target,
@@ -324,7 +336,6 @@ impl Services {
             access::require_not_assistant(caller)?;
         }
         access::authorize_object(caller, &org, Access::Write)?;
-        self.spend_write(&org)?;
         Ok(current)
     }
 

@@ -785,6 +785,7 @@ fn test_event(server: &AuthServer) -> AuditEvent {
         changes,
         request_id: None,
         outcome: Outcome::Applied,
+        approval: None,
     }
 }
 

@@ -314,6 +314,7 @@ async fn auth_server_names_are_unique_per_organization_and_environment() {
         changes: serde_json::json!({}),
         request_id: None,
         outcome: Outcome::Applied,
+        approval: None,
     };
     let put = |s: AuthServer| AuthServerWrite {
         audit: audit(s.id),

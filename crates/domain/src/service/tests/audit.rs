@@ -143,6 +143,7 @@ fn event(at_secs: i64, n: u128) -> AuditEvent {
         changes: json!({}),
         request_id: None,
         outcome: Outcome::Applied,
+        approval: None,
     }
 }
 

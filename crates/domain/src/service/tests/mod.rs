@@ -32,6 +32,7 @@ use crate::ports::storage::{
 use crate::service::{Answer, Command, Keyed, KubeconfigAnswer, Scheduled};
 use crate::testing::*;
 
+mod approvals;
 mod audit;
 mod auth_servers;
 mod authentication;

@@ -1,0 +1,170 @@
+//! Approvals: what the assistant asks is checked and recorded; it runs once, as the person,
+//! when that person approves it; declined, expired or somebody else's, it never runs.
+
+use super::*;
+use crate::model::approval::{Approval, ApprovalOutcome, ApprovalStatus, ApprovedAction};
+use crate::model::audit::Channel;
+use std::sync::{Arc, Mutex};
+
+fn assistant_of(c: crate::model::identity::Caller) -> crate::model::identity::Caller {
+    crate::model::identity::Caller {
+        client: ClientKind::Assistant,
+        ..c
+    }
+}
+
+fn create() -> ApprovedAction {
+    ApprovedAction::CreateCluster {
+        body: cluster_body(),
+    }
+}
+
+/// A store of approvals in memory, as the port promises it: compare-and-set decisions.
+fn approvals_in_memory(m: &mut Mocks) -> Arc<Mutex<Vec<Approval>>> {
+    let kept: Arc<Mutex<Vec<Approval>>> = Arc::default();
+    let k = kept.clone();
+    m.approvals.expect_insert_approval().returning(move |a, _| {
+        k.lock().unwrap().push(a);
+        Ok(())
+    });
+    let k = kept.clone();
+    m.approvals
+        .expect_approval()
+        .returning(move |id| Ok(k.lock().unwrap().iter().find(|a| a.id == id).cloned()));
+    let k = kept.clone();
+    m.approvals
+        .expect_decide_approval()
+        .returning(move |id, from, to, at, _| {
+            let mut all = k.lock().unwrap();
+            let Some(a) = all.iter_mut().find(|a| a.id == id && a.status == from) else {
+                return Ok(false);
+            };
+            a.status = to;
+            a.decided_at = Some(at);
+            Ok(true)
+        });
+    let k = kept.clone();
+    m.approvals.expect_record_outcome().returning(move |id, o| {
+        if let Some(a) = k.lock().unwrap().iter_mut().find(|a| a.id == id) {
+            a.outcome.get_or_insert(o);
+        }
+        Ok(())
+    });
+    kept
+}
+
+#[test]
+fn a_request_is_checked_then_recorded_pending_for_ten_minutes() {
+    let mut m = create_ready();
+    let kept = approvals_in_memory(&mut m);
+    let s = m.services();
+    let a = block_on(s.request_approval(&assistant_of(super_admin_a()), create())).unwrap();
+    assert_eq!(a.status, ApprovalStatus::Pending);
+    assert_eq!(a.organization_id, ORG_A);
+    assert_eq!(a.expires_at - a.created_at, chrono::Duration::minutes(10));
+    assert!(
+        a.summary.contains("prod-1") && a.summary.contains("3 nodes"),
+        "{}",
+        a.summary
+    );
+    assert_eq!(kept.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn a_bad_input_or_a_missing_role_records_nothing() {
+    let mut m = create_ready();
+    m.approvals.expect_insert_approval().never();
+    let s = m.services();
+    let bad = ApprovedAction::CreateCluster {
+        body: CreateClusterRequest {
+            name: Some("Not A Label".into()),
+            ..cluster_body()
+        },
+    };
+    assert_eq!(
+        code(block_on(
+            s.request_approval(&assistant_of(super_admin_a()), bad)
+        )),
+        "validation_failed"
+    );
+    let member = assistant_of(caller(&[(ORG_A, Role::Member)]));
+    assert_eq!(
+        code(block_on(s.request_approval(&member, create()))),
+        "forbidden"
+    );
+}
+
+#[test]
+fn approving_runs_the_action_once_as_the_person_through_the_assistant() {
+    let mut m = create_ready();
+    let kept = approvals_in_memory(&mut m);
+    m.idempotency
+        .expect_claim()
+        .withf(|r| r.scope.key.as_str().starts_with("approval-"))
+        .times(1)
+        .returning(|_| Ok(ClaimOutcome::Claimed));
+    m.clusters.checkpoint();
+    let writes = recording(&mut m);
+    let s = m.services();
+    let person = super_admin_a();
+    let a = block_on(s.request_approval(&assistant_of(person.clone()), create())).unwrap();
+    let approved = block_on(s.approve(&person, a.id)).unwrap();
+    assert_eq!(approved.status, ApprovalStatus::Approved);
+    let Some(ApprovalOutcome::Done { resource, .. }) = &approved.outcome else {
+        panic!("{approved:?}");
+    };
+    assert_eq!(resource, "cluster");
+    // The action's own audit event says the assistant asked and the person approved.
+    let w = writes.lock().unwrap();
+    let event = w[0].audit.as_ref().unwrap();
+    assert_eq!(
+        (event.via, event.approval),
+        (Channel::Assistant, Some(a.id))
+    );
+    assert_eq!(event.actor.user_id, person.user.id);
+    drop(w);
+    // A second approval answers the same and runs nothing again (the claim is once).
+    let again = block_on(s.approve(&person, a.id)).unwrap();
+    assert_eq!(again.outcome, approved.outcome);
+    assert_eq!(kept.lock().unwrap()[0].status, ApprovalStatus::Approved);
+}
+
+#[test]
+fn nobody_else_and_no_assistant_decides() {
+    let mut m = create_ready();
+    approvals_in_memory(&mut m);
+    m.idempotency.expect_claim().never();
+    let s = m.services();
+    let person = super_admin_a();
+    let a = block_on(s.request_approval(&assistant_of(person.clone()), create())).unwrap();
+    let mut other = super_admin_a();
+    other.user.id = "user-2".into();
+    assert_eq!(code(block_on(s.approve(&other, a.id))), "not_found");
+    assert_eq!(code(block_on(s.decline(&other, a.id))), "not_found");
+    assert_eq!(
+        code(block_on(s.approve(&assistant_of(person.clone()), a.id))),
+        "assistant_not_allowed"
+    );
+}
+
+#[test]
+fn a_declined_or_expired_approval_never_runs() {
+    let mut m = create_ready();
+    approvals_in_memory(&mut m);
+    m.idempotency.expect_claim().never();
+    let s = m.services();
+    let person = super_admin_a();
+    let a = block_on(s.request_approval(&assistant_of(person.clone()), create())).unwrap();
+    assert_eq!(
+        block_on(s.decline(&person, a.id)).unwrap().status,
+        ApprovalStatus::Declined
+    );
+    assert_eq!(code(block_on(s.approve(&person, a.id))), "invalid_state");
+    // Ten minutes later a new request has expired without anybody deciding.
+    let b = block_on(s.request_approval(&assistant_of(person.clone()), create())).unwrap();
+    let later = Approval {
+        expires_at: b.created_at,
+        ..b.clone()
+    };
+    assert_eq!(later.status_at(b.created_at), ApprovalStatus::Expired);
+}
