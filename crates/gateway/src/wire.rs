@@ -26,9 +26,17 @@ use http::uri::Authority;
 use http::{Method, Response, StatusCode, Version};
 use http_body::{Frame, SizeHint};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::upstream::{self, MAX_IDLE_PER_UPSTREAM};
+
+/// The differential check against hyper's client: it runs this module's own code on a scripted
+/// upstream in place of the socket.
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod differential;
+#[cfg(any(test, feature = "fuzzing"))]
+use differential::Stream;
+#[cfg(not(any(test, feature = "fuzzing")))]
+type Stream = tokio::net::TcpStream;
 
 /// The most an answer's head may take, status line included.
 pub const MAX_ANSWER_HEAD: usize = 64 * 1024;
@@ -61,7 +69,7 @@ impl WireError {
 
 /// One connection to an upstream, with what was read of it and not consumed yet.
 struct Conn {
-    tcp: TcpStream,
+    tcp: Stream,
     buf: BytesMut,
 }
 
@@ -102,9 +110,13 @@ fn checkin(authority: &Authority, conn: Box<Conn>) {
     })
 }
 
+// Outside the differential check the stream is the socket itself.
+#[cfg_attr(not(any(test, feature = "fuzzing")), allow(clippy::useless_conversion))]
 async fn open(authority: &Authority, connect: Duration) -> std::io::Result<Box<Conn>> {
     Ok(Box::new(Conn {
-        tcp: upstream::connect_tcp(authority, false, connect).await?,
+        tcp: upstream::connect_tcp(authority, false, connect)
+            .await?
+            .into(),
         buf: BytesMut::with_capacity(READ_SIZE),
     }))
 }
