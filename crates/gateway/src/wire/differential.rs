@@ -61,6 +61,9 @@ pub const STRICTER_REFUSALS: &[&str] = &[
     // a chunk-size line over 4 KiB (hyper: 16 KiB of extensions per body).
     "the head is too large",
     "a chunk-size line is too long",
+    // A trailer line ended by a bare LF: hyper reads the LF as a byte of the line (and the
+    // line's end at the next CRLF), httparse as the line's end.
+    "a trailer line not ended by CRLF",
 ];
 
 /// hyper's refusals of answers wire.rs reads, where hyper is the one that is wrong: each
