@@ -632,18 +632,27 @@ fn chunk_step(buf: &mut BytesMut, state: Chunk) -> Result<Step, WireError> {
 }
 
 /// A chunk-size line's size: hex digits (at most 16), then nothing or extensions after `;`
-/// (skipped, without control characters).
+/// (skipped, without control characters), with spaces or tabs before either.
 fn chunk_size(line: &[u8]) -> Result<u64, WireError> {
     let malformed = WireError::Malformed("a chunk size");
     let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
     if digits == 0 || digits > 16 {
         return Err(malformed);
     }
-    let rest = line[digits..].trim_ascii_start();
-    let extensions_ok = rest.is_empty()
-        || (rest[0] == b';' && rest.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f)));
-    if !extensions_ok {
-        return Err(malformed);
+    // Spaces and tabs only, the blanks HTTP/1.1 allows there: hyper refuses any other byte, a
+    // CR or an LF above all.
+    let blank = line[digits..]
+        .iter()
+        .take_while(|&&b| b == b' ' || b == b'\t')
+        .count();
+    let rest = &line[digits + blank..];
+    match rest.first() {
+        None => {}
+        Some(b';') if !rest.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f)) => {
+            return Err(WireError::Malformed("a chunk extension"));
+        }
+        Some(b';') => {}
+        Some(_) => return Err(malformed),
     }
     let hex =
         std::str::from_utf8(&line[..digits]).map_err(|_| WireError::Malformed("a chunk size"))?;
@@ -826,6 +835,13 @@ mod tests {
             (b"1 2", None),
             (b"1;\x00", None),
             (b"0x10", None),
+            (b"5 \t;x", Some(5)),
+            (b"5\t", Some(5)),
+            // Only spaces and tabs after the size: a CR, an LF or a form feed is no blank to
+            // hyper, which refuses the line.
+            (b"5\r", None),
+            (b"5\n;x", None),
+            (b"5\x0c", None),
         ] {
             assert_eq!(
                 chunk_size(line).ok(),
