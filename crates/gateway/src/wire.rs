@@ -380,13 +380,7 @@ fn framing(head: &Head, bodiless_request: bool) -> Result<Framing, WireError> {
         .iter()
         .flat_map(|v| v.as_bytes().split(|&b| b == b','))
     {
-        let value = value.trim_ascii();
-        if value.is_empty() || !value.iter().all(u8::is_ascii_digit) || value.len() > 19 {
-            return Err(WireError::Malformed("Content-Length is not a length"));
-        }
-        let n: u64 = std::str::from_utf8(value)
-            .ok()
-            .and_then(|v| v.parse().ok())
+        let n = number(value.trim_ascii(), 10)
             .ok_or(WireError::Malformed("Content-Length is not a length"))?;
         if declared.is_some_and(|d| d != n) {
             return Err(WireError::Malformed("Content-Length values disagree"));
@@ -631,14 +625,25 @@ fn chunk_step(buf: &mut BytesMut, state: Chunk) -> Result<Step, WireError> {
     }
 }
 
-/// A chunk-size line's size: hex digits (at most 16), then nothing or extensions after `;`
-/// (skipped, without control characters), with spaces or tabs before either.
+/// The number `digits` spell in `radix` (10 or 16), leading zeros and all, as hyper reads
+/// lengths and chunk sizes; `None` when one is not a digit or the number is over u64's bound.
+fn number(digits: &[u8], radix: u32) -> Option<u64> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &b| {
+        let digit = char::from(b).to_digit(radix)?;
+        n.checked_mul(u64::from(radix))?
+            .checked_add(u64::from(digit))
+    })
+}
+
+/// A chunk-size line's size: hex digits, then nothing or extensions after `;` (skipped,
+/// without control characters), with spaces or tabs before either.
 fn chunk_size(line: &[u8]) -> Result<u64, WireError> {
     let malformed = WireError::Malformed("a chunk size");
     let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-    if digits == 0 || digits > 16 {
-        return Err(malformed);
-    }
+    let size = number(&line[..digits], 16).ok_or(WireError::Malformed("a chunk size"))?;
     // Spaces and tabs only, the blanks HTTP/1.1 allows there: hyper refuses any other byte, a
     // CR or an LF above all.
     let blank = line[digits..]
@@ -654,9 +659,7 @@ fn chunk_size(line: &[u8]) -> Result<u64, WireError> {
         Some(b';') => {}
         Some(_) => return Err(malformed),
     }
-    let hex =
-        std::str::from_utf8(&line[..digits]).map_err(|_| WireError::Malformed("a chunk size"))?;
-    u64::from_str_radix(hex, 16).map_err(|_| malformed)
+    Ok(size)
 }
 
 #[cfg(test)]
@@ -722,6 +725,14 @@ mod tests {
                 vec![("content-length", "99999999999999999999")],
                 false,
                 None,
+            ),
+            // Leading zeros are no digits too many (hyper reads them).
+            (
+                200,
+                v11,
+                vec![("content-length", "000000000000000000003")],
+                false,
+                Some(Length(3)),
             ),
             (
                 200,
@@ -829,6 +840,8 @@ mod tests {
             (b"10 ; ext", Some(16)),
             (b"ffffffffffffffff", Some(u64::MAX)),
             (b"10000000000000000", None),
+            // Leading zeros are no digits too many (hyper reads them).
+            (b"00000000000000001a", Some(26)),
             (b"", None),
             (b" 1", None),
             (b"-1", None),

@@ -71,7 +71,25 @@ pub const STRICTER_REFUSALS: &[&str] = &[
 
 /// hyper's refusals of answers wire.rs reads, where hyper is the one that is wrong: each
 /// says whether it applies to the head wire.rs read.
-pub const HYPER_REFUSES_WRONGLY: &[(&str, Applies)] = &[];
+pub const HYPER_REFUSES_WRONGLY: &[(&str, Applies)] = &[(
+    // hyper keeps the two largest u64 values for itself (its marks of chunked and until-close
+    // bodies) and refuses them as lengths; HTTP/1.1 sets no bound, and wire.rs reads up to
+    // u64's own.
+    "a Content-Length of 2^64 - 2 or more",
+    |head| {
+        head.headers
+            .get_all(header::CONTENT_LENGTH)
+            .iter()
+            .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+            .filter_map(|v| {
+                std::str::from_utf8(v.trim_ascii())
+                    .ok()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .any(|n| n >= u64::MAX - 1)
+    },
+)];
 
 pub type Applies = fn(&Head) -> bool;
 
