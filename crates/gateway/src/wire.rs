@@ -9,8 +9,9 @@
 //!
 //! What it refuses, the answer's framing above all, it refuses as an upstream failure (the
 //! client gets a 502): `Content-Length` values that disagree or are not numbers, `chunked`
-//! anywhere but last, chunk framing that is not exactly RFC 9112's, a head over
-//! [`MAX_ANSWER_HEAD`] or with more than [`MAX_ANSWER_HEADERS`] fields, an unasked `101`.
+//! anywhere but last (empty elements count) or a `Transfer-Encoding` that is not text, chunk
+//! framing that is not exactly RFC 9112's, a head over [`MAX_ANSWER_HEAD`] or with more than
+//! [`MAX_ANSWER_HEADERS`] fields, an unasked `101`.
 //! An answer with both `Transfer-Encoding` and `Content-Length` is read by the first (the
 //! proxy never passes the length on) and its connection is closed after it. A connection goes
 //! back to the worker's pool only after an answer whose end it read exactly, with nothing
@@ -360,13 +361,17 @@ fn framing(head: &Head, bodiless_request: bool) -> Result<Framing, WireError> {
                 "Transfer-Encoding in an HTTP/1.0 answer",
             ));
         }
-        let codings: Vec<&[u8]> = head
-            .headers
-            .get_all(header::TRANSFER_ENCODING)
+        let fields = head.headers.get_all(header::TRANSFER_ENCODING);
+        // hyper takes a field that is not text for one coding, not chunked, whatever it says.
+        if fields.iter().any(|v| v.to_str().is_err()) {
+            return Err(WireError::Malformed("Transfer-Encoding is not text"));
+        }
+        // Empty elements count: after `chunked,` hyper reads until the upstream closes, where
+        // a reader skipping the empty element would read chunked.
+        let codings: Vec<&[u8]> = fields
             .iter()
             .flat_map(|v| v.as_bytes().split(|&b| b == b','))
             .map(<[u8]>::trim_ascii)
-            .filter(|c| !c.is_empty())
             .collect();
         let chunked = |c: &&[u8]| c.eq_ignore_ascii_case(b"chunked");
         return match codings.iter().position(chunked) {
@@ -671,7 +676,7 @@ mod tests {
         for (n, v) in fields {
             if let (Ok(n), Ok(v)) = (
                 HeaderName::from_bytes(n.as_bytes()),
-                HeaderValue::from_str(v),
+                HeaderValue::from_bytes(v.as_bytes()),
             ) {
                 headers.append(n, v);
             }
@@ -761,6 +766,36 @@ mod tests {
                 vec![("transfer-encoding", "gzip")],
                 false,
                 Some(UntilClose),
+            ),
+            // An empty element after chunked leaves it not last (hyper reads until close).
+            (
+                200,
+                v11,
+                vec![("transfer-encoding", "chunked,")],
+                false,
+                None,
+            ),
+            (
+                200,
+                v11,
+                vec![("transfer-encoding", "chunked"), ("transfer-encoding", "")],
+                false,
+                None,
+            ),
+            (
+                200,
+                v11,
+                vec![("transfer-encoding", ", chunked")],
+                false,
+                Some(Chunked(Chunk::Size(0))),
+            ),
+            // Not text: hyper takes it for a coding that is not chunked.
+            (
+                200,
+                v11,
+                vec![("transfer-encoding", "gzip\u{ff}, chunked")],
+                false,
+                None,
             ),
             (
                 200,

@@ -55,6 +55,9 @@ pub const STRICTER_REFUSALS: &[&str] = &[
     // hyper reads an answer whose last coding is not `chunked` until the upstream closes;
     // with `chunked` before another coding, wire.rs does not guess where it ends.
     "chunked is not the last coding",
+    // hyper reads a Transfer-Encoding field that is not visible ASCII as one coding, not
+    // chunked, and the answer until the upstream closes.
+    "Transfer-Encoding is not text",
     // hyper hands a 101 nobody asked for to the caller as an answer without a body.
     "a protocol switch nobody asked for",
     // wire.rs's bounds are tighter than hyper's: a head over 64 KiB (hyper: about 400 KiB),
