@@ -838,6 +838,10 @@ impl AsyncWrite for Stream {
 mod tests {
     use std::path::PathBuf;
 
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+    use proptest::test_runner::RngSeed;
+
     use super::*;
 
     fn corpus() -> PathBuf {
@@ -861,6 +865,23 @@ mod tests {
         }
         assert!(files >= 30, "only {files} corpus files");
         assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 1000,
+            rng_seed: RngSeed::Fixed(0x5eed),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        /// Answers built of the framings both clients know, one byte changed now and then.
+        #[test]
+        fn generated_answers_read_the_same_with_both_clients(script in scripts()) {
+            if let Err(d) = check_script(&script) {
+                prop_assert!(false, "{d}");
+            }
+        }
     }
 
     fn exchange(answer: Answer, kept: bool) -> Exchange {
@@ -1012,5 +1033,171 @@ mod tests {
         let bare = Script::parse(b"HTTP/1.1 200 OK\r\n\r\n");
         assert_eq!(bare.methods, [Method::GET]);
         assert_eq!((bare.piece, bare.closes), (usize::MAX, false));
+    }
+
+    // ---- The generated scripts.
+
+    fn scripts() -> impl Strategy<Value = Script> {
+        (
+            vec(
+                prop_oneof![4 => Just(Method::GET), 1 => Just(Method::HEAD)],
+                1..3,
+            ),
+            prop_oneof![2 => Just(usize::MAX), 1 => 1usize..4, 1 => 4usize..40],
+            any::<bool>(),
+            vec(answer(), 1..4),
+            prop::option::weighted(0.3, (any::<prop::sample::Index>(), any::<u8>(), 0..3u8)),
+        )
+            .prop_map(|(methods, piece, closes, mut answers, mutation)| {
+                if let Some((at, byte, how)) = mutation {
+                    let answer = at.index(answers.len());
+                    let bytes = &mut answers[answer];
+                    let at = at.index(bytes.len() + 1);
+                    match how {
+                        0 if at < bytes.len() => bytes[at] = byte,
+                        1 if at < bytes.len() => {
+                            bytes.remove(at);
+                        }
+                        _ => bytes.insert(at, byte),
+                    }
+                }
+                Script {
+                    methods,
+                    piece,
+                    closes,
+                    answers,
+                }
+            })
+    }
+
+    /// The bytes of one chunk-size line's number, some with leading zeros.
+    fn hex(size: usize, zeros: usize, upper: bool) -> String {
+        let digits = if upper {
+            format!("{size:X}")
+        } else {
+            format!("{size:x}")
+        };
+        format!("{}{digits}", "0".repeat(zeros))
+    }
+
+    fn answer() -> impl Strategy<Value = Vec<u8>> {
+        let informational = prop_oneof![
+            6 => Just(""),
+            1 => Just("HTTP/1.1 100 Continue\r\n\r\n"),
+            1 => Just("HTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n"),
+        ];
+        let status = prop_oneof![
+            8 => Just("200 OK"),
+            1 => Just("204 No Content"),
+            1 => Just("304 Not Modified"),
+            1 => Just("404 Not Found"),
+            1 => Just("101 Switching Protocols"),
+            1 => Just("205 Reset Content"),
+        ];
+        let version = prop_oneof![5 => Just("HTTP/1.1"), 1 => Just("HTTP/1.0")];
+        let connection = prop_oneof![
+            4 => Just(""),
+            1 => Just("connection: close\r\n"),
+            1 => Just("connection: keep-alive\r\n"),
+            1 => Just("connection: upgrade, Close\r\n"),
+        ];
+        let fields = vec("[a-z]{1,6}: [ -~]{0,8}\r\n", 0..3);
+        let after = prop_oneof![
+            6 => Just(""),
+            1 => Just("HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nforged"),
+            1 => Just("\r\n"),
+            1 => Just("x"),
+        ];
+        (
+            informational,
+            version,
+            status,
+            connection,
+            fields,
+            framed_body(),
+            after,
+        )
+            .prop_map(
+                |(informational, version, status, connection, fields, (framing, body), after)| {
+                    let mut out = informational.as_bytes().to_vec();
+                    out.extend_from_slice(format!("{version} {status}\r\n{connection}").as_bytes());
+                    for field in fields {
+                        out.extend_from_slice(field.as_bytes());
+                    }
+                    out.extend_from_slice(framing.as_bytes());
+                    out.extend_from_slice(b"\r\n");
+                    out.extend_from_slice(&body);
+                    out.extend_from_slice(after.as_bytes());
+                    out
+                },
+            )
+    }
+
+    /// The framing fields and the body as sent.
+    fn framed_body() -> impl Strategy<Value = (String, Vec<u8>)> {
+        let data = "[ -~]{0,24}";
+        let length = (data, 0..6u8).prop_map(|(data, how)| {
+            let n = data.len();
+            let value = match how {
+                0 => format!("content-length: {n}\r\n"),
+                1 => format!("content-length: {n}, {n}\r\ncontent-length: {n}\r\n"),
+                2 => format!("content-length: 0000000000000000000{n}\r\n"),
+                3 => format!("content-length: {}\r\n", n + 1),
+                4 => format!("content-length:  {n} \r\n"),
+                _ => format!("content-length: {n},\r\n"),
+            };
+            (value, data.into_bytes())
+        });
+        let coding = prop_oneof![
+            6 => Just("chunked"),
+            1 => Just("gzip, chunked"),
+            1 => Just("CHUNKED"),
+            1 => Just("chunked, gzip"),
+            1 => Just("chunked,"),
+            1 => Just("chunked\r\ntransfer-encoding: "),
+            1 => Just("identity"),
+        ];
+        let chunk = (
+            "[ -~]{1,12}",
+            0..3usize,
+            any::<bool>(),
+            prop_oneof![
+                6 => Just(""),
+                1 => Just(";a=b"),
+                1 => Just(" ;a=\"b c\""),
+                1 => Just("\t"),
+                1 => Just(";\x01"),
+            ],
+            prop_oneof![8 => Just("\r\n"), 1 => Just("\n"), 1 => Just("\r\r\n")],
+        )
+            .prop_map(|(data, zeros, upper, extension, end)| {
+                let mut out = format!("{}{extension}{end}", hex(data.len(), zeros, upper));
+                out.push_str(&data);
+                out.push_str("\r\n");
+                out
+            });
+        let trailer = prop_oneof![
+            Just("x-t: 1\r\n"),
+            Just("grpc-status: 0\r\n"),
+            Just("x-lf: 1\n"),
+            Just("bad trailer\r\n"),
+        ];
+        let chunked = (
+            coding,
+            vec(chunk, 0..4),
+            vec(trailer, 0..3),
+            prop_oneof![4 => Just(""), 1 => Just("content-length: 3\r\n")],
+            prop_oneof![6 => Just("\r\n"), 1 => Just("\n")],
+        )
+            .prop_map(|(coding, chunks, trailers, length, end)| {
+                let fields = format!("transfer-encoding: {coding}\r\n{length}");
+                let mut body = chunks.concat();
+                body.push_str("0\r\n");
+                body.push_str(&trailers.concat());
+                body.push_str(end);
+                (fields, body.into_bytes())
+            });
+        let until_close = "[ -~]{0,24}".prop_map(|data| (String::new(), data.into_bytes()));
+        prop_oneof![3 => length, 3 => chunked, 1 => until_close]
     }
 }
