@@ -98,7 +98,15 @@ pub type Applies = fn(&Head) -> bool;
 
 /// wire.rs gives up a connection hyper would keep after the same answer, and why. A connection
 /// given up costs a new one; one kept wrongly would read forged bytes as the next answer.
-pub fn closes_where_hyper_keeps(head: &Head) -> Option<&'static str> {
+pub fn closes_where_hyper_keeps(head: &Head, method: &Method) -> Option<&'static str> {
+    if *method == Method::HEAD
+        || head.status == StatusCode::NO_CONTENT
+        || head.status == StatusCode::NOT_MODIFIED
+    {
+        // No body by its framing: one the upstream sends anyway, after the connection went
+        // back to the pool, would be read as the next request's answer.
+        return Some("an answer without a body by its framing (to HEAD, a 204, a 304)");
+    }
     if head.version != Version::HTTP_11 {
         // wire.rs keeps connections of HTTP/1.1 upstreams only; hyper also those of HTTP/1.0
         // upstreams that say `Connection: keep-alive`.
@@ -286,7 +294,7 @@ pub fn check_script(script: &Script) -> Result<(), Box<Disagreement>> {
     let wire = read_with_wire(script);
     let hyper = read_with_hyper(script);
     for (request, (w, h)) in wire.iter().zip(&hyper).enumerate() {
-        if !agree(w, h) {
+        if !agree(w, h, script.method(request)) {
             return Err(Box::new(Disagreement {
                 request,
                 wire: w.clone(),
@@ -317,7 +325,7 @@ pub fn check_script(script: &Script) -> Result<(), Box<Disagreement>> {
 }
 
 /// Whether the two exchanges agree, or part only in a listed way.
-fn agree(wire: &Exchange, hyper: &Exchange) -> bool {
+fn agree(wire: &Exchange, hyper: &Exchange, method: &Method) -> bool {
     let answers = match (&wire.answer, &hyper.answer) {
         (Answer::Failed(_), Answer::Failed(_)) | (Answer::Waiting, Answer::Waiting) => true,
         // wire.rs parses a head once its buffer holds an empty line, a leading one (which
@@ -346,7 +354,9 @@ fn agree(wire: &Exchange, hyper: &Exchange) -> bool {
     }
     match (wire.kept, hyper.kept) {
         (false, true) => match &wire.answer {
-            Answer::Read(head, Body::Whole { .. }) => closes_where_hyper_keeps(head).is_some(),
+            Answer::Read(head, Body::Whole { .. }) => {
+                closes_where_hyper_keeps(head, method).is_some()
+            }
             // Refused or undecided by wire.rs (in a way allowed above): the connection is
             // given up.
             _ => true,
@@ -1023,7 +1033,7 @@ mod tests {
                 true,
             ),
         ] {
-            assert_eq!(agree(&wire, &hyper), agreed, "{name}");
+            assert_eq!(agree(&wire, &hyper, &Method::GET), agreed, "{name}");
         }
     }
 
