@@ -8,9 +8,11 @@
 //! the body, the pool's check-in and check-out) over a scripted upstream in place of the
 //! socket.
 //!
-//! The few ways this client is deliberately stricter than hyper are listed below
-//! ([`STRICTER_REFUSALS`], [`closes_where_hyper_keeps`], [`HYPER_REFUSES_WRONGLY`]); any other
-//! difference is a [`Disagreement`]. docs/gateway.md says what is checked and why.
+//! The few ways the two may part are listed below: this client's refusals of what hyper reads
+//! ([`STRICTER_REFUSALS`]), its connections given up where hyper keeps them
+//! ([`closes_where_hyper_keeps`]), one refusing before the other has the rest
+//! ([`REFUSED_SOONER`], and in `agree`), and hyper's wrong refusals ([`HYPER_REFUSES_WRONGLY`]);
+//! any other difference is a [`Disagreement`]. docs/gateway.md says what is checked and why.
 //!
 //! A [`Script`] is written as the upstream's bytes, one answer per request:
 //!
@@ -71,6 +73,12 @@ pub const STRICTER_REFUSALS: &[&str] = &[
     // line's end at the next CRLF), httparse as the line's end.
     "a trailer line not ended by CRLF",
 ];
+
+/// wire.rs's refusals of a head hyper has not looked at yet. wire.rs parses a head once its
+/// buffer holds an empty line, a leading one (which httparse skips) included; hyper once a
+/// head's end may have come. These are httparse's own refusals, which stand whatever follows:
+/// hyper refuses the same head once the rest is in.
+pub const REFUSED_SOONER: &[&str] = &["not an HTTP/1.x answer head", "too many header fields"];
 
 /// hyper's refusals of answers wire.rs reads, where hyper is the one that is wrong: each
 /// says whether it applies to the head wire.rs read.
@@ -328,18 +336,13 @@ pub fn check_script(script: &Script) -> Result<(), Box<Disagreement>> {
 fn agree(wire: &Exchange, hyper: &Exchange, method: &Method) -> bool {
     let answers = match (&wire.answer, &hyper.answer) {
         (Answer::Failed(_), Answer::Failed(_)) | (Answer::Waiting, Answer::Waiting) => true,
-        // wire.rs parses a head once its buffer holds an empty line, a leading one (which
-        // httparse skips) included; hyper once a head's end may have come. httparse's
-        // refusals stand whatever follows: hyper refuses the same head once the rest is in.
-        (Answer::Failed(reason), Answer::Waiting)
-            if ["not an HTTP/1.x answer head", "too many header fields"]
-                .contains(&reason.as_str()) =>
-        {
+        (Answer::Failed(reason), Answer::Waiting) if REFUSED_SOONER.contains(&reason.as_str()) => {
             true
         }
         (Answer::Failed(reason), _) => STRICTER_REFUSALS.contains(&reason.as_str()),
-        // wire.rs looks at a head once its empty line has come; hyper refuses a broken one
-        // sooner, byte by byte. Once the upstream closes, wire.rs refuses it too.
+        // hyper may parse what it has of a head before its end has come, and refuse it there
+        // (httparse's refusals of a head's start); wire.rs refuses it once the end or the
+        // upstream's close comes.
         (Answer::Waiting, Answer::Failed(_)) => true,
         (Answer::Read(head, _), Answer::Failed(_)) => HYPER_REFUSES_WRONGLY
             .iter()
@@ -370,8 +373,8 @@ fn bodies_agree(wire: &Body, hyper: &Body) -> bool {
         (Body::Whole { .. }, Body::Whole { .. }) => wire == hyper,
         (Body::Failed(_), Body::Failed(_)) | (Body::Waiting, Body::Waiting) => true,
         (Body::Failed(reason), _) => STRICTER_REFUSALS.contains(&reason.as_str()),
-        // As with heads: wire.rs judges a chunk-size line or a trailer section once its end
-        // has come, hyper byte by byte.
+        // hyper judges chunk framing byte by byte, wire.rs a chunk-size line once its CRLF
+        // has come and a trailer section once its empty line has.
         (Body::Waiting, Body::Failed(_)) => true,
         _ => false,
     }
