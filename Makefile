@@ -14,7 +14,8 @@ CARGO_TEST_ARGS ?= --workspace
 # Rust black-box tests saw refused with 422 is refused by the document too; docs: the /docs
 # reference in headless Chromium (tests/docs); console: the web console driven in headless
 # Chromium as a super_admin and a member, with an axe-core scan (tests/console); schemathesis:
-# a bounded schema-fuzzing run against `server --dev` (schemathesis.toml). `make fuzz` runs the long one.
+# a bounded schema-fuzzing run against `server --dev` (schemathesis.toml). `make fuzz` runs the long one,
+# then gateway_fuzz: the gateway's HTTP/1.1 client against hyper's under cargo-fuzz (FUZZ_SECONDS).
 TEST_STEPS ?= rust deploy openapi client refusals docs console schemathesis
 
 export CARGO_TEST_ARGS TEST_STEPS
@@ -33,6 +34,7 @@ help: ## this list
 	@echo '  KUBESVC_LOCAL_PG=1  use the project-local PostgreSQL even when 127.0.0.1:5432 answers'
 	@echo '  CARGO_TEST_ARGS     make test: package selection (default --workspace)'
 	@echo '  TEST_STEPS          make test: the steps to run (default: $(TEST_STEPS))'
+	@echo '  FUZZ_SECONDS        make fuzz: how long the gateway'"'"'s fuzz target runs (default 300)'
 	@echo '  SOAK_SECONDS        make soak: how long each long run lasts (default 300)'
 	@echo '  SOAK_TESTS          make soak: the test name filters (default: replicas failover key_rotation)'
 
@@ -42,8 +44,8 @@ run: ## the server in development mode (PostgreSQL, database kubesvc_dev, SECRET
 test: ## every test (libpq-dev and PostgreSQL set up first)
 	@bash scripts/test.sh
 
-fuzz: ## a long schemathesis run (1000 examples per operation) against server --dev
-	@FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-1000} TEST_STEPS='openapi schemathesis' bash scripts/test.sh
+fuzz: ## a long schemathesis run (1000 examples per operation) against server --dev, then the gateway's HTTP/1.1 client fuzzed against hyper's (FUZZ_SECONDS, default 300; cargo-fuzz installed first)
+	@FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-1000} TEST_STEPS='openapi schemathesis gateway_fuzz' bash scripts/test.sh
 
 soak: ## the long forms of the replica, failover and key-rotation runs (SOAK_SECONDS, default 300; nginx and PostgreSQL set up first)
 	@bash scripts/soak.sh

@@ -275,6 +275,37 @@ step_schemathesis() {
         --max-examples "$FUZZ_EXAMPLES" --seed 1 --no-color)
 }
 
+# ---- The gateway's fuzz target (make fuzz): its own HTTP/1.1 client and hyper's read the same
+# ---- upstream bytes, and any disagreement beyond the listed ones is a crash (docs/gateway.md).
+
+FUZZ_SECONDS=${FUZZ_SECONDS:-300}
+CARGO_FUZZ_VERSION=0.13.2
+GATEWAY_FUZZ_TARGET=wire_differential
+
+ensure_cargo_fuzz() {
+    if cargo fuzz --version 2>/dev/null | grep -qx "cargo-fuzz $CARGO_FUZZ_VERSION"; then
+        return 0
+    fi
+    # libFuzzer's C++ part is built by libfuzzer-sys.
+    have c++ || apt_install g++
+    say "installing cargo-fuzz $CARGO_FUZZ_VERSION (cargo install --locked, from crates.io)"
+    run_child cargo install --locked --version "$CARGO_FUZZ_VERSION" cargo-fuzz
+}
+
+# shellcheck disable=SC2317 # steps are called as "step_$step"
+step_gateway_fuzz() {
+    ensure_cargo_fuzz || return $?
+    local fuzz="$ROOT/crates/gateway/fuzz" out="$ROOT/.local/fuzz/$GATEWAY_FUZZ_TARGET" target_dir=()
+    mkdir -p "$out/corpus" "$out/artifacts"
+    # Its own target directory: the instrumented build would otherwise replace the tests' one.
+    [[ -z ${CARGO_TARGET_DIR:-} ]] || target_dir=(--target-dir "$CARGO_TARGET_DIR/fuzz")
+    say "cargo fuzz run $GATEWAY_FUZZ_TARGET for ${FUZZ_SECONDS}s: the gateway's HTTP/1.1 client against hyper's (stable rustc with RUSTC_BOOTSTRAP=1 for libFuzzer's flags; the committed corpus, new inputs in .local/fuzz/$GATEWAY_FUZZ_TARGET/corpus, a disagreement in .local/fuzz/$GATEWAY_FUZZ_TARGET/artifacts)"
+    run_child env RUSTC_BOOTSTRAP=1 cargo fuzz run --fuzz-dir "$fuzz" --sanitizer none \
+        "${target_dir[@]}" "$GATEWAY_FUZZ_TARGET" "$out/corpus" "$fuzz/corpus/$GATEWAY_FUZZ_TARGET" -- \
+        -max_total_time="$FUZZ_SECONDS" -max_len=8192 -dict="$fuzz/$GATEWAY_FUZZ_TARGET.dict" \
+        -artifact_prefix="$out/artifacts/" -print_final_stats=1
+}
+
 cd "$ROOT"
 say "make test: steps: $TEST_STEPS"
 for step in $TEST_STEPS; do

@@ -48,6 +48,9 @@ use tracing::Instrument;
 pub use routes::{Route, Routes};
 pub use serve::Handle;
 pub use settings::{Settings, SettingsError};
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use wire::differential;
 
 use crate::basic::BasicVerifier;
 use crate::body::{Body, Response};

@@ -9,8 +9,9 @@
 //!
 //! What it refuses, the answer's framing above all, it refuses as an upstream failure (the
 //! client gets a 502): `Content-Length` values that disagree or are not numbers, `chunked`
-//! anywhere but last, chunk framing that is not exactly RFC 9112's, a head over
-//! [`MAX_ANSWER_HEAD`] or with more than [`MAX_ANSWER_HEADERS`] fields, an unasked `101`.
+//! anywhere but last (empty elements count) or a `Transfer-Encoding` that is not text, chunk
+//! framing that is not exactly RFC 9112's, a head over [`MAX_ANSWER_HEAD`] or with more than
+//! [`MAX_ANSWER_HEADERS`] fields, an unasked `101`.
 //! An answer with both `Transfer-Encoding` and `Content-Length` is read by the first (the
 //! proxy never passes the length on) and its connection is closed after it. A connection goes
 //! back to the worker's pool only after an answer whose end it read exactly, with nothing
@@ -28,9 +29,17 @@ use http::uri::Authority;
 use http::{Method, Response, StatusCode, Version};
 use http_body::{Frame, SizeHint};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::upstream::{self, MAX_IDLE_PER_UPSTREAM};
+
+/// The differential check against hyper's client: it runs this module's own code on a scripted
+/// upstream in place of the socket.
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod differential;
+#[cfg(any(test, feature = "fuzzing"))]
+use differential::Stream;
+#[cfg(not(any(test, feature = "fuzzing")))]
+type Stream = tokio::net::TcpStream;
 
 /// The most an answer's head may take, status line included.
 pub const MAX_ANSWER_HEAD: usize = 64 * 1024;
@@ -63,7 +72,7 @@ impl WireError {
 
 /// One connection to an upstream, with what was read of it and not consumed yet.
 struct Conn {
-    tcp: TcpStream,
+    tcp: Stream,
     buf: BytesMut,
 }
 
@@ -104,9 +113,13 @@ fn checkin(authority: &Authority, conn: Box<Conn>) {
     })
 }
 
+// Outside the differential check the stream is the socket itself.
+#[cfg_attr(not(any(test, feature = "fuzzing")), allow(clippy::useless_conversion))]
 async fn open(authority: &Authority, connect: Duration) -> std::io::Result<Box<Conn>> {
     Ok(Box::new(Conn {
-        tcp: upstream::connect_tcp(authority, false, connect).await?,
+        tcp: upstream::connect_tcp(authority, false, connect)
+            .await?
+            .into(),
         buf: BytesMut::with_capacity(READ_SIZE),
     }))
 }
@@ -350,13 +363,17 @@ fn framing(head: &Head, bodiless_request: bool) -> Result<Framing, WireError> {
                 "Transfer-Encoding in an HTTP/1.0 answer",
             ));
         }
-        let codings: Vec<&[u8]> = head
-            .headers
-            .get_all(header::TRANSFER_ENCODING)
+        let fields = head.headers.get_all(header::TRANSFER_ENCODING);
+        // hyper takes a field that is not text for one coding, not chunked, whatever it says.
+        if fields.iter().any(|v| v.to_str().is_err()) {
+            return Err(WireError::Malformed("Transfer-Encoding is not text"));
+        }
+        // Empty elements count: after `chunked,` hyper reads until the upstream closes, where
+        // a reader skipping the empty element would read chunked.
+        let codings: Vec<&[u8]> = fields
             .iter()
             .flat_map(|v| v.as_bytes().split(|&b| b == b','))
             .map(<[u8]>::trim_ascii)
-            .filter(|c| !c.is_empty())
             .collect();
         let chunked = |c: &&[u8]| c.eq_ignore_ascii_case(b"chunked");
         return match codings.iter().position(chunked) {
@@ -370,13 +387,7 @@ fn framing(head: &Head, bodiless_request: bool) -> Result<Framing, WireError> {
         .iter()
         .flat_map(|v| v.as_bytes().split(|&b| b == b','))
     {
-        let value = value.trim_ascii();
-        if value.is_empty() || !value.iter().all(u8::is_ascii_digit) || value.len() > 19 {
-            return Err(WireError::Malformed("Content-Length is not a length"));
-        }
-        let n: u64 = std::str::from_utf8(value)
-            .ok()
-            .and_then(|v| v.parse().ok())
+        let n = number(value.trim_ascii(), 10)
             .ok_or(WireError::Malformed("Content-Length is not a length"))?;
         if declared.is_some_and(|d| d != n) {
             return Err(WireError::Malformed("Content-Length values disagree"));
@@ -584,15 +595,32 @@ fn chunk_step(buf: &mut BytesMut, state: Chunk) -> Result<Step, WireError> {
             _ => Err(WireError::Malformed("a chunk does not end with CRLF")),
         },
         Chunk::Trailers(looked) => {
-            if !ends_a_section(buf, looked) {
+            // Its lines end with CRLF, as the chunk-size lines do: a bare LF is a line's end to
+            // httparse and a byte of the line to hyper, which would end the body elsewhere.
+            let from = looked.saturating_sub(3).min(buf.len());
+            let end = if buf.starts_with(b"\r\n") {
+                Some(2)
+            } else {
+                buf[from..]
+                    .windows(4)
+                    .position(|w| w == b"\r\n\r\n")
+                    .map(|at| from + at + 4)
+            };
+            let section = &buf[..end.unwrap_or(buf.len())];
+            let bare_lf = (looked.min(section.len())..section.len())
+                .any(|i| section[i] == b'\n' && (i == 0 || section[i - 1] != b'\r'));
+            if bare_lf {
+                return Err(WireError::Malformed("a trailer line not ended by CRLF"));
+            }
+            let Some(end) = end else {
                 return if buf.len() > MAX_ANSWER_HEAD {
                     Err(WireError::Malformed("the trailers are too large"))
                 } else {
                     Ok(Step::More(Chunk::Trailers(buf.len())))
                 };
-            }
+            };
             let mut fields = [httparse::EMPTY_HEADER; MAX_ANSWER_HEADERS];
-            match httparse::parse_headers(buf, &mut fields) {
+            match httparse::parse_headers(&buf[..end], &mut fields) {
                 Ok(httparse::Status::Complete((len, fields))) => {
                     let trailers = if fields.is_empty() {
                         None
@@ -602,35 +630,48 @@ fn chunk_step(buf: &mut BytesMut, state: Chunk) -> Result<Step, WireError> {
                     buf.advance(len);
                     Ok(Step::Done(trailers))
                 }
-                Ok(httparse::Status::Partial) if buf.len() <= MAX_ANSWER_HEAD => {
-                    Ok(Step::More(Chunk::Trailers(buf.len())))
-                }
-                Ok(httparse::Status::Partial) => {
-                    Err(WireError::Malformed("the trailers are too large"))
-                }
+                Ok(httparse::Status::Partial) => Err(WireError::Malformed("the trailers")),
                 Err(_) => Err(WireError::Malformed("the trailers")),
             }
         }
     }
 }
 
-/// A chunk-size line's size: hex digits (at most 16), then nothing or extensions after `;`
-/// (skipped, without control characters).
+/// The number `digits` spell in `radix` (10 or 16), leading zeros and all, as hyper reads
+/// lengths and chunk sizes; `None` when one is not a digit or the number is over u64's bound.
+fn number(digits: &[u8], radix: u32) -> Option<u64> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &b| {
+        let digit = char::from(b).to_digit(radix)?;
+        n.checked_mul(u64::from(radix))?
+            .checked_add(u64::from(digit))
+    })
+}
+
+/// A chunk-size line's size: hex digits, then nothing or extensions after `;` (skipped,
+/// without control characters), with spaces or tabs before either.
 fn chunk_size(line: &[u8]) -> Result<u64, WireError> {
     let malformed = WireError::Malformed("a chunk size");
     let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-    if digits == 0 || digits > 16 {
-        return Err(malformed);
+    let size = number(&line[..digits], 16).ok_or(WireError::Malformed("a chunk size"))?;
+    // Spaces and tabs only, the blanks HTTP/1.1 allows there: hyper refuses any other byte, a
+    // CR or an LF above all.
+    let blank = line[digits..]
+        .iter()
+        .take_while(|&&b| b == b' ' || b == b'\t')
+        .count();
+    let rest = &line[digits + blank..];
+    match rest.first() {
+        None => {}
+        Some(b';') if !rest.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f)) => {
+            return Err(WireError::Malformed("a chunk extension"));
+        }
+        Some(b';') => {}
+        Some(_) => return Err(malformed),
     }
-    let rest = line[digits..].trim_ascii_start();
-    let extensions_ok = rest.is_empty()
-        || (rest[0] == b';' && rest.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f)));
-    if !extensions_ok {
-        return Err(malformed);
-    }
-    let hex =
-        std::str::from_utf8(&line[..digits]).map_err(|_| WireError::Malformed("a chunk size"))?;
-    u64::from_str_radix(hex, 16).map_err(|_| malformed)
+    Ok(size)
 }
 
 #[cfg(test)]
@@ -642,7 +683,7 @@ mod tests {
         for (n, v) in fields {
             if let (Ok(n), Ok(v)) = (
                 HeaderName::from_bytes(n.as_bytes()),
-                HeaderValue::from_str(v),
+                HeaderValue::from_bytes(v.as_bytes()),
             ) {
                 headers.append(n, v);
             }
@@ -697,6 +738,14 @@ mod tests {
                 false,
                 None,
             ),
+            // Leading zeros are no digits too many (hyper reads them).
+            (
+                200,
+                v11,
+                vec![("content-length", "000000000000000000003")],
+                false,
+                Some(Length(3)),
+            ),
             (
                 200,
                 v11,
@@ -724,6 +773,36 @@ mod tests {
                 vec![("transfer-encoding", "gzip")],
                 false,
                 Some(UntilClose),
+            ),
+            // An empty element after chunked leaves it not last (hyper reads until close).
+            (
+                200,
+                v11,
+                vec![("transfer-encoding", "chunked,")],
+                false,
+                None,
+            ),
+            (
+                200,
+                v11,
+                vec![("transfer-encoding", "chunked"), ("transfer-encoding", "")],
+                false,
+                None,
+            ),
+            (
+                200,
+                v11,
+                vec![("transfer-encoding", ", chunked")],
+                false,
+                Some(Chunked(Chunk::Size(0))),
+            ),
+            // Not text: hyper takes it for a coding that is not chunked.
+            (
+                200,
+                v11,
+                vec![("transfer-encoding", "gzip\u{ff}, chunked")],
+                false,
+                None,
             ),
             (
                 200,
@@ -803,12 +882,21 @@ mod tests {
             (b"10 ; ext", Some(16)),
             (b"ffffffffffffffff", Some(u64::MAX)),
             (b"10000000000000000", None),
+            // Leading zeros are no digits too many (hyper reads them).
+            (b"00000000000000001a", Some(26)),
             (b"", None),
             (b" 1", None),
             (b"-1", None),
             (b"1 2", None),
             (b"1;\x00", None),
             (b"0x10", None),
+            (b"5 \t;x", Some(5)),
+            (b"5\t", Some(5)),
+            // Only spaces and tabs after the size: a CR, an LF or a form feed is no blank to
+            // hyper, which refuses the line.
+            (b"5\r", None),
+            (b"5\n;x", None),
+            (b"5\x0c", None),
         ] {
             assert_eq!(
                 chunk_size(line).ok(),
@@ -870,6 +958,10 @@ mod tests {
             b"5\nhello\r\n0\r\n\r\n",
             b"g\r\n",
             b"5\r\nhello\r\n0\r\nbad trailer\r\n\r\n",
+            // Trailer lines end with CRLF: hyper takes a bare LF for a byte of the line and
+            // reads on, where taking it for the end would end the body sooner.
+            b"0\r\n\nHTTP/1.1 200 OK\r\n\r\n",
+            b"0\r\nx-t: 1\nx-u: 2\r\n\r\n",
         ] {
             assert!(
                 matches!(decode(wire, 3), Err(WireError::Malformed(_))),
