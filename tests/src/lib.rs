@@ -102,6 +102,9 @@ pub struct TestApp {
     /// The simulated clusters' API servers, which ask this server's control plane whether a
     /// bearer token is good (see `provisioner_sim::SimulatedApiServer`).
     pub cluster_api: provisioner_sim::SimulatedApiServer,
+    /// The server's use cases, for what no HTTP route of this server starts (an assistant's
+    /// request for approval comes through `/mcp`, which has its own tests).
+    pub services: domain::service::Services,
 }
 
 /// A second server sharing a [`TestApp`]'s database.
@@ -158,7 +161,11 @@ async fn start_server(
     db_url: &str,
     platform: &StubHandle,
     settings: &[(&str, &str)],
-) -> (String, provisioner_sim::SimulatedApiServer) {
+) -> (
+    String,
+    provisioner_sim::SimulatedApiServer,
+    domain::service::Services,
+) {
     let platform_url = platform.url();
     let mut pairs: Vec<(&str, &str)> = vec![
         ("DATABASE_URL", db_url),
@@ -184,10 +191,11 @@ async fn start_server(
         .await
         .unwrap_or_else(|e| panic!("server start: {e:#}"));
     let url = format!("http://{}", running.addr);
+    let services = running.services.clone();
     let cluster_api =
         provisioner_sim::SimulatedApiServer::new(std::sync::Arc::new(running.services));
     tokio::spawn(running.server);
-    (url, cluster_api)
+    (url, cluster_api, services)
 }
 
 impl TestApp {
@@ -195,7 +203,7 @@ impl TestApp {
     pub async fn spawn_with(settings: &[(&str, &str)]) -> TestApp {
         let db = TestDatabase::create();
         let platform = StubPlatform::start_demo();
-        let (url, cluster_api) = start_server(&db.url, &platform, settings).await;
+        let (url, cluster_api, services) = start_server(&db.url, &platform, settings).await;
         let client = Client::builder()
             .timeout(Duration::from_secs(90))
             .build()
@@ -206,13 +214,14 @@ impl TestApp {
             db,
             client,
             cluster_api,
+            services,
         }
     }
 
     /// Another server on the same database and platform (a second process in effect: its own
     /// pool, its own LISTEN connection, its own workers).
     pub async fn second_server(&self, settings: &[(&str, &str)]) -> SecondServer {
-        let (url, cluster_api) = start_server(&self.db.url, &self.platform, settings).await;
+        let (url, cluster_api, _) = start_server(&self.db.url, &self.platform, settings).await;
         SecondServer {
             url,
             client: self.client.clone(),
@@ -230,7 +239,7 @@ impl TestApp {
         let platform = StubPlatform::start_demo();
         let mut all = vec![("RECONCILER_WORKERS", "0")];
         all.extend_from_slice(settings);
-        let (url, cluster_api) = start_server(&db.url, &platform, &all).await;
+        let (url, cluster_api, services) = start_server(&db.url, &platform, &all).await;
         let client = Client::builder()
             .timeout(Duration::from_secs(90))
             .build()
@@ -241,6 +250,7 @@ impl TestApp {
             db,
             client,
             cluster_api,
+            services,
         }
     }
 
