@@ -927,3 +927,28 @@ async fn a_thousand_waiting_long_polls_hold_no_database_connection() {
     }
     assert_eq!(woken, 1000);
 }
+
+/// A second server on an address another process holds (a second `make run`) stops at once
+/// with a message naming the setting to change, before any worker or background task starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_address_stops_the_server_before_anything_starts() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = holder.local_addr().unwrap().port();
+    let scratch = Scratch::new("taken-address");
+    let mut second = start_binary(
+        &app,
+        port,
+        &[("RUST_LOG", "info"), ("RECONCILER_WORKERS", "2")],
+        scratch.path("server.log"),
+    );
+    let status = second.exited(Duration::from_secs(60)).await;
+    assert!(!status.success());
+    let log = second.log_text();
+    assert!(
+        log.contains("BIND_ADDR") && log.contains("another process listens there"),
+        "{log}"
+    );
+    assert!(!log.to_lowercase().contains("started"), "{log}");
+    drop(holder);
+}

@@ -8,6 +8,8 @@ window.addEventListener('load', function () {
     deepLinking: true,
     persistAuthorization: false,
     displayRequestDuration: true,
+    // Opens with the operations folded under their tags: a reader picks a resource first.
+    docExpansion: 'none',
     // The public validator badge would send the document elsewhere.
     validatorUrl: null,
   });

@@ -78,6 +78,20 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         ),
     };
     let sim = config.sim.clone();
+    // The address first: a second server on a taken address stops here, before any worker or
+    // background task has started (or logged that it did).
+    let listener = std::net::TcpListener::bind(&config.bind_addr).map_err(|e| {
+        anyhow::anyhow!(
+            "BIND_ADDR: cannot listen on {}: {e}{}",
+            config.bind_addr,
+            if e.kind() == std::io::ErrorKind::AddrInUse {
+                " (another process listens there, perhaps another `make run`: stop it, or set \
+                 BIND_ADDR to another address, e.g. BIND_ADDR=127.0.0.1:8090)"
+            } else {
+                ""
+            }
+        )
+    })?;
 
     let db_url = config.database_url.clone();
     let pool_size = config.database_pool_size;
@@ -227,7 +241,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     // The process's own stop sequence (main.rs) decides when to stop accepting.
     .disable_signals()
     .shutdown_timeout(config.drain_timeout.as_secs())
-    .bind(&config.bind_addr)
+    .listen(listener)
     .with_context(|| format!("BIND_ADDR: cannot listen on {}", config.bind_addr))?;
     let addr = server
         .addrs()

@@ -34,7 +34,7 @@ pub async fn list_auth_servers(ctx: Ctx, q: Query) -> Result<HttpResponse, ApiEr
 }
 
 /// Creates an auth server. Secrets are write-only.
-#[utoipa::path(post, path = "/v1/public/gateway/auth-servers", tag = "gateway auth servers", request_body = CreateAuthServerRequest,
+#[utoipa::path(post, path = "/v1/public/gateway/auth-servers", tag = "gateway auth servers", request_body(content = CreateAuthServerRequest, example = json!({"organization": "acme", "name": "partners", "environment": "production", "type": "token", "config": {"tokens": ["partner-token-7f3c9a1e2b4d"]}})),
     responses((status = 201, description = "Created", body = AuthServerView,
                headers(("Location" = String, description = "The auth server's URL")))))]
 pub async fn create_auth_server(
@@ -72,7 +72,7 @@ pub async fn get_auth_server(
 }
 
 /// Changes name, environment, non-secret config fields, or sets a new client secret.
-#[utoipa::path(patch, path = "/v1/public/gateway/auth-servers/{id}", tag = "gateway auth servers", request_body = AuthServerPatch,
+#[utoipa::path(patch, path = "/v1/public/gateway/auth-servers/{id}", tag = "gateway auth servers", request_body(content = AuthServerPatch, example = json!({"name": "partners-eu"})),
     params(("id" = String, Path, description = "Auth server id")),
     responses((status = 200, description = "The changed auth server", body = AuthServerView)))]
 pub async fn patch_auth_server(
@@ -118,7 +118,7 @@ pub async fn delete_auth_server(
 }
 
 /// Adds a credential: `{"username", "password"}` to a basic server, `{"token"}` to a token server.
-#[utoipa::path(post, path = "/v1/public/gateway/auth-servers/{id}/credentials", tag = "gateway auth servers", request_body = CredentialRequest,
+#[utoipa::path(post, path = "/v1/public/gateway/auth-servers/{id}/credentials", tag = "gateway auth servers", request_body(content = CredentialRequest, example = json!({"token": "second-partner-token-4d8e91"})),
     params(("id" = String, Path, description = "Auth server id")),
     responses((status = 201, description = "The new entry", body = CredentialView)))]
 pub async fn add_credential(

@@ -88,7 +88,7 @@ pub async fn list_clusters(
 }
 
 /// Creates a cluster in the organization named in the body.
-#[utoipa::path(post, path = "/v1/public/clusters", tag = "clusters", request_body = CreateClusterRequest,
+#[utoipa::path(post, path = "/v1/public/clusters", tag = "clusters", request_body(content = CreateClusterRequest, example = json!({"organization": "acme", "name": "web-1", "zone": "zone-1", "version": "v1.32.4", "description": "The storefront and its workers", "tags": ["shop"], "node_pools": [{"name": "default", "size": "kube.c5.large", "count": 2}]})),
     responses((status = 201, description = "Created; provisioning starts", body = w::Cluster,
                headers(("Location" = String, description = "The cluster's URL")))))]
 pub async fn create_cluster(
@@ -125,7 +125,7 @@ pub async fn get_cluster(
 }
 
 /// Changes the description or tags.
-#[utoipa::path(patch, path = "/v1/public/clusters/{id}", tag = "clusters", request_body = ClusterPatch,
+#[utoipa::path(patch, path = "/v1/public/clusters/{id}", tag = "clusters", request_body(content = ClusterPatch, example = json!({"description": "The storefront, its workers and the nightly batch", "tags": ["shop", "batch"]})),
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 200, description = "The changed cluster", body = w::Cluster)))]
 pub async fn patch_cluster(
@@ -148,7 +148,7 @@ pub async fn patch_cluster(
 }
 
 /// Starts an exposure change (202), or answers 200 when the cluster already has it.
-#[utoipa::path(patch, path = "/v1/public/clusters/{id}/exposure", tag = "clusters", request_body = ExposurePatch,
+#[utoipa::path(patch, path = "/v1/public/clusters/{id}/exposure", tag = "clusters", request_body(content = ExposurePatch, example = json!({"exposure": "private"})),
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 202, description = "The change started; `exposure_change` shows its target", body = w::Cluster),
               (status = 200, description = "Already at that exposure: nothing started", body = w::Cluster)))]

@@ -45,7 +45,7 @@ pub async fn get_elastic_ip(
 }
 
 /// Allocates an Elastic IP: 202 with it `Pending`.
-#[utoipa::path(post, path = "/v1/public/clusters/{id}/elastic-ips", tag = "elastic ips", request_body = CreateElasticIpRequest,
+#[utoipa::path(post, path = "/v1/public/clusters/{id}/elastic-ips", tag = "elastic ips", request_body(content = CreateElasticIpRequest, example = json!({"name": "ingress", "exposure": "private"})),
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 202, description = "Accepted", body = ElasticIpView)))]
 pub async fn create_elastic_ip(
@@ -124,7 +124,7 @@ pub async fn get_firewall_rule(
 }
 
 /// Creates an ingress rule (the cluster must be Provisioned): 202 with it `Pending`.
-#[utoipa::path(post, path = "/v1/public/clusters/{id}/firewall-rules", tag = "firewall rules", request_body = CreateFirewallRuleRequest,
+#[utoipa::path(post, path = "/v1/public/clusters/{id}/firewall-rules", tag = "firewall rules", request_body(content = CreateFirewallRuleRequest, example = json!({"name": "https", "description": "HTTPS from the office", "direction": "ingress", "protocol": "tcp", "source_cidrs": ["203.0.113.0/24"], "port_range": {"from": 443, "to": 443}})),
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 202, description = "Accepted", body = FirewallRule)))]
 pub async fn create_firewall_rule(

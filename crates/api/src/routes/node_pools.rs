@@ -27,7 +27,7 @@ pub async fn list_node_pools(ctx: Ctx, id: Path<Id>) -> Result<HttpResponse, Api
 }
 
 /// Adds a node pool: 202 with the pool `Provisioning`.
-#[utoipa::path(post, path = "/v1/public/clusters/{id}/node-pools", tag = "node pools", request_body = NodePoolRequest,
+#[utoipa::path(post, path = "/v1/public/clusters/{id}/node-pools", tag = "node pools", request_body(content = NodePoolRequest, example = json!({"name": "batch", "size": "kube.c5.xlarge", "count": 1, "auto_scale": true, "min_nodes": 1, "max_nodes": 3, "labels": {"workload": "batch"}})),
     params(("id" = String, Path, description = "Cluster id")),
     responses((status = 202, description = "Accepted", body = w::NodePool)))]
 pub async fn create_node_pool(
@@ -50,7 +50,7 @@ pub async fn create_node_pool(
 }
 
 /// Resizes a pool or replaces its labels or tags: 202.
-#[utoipa::path(patch, path = "/v1/public/clusters/{id}/node-pools/{pool}", tag = "node pools", request_body = NodePoolPatch,
+#[utoipa::path(patch, path = "/v1/public/clusters/{id}/node-pools/{pool}", tag = "node pools", request_body(content = NodePoolPatch, example = json!({"count": 3})),
     params(("id" = String, Path, description = "Cluster id"), ("pool" = String, Path, description = "Pool name")),
     responses((status = 202, description = "Accepted", body = w::NodePool)))]
 pub async fn patch_node_pool(

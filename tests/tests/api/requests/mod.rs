@@ -4,6 +4,7 @@
 mod bad_input;
 mod conditional;
 mod errors;
+mod examples;
 mod limits;
 mod rate_limits;
 mod regressions;
