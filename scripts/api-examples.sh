@@ -319,6 +319,7 @@ run "DELETE /v1/public/clusters/{id}/credentials/{credential} (its holder, or a 
 run "DELETE /v1/public/clusters/{id}/credentials (rotate: every kubeconfig downloaded before stops working)" "${A[@]}" -X DELETE "$BASE/v1/public/clusters/$ID/credentials"
 
 echo -e "\n## Gateway auth servers" >>"$OUT"
+echo -e "\nA Basic user's password is at least 12 characters, not the username, not one character repeated\nand not a commonly used password; it is stored only as an Argon2id hash. A refusal is a 422 on\n\`config.credentials[i].password\` (or \`password\` when a user is added)." >>"$OUT"
 run "POST /v1/public/gateway/auth-servers (201; secrets are write-only)" "${A[@]}" "${J[@]}" -X POST "$BASE/v1/public/gateway/auth-servers" \
     -d "{\"organization\":\"acme\",\"name\":\"partners-$SUFFIX\",\"environment\":\"production\",\"type\":\"basic\",\"config\":{\"realm\":\"Partners\",\"credentials\":[{\"username\":\"alice\",\"password\":\"correct horse battery staple\"}]}}"
 AS=$(field '["id"]')

@@ -5,8 +5,15 @@
 #[path = "src/args.rs"]
 mod args;
 
+// The domain's limits (one file without imports): the help text names the same rules the
+// server applies.
+#[allow(dead_code)]
+#[path = "../domain/src/rules.rs"]
+mod rules;
+
 fn main() -> std::io::Result<()> {
     println!("cargo::rerun-if-changed=src/args.rs");
+    println!("cargo::rerun-if-changed=../domain/src/rules.rs");
     let out =
         std::path::PathBuf::from(std::env::var_os("OUT_DIR").ok_or_else(|| {
             std::io::Error::other("OUT_DIR is not set: build.rs runs under cargo")

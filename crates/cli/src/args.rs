@@ -595,6 +595,15 @@ pub enum FirewallCommand {
     },
 }
 
+/// The help of a Basic server's `--username`, with the password rule the server applies, so the
+/// rule is read before a refusal.
+fn basic_username_help(whose: &str) -> String {
+    format!(
+        "basic: {whose}; its password is the secret: {}",
+        crate::rules::PASSWORD_RULE
+    )
+}
+
 /// Where a secret comes from: a prompt without echo by default, never from the command line
 /// (argv is visible to every user of the machine through ps).
 #[derive(Debug, Clone, Args)]
@@ -621,8 +630,7 @@ pub enum AuthServerCommand {
         /// token, basic or oidc.
         #[arg(long = "type", value_name = "TYPE")]
         kind: String,
-        /// basic: the first user's name (its password is the secret).
-        #[arg(long)]
+        #[arg(long, help = basic_username_help("the first user's name"))]
         username: Option<String>,
         /// basic: the realm of the challenge.
         #[arg(long)]
@@ -719,7 +727,7 @@ pub enum CredentialCommand {
         server: String,
         #[arg(long)]
         environment: Option<String>,
-        #[arg(long)]
+        #[arg(long, help = basic_username_help("the new user's name"))]
         username: Option<String>,
         #[command(flatten)]
         secret: SecretFlags,

@@ -17,6 +17,10 @@ mod session;
 mod wait;
 mod yaml;
 
+/// The domain's limits, at the crate root so `args.rs` names them the same way here and in
+/// `build.rs`, which includes the same file (and cannot depend on the domain crate).
+use domain::rules;
+
 use std::io::IsTerminal;
 use std::process::ExitCode;
 

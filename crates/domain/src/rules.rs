@@ -21,6 +21,11 @@ pub const KUBECONFIG_RETRY_AFTER_SECONDS: u32 = 5;
 
 /// Static gateway tokens are at least this long.
 pub const MIN_STATIC_TOKEN_LEN: usize = 16;
+/// Basic passwords are at least this long (NIST SP 800-63B's advice for passwords a person
+/// chooses: length, not composition rules).
+pub const MIN_PASSWORD_LEN: usize = 12;
+/// The password rule in the words every face shows beside the field (API, console, CLI).
+pub const PASSWORD_RULE: &str = "at least 12 characters, not the username, not one character repeated and not a commonly used password";
 /// Credentials (Basic pairs or static tokens) one auth server may hold. Each Basic password
 /// costs an Argon2id hash when it is stored and a verification at the gateway; the bound keeps
 /// one request's hashing, and the gateway's per-request comparison of tokens, small.

@@ -456,7 +456,7 @@ async fn credentials_add_remove_and_their_conflicts() {
         .post(
             &creds,
             TOKEN_ACME_SUPER_ADMIN,
-            &json!({"username": "dev", "password": "whatever-else"}),
+            &json!({"username": "dev", "password": "whatever-else-long"}),
         )
         .await;
     expect(&a, 409, "name_conflict");

@@ -451,7 +451,7 @@ mod tests {
         let patch = json!({"name": "sso", "config": config});
         assert!(serde_json::from_value::<AuthServerPatch>(patch).is_ok());
         for body in [
-            json!({"username": "bob", "password": "pw"}),
+            json!({"username": "bob", "password": "bobs-long-password"}),
             json!({"token": "0123456789abcdef0123"}),
         ] {
             assert!(

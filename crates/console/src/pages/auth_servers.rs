@@ -19,6 +19,7 @@ use domain::model::auth_server::{
 };
 use domain::model::secret::Secret;
 use domain::names::DnsLabel;
+use domain::rules;
 use maud::{Markup, html};
 use serde::Deserialize;
 
@@ -190,6 +191,25 @@ fn field(name: &str, label: &str, value: &str, kind: &str, error: Option<&String
     }
 }
 
+/// A Basic user's password field, with the password rule beside it so a person reads the rule
+/// before the server refuses what they typed.
+fn password_field(name: &str, error: Option<&String>) -> Markup {
+    let hint_id = format!("{}-hint", name.replace('.', "-"));
+    let error_id = format!("{}-error", name.replace('.', "-"));
+    let described = match error {
+        Some(_) => format!("{hint_id} {error_id}"),
+        None => hint_id.clone(),
+    };
+    html! {
+        label for=(name) { "Password" }
+        input id=(name) name=(name) type="password" value="" autocomplete="new-password"
+            minlength=(rules::MIN_PASSWORD_LEN) aria-describedby=(described)
+            aria-invalid=[error.map(|_| "true")];
+        small.hint id=(hint_id) { "The password: " (rules::PASSWORD_RULE) "." }
+        @if let Some(m) = error { p.field-error id=(error_id) { (m) } }
+    }
+}
+
 fn errors_of(problem: Option<&DomainError>) -> Vec<(String, String)> {
     match problem {
         Some(DomainError::Validation(v)) => v
@@ -257,7 +277,7 @@ fn draw_new(
                             legend { "User " (i + 1) }
                             (field(&format!("username.{i}"), "Username", form.get(&format!("username.{i}")), "text",
                                 err(&format!("config.credentials[{i}].username")).as_ref()))
-                            (field(&format!("password.{i}"), "Password", "", "password",
+                            (password_field(&format!("password.{i}"),
                                 err(&format!("config.credentials[{i}].password")).as_ref()))
                         }
                     }
@@ -435,7 +455,7 @@ fn draw_detail(
                         input type="hidden" name="key" value=(new_key());
                         @if s.kind == AuthServerType::Basic {
                             (field("new-username", "Username", "", "text", None))
-                            (field("new-password", "Password", "", "password", None))
+                            (password_field("new-password", None))
                         } @else {
                             (field("new-token", "Token", "", "password", None))
                         }

@@ -389,15 +389,59 @@ pub fn check_username(v: &mut Violations, field: &str, username: &str) {
     }
 }
 
-pub fn check_password(v: &mut Violations, field: &str, password: &Secret) {
-    if password.is_empty() {
-        v.push(field, "must not be empty");
-    } else if password.len() > 1024 || password.expose().chars().any(char::is_control) {
-        v.push(
-            field,
-            "must be at most 1024 characters without control characters",
-        );
+/// A Basic password: [`crate::rules::PASSWORD_RULE`]. A guessable password behind the gateway
+/// is a door left open; the gateway slows guessing down per client, not per password.
+pub fn check_password(v: &mut Violations, field: &str, username: &str, password: &Secret) {
+    let p = password.expose();
+    let chars: Vec<char> = p.chars().collect();
+    let broken = if p.is_empty() {
+        Some("must not be empty")
+    } else if p.len() > 1024 || chars.iter().any(|c| c.is_control()) {
+        Some("must be at most 1024 characters without control characters")
+    } else if chars.len() < crate::rules::MIN_PASSWORD_LEN
+        || p.eq_ignore_ascii_case(username)
+        || chars.iter().all(|c| *c == chars[0])
+        || is_common_password(p)
+    {
+        Some(crate::rules::PASSWORD_RULE)
+    } else {
+        None
+    };
+    if let Some(message) = broken {
+        v.push(field, message);
     }
+}
+
+/// Passwords of twelve characters or more that appear near the top of every leaked list.
+fn is_common_password(p: &str) -> bool {
+    const COMMON: [&str; 24] = [
+        "123456789012",
+        "1234567890123",
+        "12345678901234",
+        "123456789abc",
+        "abcdefghijkl",
+        "qwertyuiopas",
+        "qwertyuiop123",
+        "qwerty123456",
+        "password1234",
+        "password12345",
+        "passwordpassword",
+        "password123!",
+        "iloveyou1234",
+        "welcome12345",
+        "letmein12345",
+        "administrator",
+        "admin1234567",
+        "changeme1234",
+        "trustno11234",
+        "monkey123456",
+        "football1234",
+        "baseball1234",
+        "superman1234",
+        "000000000000",
+    ];
+    let lower = p.to_ascii_lowercase();
+    COMMON.contains(&lower.as_str())
 }
 
 /// Static tokens: at least 16 visible ASCII characters (they travel in a header).
@@ -456,6 +500,7 @@ fn basic_spec(v: &mut Violations, c: BasicConfigRequest) -> ConfigSpec {
         check_password(
             v,
             &format!("config.credentials[{i}].password"),
+            &cred.username,
             &cred.password,
         );
         if !seen.insert(cred.username.clone()) {

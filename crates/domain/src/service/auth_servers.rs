@@ -369,7 +369,7 @@ impl Services {
         let prepared = match (&server.config, body) {
             (AuthServerConfig::Basic(_), CredentialRequest::Basic(b)) => {
                 check_username(&mut v, "username", &b.username);
-                check_password(&mut v, "password", &b.password);
+                check_password(&mut v, "password", &b.username, &b.password);
                 if !v.is_empty() {
                     return Err(DomainError::Validation(v));
                 }

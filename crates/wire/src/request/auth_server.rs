@@ -128,7 +128,9 @@ impl From<OidcConfigRequest> for draft::OidcConfigRequest {
 #[serde(deny_unknown_fields)]
 pub struct BasicCredentialRequest {
     pub username: String,
-    #[schema(value_type = String, write_only)]
+    /// At least 12 characters, not the username, not one character repeated and not a
+    /// commonly used password. Stored only as an Argon2id hash; never returned.
+    #[schema(value_type = String, write_only, min_length = 12)]
     pub password: Secret,
 }
 
@@ -458,7 +460,9 @@ mod tests {
     fn auth_server_holds_at_most_100_credentials_checked_before_anything_else() {
         let basic = |n: usize| {
             let creds: Vec<Value> = (0..n)
-                .map(|i| json!({"username": format!("user{i}"), "password": "p"}))
+                .map(
+                    |i| json!({"username": format!("user{i}"), "password": "long-enough-password"}),
+                )
                 .collect();
             create(
                 json!({"organization": "acme", "name": "b", "environment": "dev", "type": "basic", "config": {"credentials": creds}}),
@@ -524,23 +528,58 @@ mod tests {
             )
         };
         assert!(basic(json!([])).is_err_and(|v| v.has("config.credentials")));
-        assert!(basic(json!([{"username": "u", "password": "p:with:colons"}])).is_ok());
+        assert!(basic(json!([{"username": "u", "password": "pass:with:colons"}])).is_ok());
         assert!(
-            basic(json!([{"username": "u", "password": "a"}, {"username": "u", "password": "b"}]))
+            basic(json!([{"username": "u", "password": "first-password-a"}, {"username": "u", "password": "second-password-b"}]))
                 .is_err_and(|v| v.has("config.credentials[1].username"))
         );
-        assert!(basic(json!([{"username": "u:x", "password": "a"}])).is_err());
+        assert!(basic(json!([{"username": "u:x", "password": "long-enough-password"}])).is_err());
         assert!(
             basic(json!([{"username": "u", "password": ""}]))
                 .is_err_and(|v| v.has("config.credentials[0].password"))
         );
     }
 
+    /// The password rule, as a person reads it beside the field: length, not the username,
+    /// not one character repeated, not a common password; composition is not asked for.
+    #[test]
+    fn a_basic_password_is_long_and_not_guessable() {
+        let basic = |username: &str, password: &str| {
+            create(
+                json!({"organization": "acme", "name": "b", "environment": "dev", "type": "basic", "config": {"credentials": [{"username": username, "password": password}]}}),
+            )
+        };
+        // (username, password) pairs the rule refuses, each for one of its reasons.
+        for (user, weak) in [
+            ("alice", "a"),
+            ("alice", "eleven-char"),
+            ("alice-in-the-garden", "alice-in-the-garden"),
+            ("alice", "aaaaaaaaaaaaaaaa"),
+            ("alice", "Password1234"),
+            ("alice", "123456789012"),
+        ] {
+            let refused = basic(user, weak);
+            assert!(
+                refused
+                    .as_ref()
+                    .is_err_and(|v| v.has("config.credentials[0].password")),
+                "{weak}: {refused:?}"
+            );
+        }
+        for good in [
+            "twelve chars",
+            "correct horse battery staple",
+            "Zq7!mK2#pL9x",
+        ] {
+            assert!(basic("alice", good).is_ok(), "{good}");
+        }
+    }
+
     #[test]
     fn auth_server_realm_holds_no_quote_or_backslash() {
         let basic = |realm: &str| {
             create(
-                json!({"organization": "acme", "name": "b", "environment": "dev", "type": "basic", "config": {"realm": realm, "credentials": [{"username": "u", "password": "p"}]}}),
+                json!({"organization": "acme", "name": "b", "environment": "dev", "type": "basic", "config": {"realm": realm, "credentials": [{"username": "u", "password": "long-enough-password"}]}}),
             )
         };
         assert!(basic("Corp area").is_ok());

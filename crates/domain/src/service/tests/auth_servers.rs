@@ -234,7 +234,7 @@ fn auth_server_duplicate_username_is_409_and_an_oidc_server_takes_no_credentials
         .returning(|_| Ok(Some(basic_server(&["alice"]))));
     let s = m.services();
     let id = uuid::Uuid::from_u128(0xa5);
-    let dup = basic_credential("alice", "x");
+    let dup = basic_credential("alice", "alices-long-password");
     assert_eq!(
         code(block_on(s.add_credential(
             Command::new(&super_admin_a()),
@@ -267,7 +267,7 @@ fn auth_server_at_its_credential_limit_refuses_another_before_hashing_it() {
         let names: Vec<&str> = full.iter().map(String::as_str).collect();
         Ok(Some(basic_server(&names)))
     });
-    let add = basic_credential("one-more", "pw");
+    let add = basic_credential("one-more", "one-more-password");
     let r = block_on(m.services().add_credential(
         Command::new(&super_admin_a()),
         uuid::Uuid::from_u128(0xa5),
@@ -287,7 +287,7 @@ fn auth_server_credential_added_answers_id_and_username() {
         .expect_write_auth_server()
         .withf(|w| matches!(&w.change, AuthServerChange::Update { server, .. } if server.config.credential_count() == 2) && w.audit.action == "created" && w.audit.resource == AuditResource::Credential)
         .returning(|_| Ok(()));
-    let add = basic_credential("bob", "pw");
+    let add = basic_credential("bob", "bobs-long-password");
     let v = block_on(m.services().add_credential(
         Command::new(&super_admin_a()),
         uuid::Uuid::from_u128(0xa5),
