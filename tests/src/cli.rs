@@ -119,9 +119,28 @@ impl CliUser {
     /// Runs `kubesvc ARGS` with `stdin` as its input, off the async runtime (the server under
     /// test runs on it).
     pub async fn run_with(&self, args: &[&str], stdin: &str, extra: &[(&str, &str)]) -> Run {
-        let mut cmd = self.command(&cli_bin(), args, extra);
+        let cmd = self.command(&cli_bin(), args, extra);
+        Self::fed(cmd, stdin, args.join(" ")).await
+    }
+
+    /// Runs `kubesvc ARGS` on a terminal (util-linux `script` gives it a pty) where a person
+    /// types `typed`; what the terminal showed (the typing echoed) is the stdout.
+    pub async fn on_terminal(&self, args: &[&str], typed: &str) -> Run {
+        let line = format!(
+            "TERM=xterm-256color {} {}",
+            cli_bin().display(),
+            args.join(" ")
+        );
+        let cmd = self.command(
+            std::path::Path::new("script"),
+            &["-qec", &line, "/dev/null"],
+            &[],
+        );
+        Self::fed(cmd, typed, line.clone()).await
+    }
+
+    async fn fed(mut cmd: Command, stdin: &str, shown: String) -> Run {
         let input = stdin.to_owned();
-        let shown = args.join(" ");
         tokio::task::spawn_blocking(move || {
             let mut child = cmd
                 .stdin(Stdio::piped())

@@ -11,8 +11,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success
-  1  the operation ran and failed (a cluster or Elastic IP ended Failed), or another error
-  2  usage: a wrong flag or argument, or a request the API refused as invalid (400, 422)
+  1  the operation ran and failed (a cluster or Elastic IP ended Failed), a question was not
+     confirmed, or another error
+  2  usage: a wrong flag or argument, a request the API refused as invalid (400, 422), or a
+     destructive command off a terminal without --yes
   3  authentication or permission: no token, a token refused (401) or not allowed (403)
   4  not found (404)
   5  conflict (409, 412): a name taken, a change already in flight, the wrong state
@@ -42,8 +44,10 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Options every command takes.
+/// Options every command takes: shown in their own section of every `--help`, after the
+/// command's own (as gh and doctl do).
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// Use this context of the config file instead of the current one.
     #[arg(long, global = true, env = "KUBESVC_CONTEXT", value_name = "NAME")]
@@ -127,6 +131,7 @@ pub enum Command {
         after_help = "Examples:\n  kubesvc completion bash > ~/.local/share/bash-completion/completions/kubesvc\n  kubesvc completion zsh > \"${fpath[1]}/_kubesvc\"\n  kubesvc completion fish > ~/.config/fish/completions/kubesvc.fish"
     )]
     Completion {
+        /// The shell: bash, zsh or fish.
         #[arg(value_enum)]
         shell: Shell,
     },
@@ -171,10 +176,20 @@ pub enum ContextCommand {
     List,
     /// Make a context the current one.
     #[command(after_help = "Example:\n  kubesvc context use staging")]
-    Use { name: String },
+    Use {
+        /// The context to make current.
+        name: String,
+    },
     /// Remove a context and its token.
-    #[command(after_help = "Example:\n  kubesvc context delete old")]
-    Delete { name: String },
+    #[command(
+        after_help = "Examples:\n  kubesvc context delete old\n  kubesvc context delete old --yes  # without the question (scripts)"
+    )]
+    Delete {
+        /// The context to remove.
+        name: String,
+        #[command(flatten)]
+        yes: YesFlag,
+    },
 }
 
 /// A node pool given on `cluster create`: `NAME:SIZE:COUNT` (`default:kube.c5.large:3`).
@@ -203,6 +218,15 @@ pub struct WaitFlags {
     pub wait_timeout: u64,
 }
 
+/// Skipping the question a destructive command asks on a terminal (off a terminal, these
+/// commands refuse to run without it).
+#[derive(Debug, Clone, Copy, Args)]
+pub struct YesFlag {
+    /// Do it without asking (needed off a terminal: in scripts and CI).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
 /// The key that makes a retried write run once.
 #[derive(Debug, Clone, Args)]
 pub struct KeyFlag {
@@ -219,6 +243,7 @@ pub enum ClusterCommand {
         after_help = "Examples:\n  kubesvc cluster create prod-1 --size kube.c5.large --count 3 --wait\n  kubesvc cluster create prod-2 --pool web:kube.c5.large:3 --pool batch:kube.c5.xlarge:2 --exposure private"
     )]
     Create {
+        /// The cluster's name: a DNS label, unique in the organization.
         name: String,
         #[command(flatten)]
         pools: PoolFlags,
@@ -228,6 +253,7 @@ pub enum ClusterCommand {
         /// The Kubernetes version id (default: the recommended one).
         #[arg(long, value_name = "VERSION")]
         kubernetes_version: Option<String>,
+        /// A free-text description.
         #[arg(long)]
         description: Option<String>,
         /// A tag (DNS label); repeat for several.
@@ -259,35 +285,48 @@ pub enum ClusterCommand {
     },
     /// One cluster, by name or id.
     #[command(after_help = "Example:\n  kubesvc cluster get prod-1 -o yaml")]
-    Get { cluster: String },
+    Get {
+        /// The cluster's name or id.
+        cluster: String,
+    },
     /// Change a cluster's description or tags.
     #[command(
         after_help = "Examples:\n  kubesvc cluster update prod-1 --description 'payments' --tag team-a --tag prod\n  kubesvc cluster update prod-1 --clear-tags"
     )]
     Update {
+        /// The cluster's name or id.
         cluster: String,
+        /// A free-text description.
         #[arg(long, conflicts_with = "clear_description")]
         description: Option<String>,
+        /// Remove the description.
         #[arg(long)]
         clear_description: bool,
         /// The new tags, replacing the old ones; repeat for several.
         #[arg(long = "tag", conflicts_with = "clear_tags")]
         tags: Vec<String>,
+        /// Remove every tag.
         #[arg(long)]
         clear_tags: bool,
     },
     /// Delete a cluster with its pools, nodes, Elastic IPs and firewall rules.
-    #[command(after_help = "Example:\n  kubesvc cluster delete prod-1 --wait")]
+    #[command(
+        after_help = "Examples:\n  kubesvc cluster delete prod-1 --wait        # asks for the name on a terminal\n  kubesvc cluster delete prod-1 --wait --yes  # in a script"
+    )]
     Delete {
+        /// The cluster's name or id.
         cluster: String,
         #[command(flatten)]
         wait: WaitFlags,
         #[command(flatten)]
         key: KeyFlag,
+        #[command(flatten)]
+        yes: YesFlag,
     },
     /// Follow a cluster until it settles: Provisioned or Failed, or gone once deleted.
     #[command(after_help = "Example:\n  kubesvc cluster wait prod-1")]
     Wait {
+        /// The cluster's name or id.
         cluster: String,
         /// Stop waiting after this many seconds.
         #[arg(long, default_value_t = 1800, value_name = "SECONDS")]
@@ -304,6 +343,7 @@ pub enum ClusterCommand {
         after_help = "Examples:\n  kubesvc cluster operations prod-1\n  kubesvc cluster operations prod-1 --status running"
     )]
     Operations {
+        /// The cluster's name or id.
         cluster: String,
         /// Only operations in this status: running, succeeded, failed or cancelled.
         #[arg(long)]
@@ -318,14 +358,31 @@ pub enum ClusterCommand {
 pub enum KubeconfigCredentialCommand {
     /// List them, with who holds each and until when (never a token).
     #[command(after_help = "Example:\n  kubesvc cluster credential list prod-1")]
-    List { cluster: String },
+    List {
+        /// The cluster's name or id.
+        cluster: String,
+    },
     /// Revoke one at once (your own; anyone's as super_admin).
     #[command(after_help = "Example:\n  kubesvc cluster credential revoke prod-1 6f1c…")]
-    Revoke { cluster: String, credential: String },
+    Revoke {
+        /// The cluster's name or id.
+        cluster: String,
+        /// The credential's id (`kubesvc cluster credential list CLUSTER` shows them).
+        credential: String,
+        #[command(flatten)]
+        yes: YesFlag,
+    },
     /// Revoke every credential and replace the standing one: every kubeconfig downloaded
     /// before stops working (super_admin).
-    #[command(after_help = "Example:\n  kubesvc cluster credential rotate prod-1")]
-    Rotate { cluster: String },
+    #[command(
+        after_help = "Examples:\n  kubesvc cluster credential rotate prod-1\n  kubesvc cluster credential rotate prod-1 --yes  # without the question (scripts)"
+    )]
+    Rotate {
+        /// The cluster's name or id.
+        cluster: String,
+        #[command(flatten)]
+        yes: YesFlag,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -368,6 +425,7 @@ pub enum KubeconfigCommand {
         after_help = "Examples:\n  kubesvc cluster kubeconfig save prod-1 --set-current\n  KUBECONFIG=./prod.yaml kubesvc cluster kubeconfig save prod-1 --context-name prod"
     )]
     Save {
+        /// The cluster's name or id.
         cluster: String,
         /// Also make it kubectl's current context.
         #[arg(long)]
@@ -389,6 +447,7 @@ pub enum KubeconfigCommand {
         after_help = "Examples:\n  kubesvc cluster kubeconfig show prod-1 > prod-1.yaml\n  kubesvc cluster kubeconfig show prod-1 --expiry-seconds 28800 > prod-1-today.yaml"
     )]
     Show {
+        /// The cluster's name or id.
         cluster: String,
         #[command(flatten)]
         expiry: ExpiryFlag,
@@ -410,6 +469,7 @@ pub enum ExposureCommand {
     /// Start an exposure change (public or private).
     #[command(after_help = "Example:\n  kubesvc cluster exposure set prod-1 private --wait")]
     Set {
+        /// The cluster's name or id.
         cluster: String,
         /// public or private.
         exposure: String,
@@ -430,8 +490,10 @@ pub struct ScaleFlags {
     /// Turn auto-scaling off (--count then gives the size).
     #[arg(long)]
     pub no_auto_scale: bool,
+    /// Autoscale: the fewest nodes the pool scales down to.
     #[arg(long)]
     pub min_nodes: Option<u32>,
+    /// Autoscale: the most nodes the pool scales up to.
     #[arg(long)]
     pub max_nodes: Option<u32>,
 }
@@ -443,7 +505,9 @@ pub enum NodePoolCommand {
         after_help = "Examples:\n  kubesvc node-pool add prod-1 batch --size kube.c5.xlarge --count 2 --wait\n  kubesvc node-pool add prod-1 web --size kube.c5.large --auto-scale --min-nodes 1 --max-nodes 5 --label tier=web"
     )]
     Add {
+        /// The cluster's name or id.
         cluster: String,
+        /// The node pool's name.
         pool: String,
         /// The machine tier (cannot change later).
         #[arg(long)]
@@ -463,13 +527,18 @@ pub enum NodePoolCommand {
     },
     /// A cluster's node pools.
     #[command(after_help = "Example:\n  kubesvc node-pool list prod-1")]
-    List { cluster: String },
+    List {
+        /// The cluster's name or id.
+        cluster: String,
+    },
     /// Change a pool's size or auto-scaling.
     #[command(
         after_help = "Examples:\n  kubesvc node-pool scale prod-1 web --count 5 --wait\n  kubesvc node-pool scale prod-1 web --auto-scale --min-nodes 2 --max-nodes 8"
     )]
     Scale {
+        /// The cluster's name or id.
         cluster: String,
+        /// The node pool's name.
         pool: String,
         #[command(flatten)]
         scale: ScaleFlags,
@@ -482,14 +551,20 @@ pub enum NodePoolCommand {
         key: KeyFlag,
     },
     /// Delete a pool and its nodes (a cluster keeps at least one pool).
-    #[command(after_help = "Example:\n  kubesvc node-pool delete prod-1 batch --wait")]
+    #[command(
+        after_help = "Examples:\n  kubesvc node-pool delete prod-1 batch --wait\n  kubesvc node-pool delete prod-1 batch --wait --yes  # without the question (scripts)"
+    )]
     Delete {
+        /// The cluster's name or id.
         cluster: String,
+        /// The node pool's name.
         pool: String,
         #[command(flatten)]
         wait: WaitFlags,
         #[command(flatten)]
         key: KeyFlag,
+        #[command(flatten)]
+        yes: YesFlag,
     },
 }
 
@@ -498,18 +573,25 @@ pub enum NodeCommand {
     /// A cluster's nodes.
     #[command(after_help = "Example:\n  kubesvc node list prod-1 --pool web")]
     List {
+        /// The cluster's name or id.
         cluster: String,
         /// Only this pool's nodes.
         #[arg(long)]
         pool: Option<String>,
     },
     /// Replace a node (its pool keeps its count).
-    #[command(after_help = "Example:\n  kubesvc node delete prod-1 web-7f3k2")]
+    #[command(
+        after_help = "Examples:\n  kubesvc node delete prod-1 web-7f3k2\n  kubesvc node delete prod-1 web-7f3k2 --yes  # without the question (scripts)"
+    )]
     Delete {
+        /// The cluster's name or id.
         cluster: String,
+        /// The node's name (`kubesvc node list CLUSTER` shows them).
         node: String,
         #[command(flatten)]
         key: KeyFlag,
+        #[command(flatten)]
+        yes: YesFlag,
     },
 }
 
@@ -520,6 +602,7 @@ pub enum EipCommand {
         after_help = "Example:\n  kubesvc eip allocate prod-1 --name web --exposure private --wait"
     )]
     Allocate {
+        /// The cluster's name or id.
         cluster: String,
         /// A name (DNS label), unique in the cluster.
         #[arg(long)]
@@ -534,19 +617,33 @@ pub enum EipCommand {
     },
     /// A cluster's Elastic IPs.
     #[command(after_help = "Example:\n  kubesvc eip list prod-1")]
-    List { cluster: String },
+    List {
+        /// The cluster's name or id.
+        cluster: String,
+    },
     /// One Elastic IP, by id or name.
     #[command(after_help = "Example:\n  kubesvc eip get prod-1 web")]
-    Get { cluster: String, eip: String },
-    /// Release an Elastic IP (its address returns to the pool).
-    #[command(after_help = "Example:\n  kubesvc eip release prod-1 web --wait")]
-    Release {
+    Get {
+        /// The cluster's name or id.
         cluster: String,
+        /// The Elastic IP's name or id.
+        eip: String,
+    },
+    /// Release an Elastic IP (its address returns to the pool).
+    #[command(
+        after_help = "Examples:\n  kubesvc eip release prod-1 web --wait\n  kubesvc eip release prod-1 web --wait --yes  # without the question (scripts)"
+    )]
+    Release {
+        /// The cluster's name or id.
+        cluster: String,
+        /// The Elastic IP's name or id.
         eip: String,
         #[command(flatten)]
         wait: WaitFlags,
         #[command(flatten)]
         key: KeyFlag,
+        #[command(flatten)]
+        yes: YesFlag,
     },
 }
 
@@ -557,10 +654,12 @@ pub enum FirewallCommand {
         after_help = "Examples:\n  kubesvc firewall-rule create prod-1 --name https --protocol tcp --port 443 --source 203.0.113.0/24\n  kubesvc firewall-rule create prod-1 --protocol udp --port 30000-30100 --source 10.0.0.0/8 --source 192.168.0.0/16"
     )]
     Create {
+        /// The cluster's name or id.
         cluster: String,
         /// A name (DNS label).
         #[arg(long)]
         name: Option<String>,
+        /// A free-text description.
         #[arg(long)]
         description: Option<String>,
         /// tcp, udp or icmp.
@@ -579,19 +678,33 @@ pub enum FirewallCommand {
     },
     /// A cluster's firewall rules.
     #[command(after_help = "Example:\n  kubesvc firewall-rule list prod-1")]
-    List { cluster: String },
+    List {
+        /// The cluster's name or id.
+        cluster: String,
+    },
     /// One rule, by id or name.
     #[command(after_help = "Example:\n  kubesvc firewall-rule get prod-1 https")]
-    Get { cluster: String, rule: String },
-    /// Delete a rule.
-    #[command(after_help = "Example:\n  kubesvc firewall-rule delete prod-1 https")]
-    Delete {
+    Get {
+        /// The cluster's name or id.
         cluster: String,
+        /// The firewall rule's name or id.
+        rule: String,
+    },
+    /// Delete a rule.
+    #[command(
+        after_help = "Examples:\n  kubesvc firewall-rule delete prod-1 https\n  kubesvc firewall-rule delete prod-1 https --yes  # without the question (scripts)"
+    )]
+    Delete {
+        /// The cluster's name or id.
+        cluster: String,
+        /// The firewall rule's name or id.
         rule: String,
         #[command(flatten)]
         wait: WaitFlags,
         #[command(flatten)]
         key: KeyFlag,
+        #[command(flatten)]
+        yes: YesFlag,
     },
 }
 
@@ -623,6 +736,7 @@ pub enum AuthServerCommand {
         after_help = "Examples:\n  kubesvc auth-server create api-keys --environment production --type token --secret-stdin < token.txt\n  kubesvc auth-server create staff --environment production --type basic --username alice\n  kubesvc auth-server create corp-sso --environment production --type oidc \\\n    --issuer-url https://login.example.com --client-id gw --authorized-domain app.example.com \\\n    --redirect-path /oauth2/callback --secret-from-env CLIENT_SECRET"
     )]
     Create {
+        /// The auth server's name: a DNS label, unique in its environment.
         name: String,
         /// A DNS label, e.g. production.
         #[arg(long)]
@@ -645,13 +759,16 @@ pub enum AuthServerCommand {
     /// The organization's auth servers.
     #[command(after_help = "Example:\n  kubesvc auth-server list --environment production")]
     List {
+        /// Only the auth servers of this environment.
         #[arg(long)]
         environment: Option<String>,
     },
     /// One auth server, by id, or by name (with --environment when the name is in several).
     #[command(after_help = "Example:\n  kubesvc auth-server get corp-sso")]
     Get {
+        /// The auth server's name or id.
         server: String,
+        /// The gateway environment, a DNS label such as production (to tell apart servers of one name).
         #[arg(long)]
         environment: Option<String>,
     },
@@ -660,11 +777,15 @@ pub enum AuthServerCommand {
         after_help = "Examples:\n  kubesvc auth-server update corp-sso --new-name sso --new-environment staging\n  kubesvc auth-server update corp-sso --client-secret --secret-stdin < secret.txt"
     )]
     Update {
+        /// The auth server's name or id.
         server: String,
+        /// The gateway environment, a DNS label such as production (to tell apart servers of one name).
         #[arg(long)]
         environment: Option<String>,
+        /// Rename the server to this.
         #[arg(long)]
         new_name: Option<String>,
+        /// Move the server to this environment.
         #[arg(long)]
         new_environment: Option<String>,
         /// basic: a new realm.
@@ -679,13 +800,19 @@ pub enum AuthServerCommand {
         secret: SecretFlags,
     },
     /// Delete an auth server (gateway routes naming it fail closed).
-    #[command(after_help = "Example:\n  kubesvc auth-server delete corp-sso")]
+    #[command(
+        after_help = "Examples:\n  kubesvc auth-server delete corp-sso\n  kubesvc auth-server delete corp-sso --yes  # without the question (scripts)"
+    )]
     Delete {
+        /// The auth server's name or id.
         server: String,
+        /// The gateway environment, a DNS label such as production (to tell apart servers of one name).
         #[arg(long)]
         environment: Option<String>,
         #[command(flatten)]
         key: KeyFlag,
+        #[command(flatten)]
+        yes: YesFlag,
     },
     /// Add or remove a basic user or a static token.
     #[command(subcommand)]
@@ -707,12 +834,16 @@ pub struct OidcFlags {
     /// oidc: the callback path, e.g. /oauth2/callback.
     #[arg(long)]
     pub redirect_path: Option<String>,
+    /// oidc: the ID-token claim that names the user (default: preferred_username).
     #[arg(long)]
     pub username_claim: Option<String>,
+    /// oidc: the claim that holds the user's email (default: email).
     #[arg(long)]
     pub email_claim: Option<String>,
+    /// oidc: the claim that holds the user's roles.
     #[arg(long)]
     pub role_claim: Option<String>,
+    /// oidc: the claim that holds the user's groups.
     #[arg(long)]
     pub group_claim: Option<String>,
 }
@@ -724,7 +855,9 @@ pub enum CredentialCommand {
         after_help = "Examples:\n  kubesvc auth-server credential add staff --username bob --secret-from-env BOB_PASSWORD\n  kubesvc auth-server credential add api-keys --secret-stdin < new-token.txt"
     )]
     Add {
+        /// The auth server's name or id.
         server: String,
+        /// The gateway environment, a DNS label such as production (to tell apart servers of one name).
         #[arg(long)]
         environment: Option<String>,
         #[arg(long, help = basic_username_help("the new user's name"))]
@@ -737,12 +870,17 @@ pub enum CredentialCommand {
     /// Remove a credential by id (`auth-server get` lists them).
     #[command(after_help = "Example:\n  kubesvc auth-server credential remove api-keys 6f1c…")]
     Remove {
+        /// The auth server's name or id.
         server: String,
+        /// The credential's id (`kubesvc auth-server get SERVER` shows them).
         credential: String,
+        /// The gateway environment, a DNS label such as production (to tell apart servers of one name).
         #[arg(long)]
         environment: Option<String>,
         #[command(flatten)]
         key: KeyFlag,
+        #[command(flatten)]
+        yes: YesFlag,
     },
 }
 
@@ -780,5 +918,35 @@ mod tests {
     #[test]
     fn the_definitions_hold_together() {
         Cli::command().debug_assert();
+    }
+
+    /// Every command's `--help` says what each of its arguments is, and shows the global
+    /// options apart from the command's own.
+    #[test]
+    fn every_argument_says_what_it_is() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+                if arg.is_global_set() {
+                    assert_eq!(
+                        arg.get_help_heading(),
+                        Some("Global options"),
+                        "{path} {id}"
+                    );
+                }
+            }
+            for sub in command.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "kubesvc", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:#?}");
     }
 }

@@ -28,6 +28,8 @@ pub struct Api {
     verbose: u8,
     /// How long one request may take, its retries included.
     budget: Duration,
+    /// Retries are said on stderr (off while a shell completes a word: the line is the shell's).
+    say_retries: bool,
 }
 
 /// One request to make.
@@ -135,8 +137,7 @@ impl Api {
         verbose: u8,
         budget: Duration,
     ) -> Result<Api, CliError> {
-        let url = reqwest::Url::parse(base)
-            .map_err(|e| CliError::usage(format!("{base:?} is not a URL: {e}")))?;
+        let url = parse_url(base)?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(CliError::usage(format!(
                 "{base:?}: the URL must be http or https"
@@ -156,7 +157,14 @@ impl Api {
             organization: organization.map(str::to_owned),
             verbose,
             budget,
+            say_retries: true,
         })
+    }
+
+    /// The same API, retrying without a word on stderr.
+    pub fn quiet(mut self) -> Api {
+        self.say_retries = false;
+        self
     }
 
     pub fn organization(&self) -> Option<&str> {
@@ -165,12 +173,8 @@ impl Api {
 
     /// The organization a create body must name.
     pub fn required_organization(&self) -> Result<&str, CliError> {
-        self.organization().ok_or_else(|| {
-            CliError::usage(
-                "no organization: pass --organization ORG, set KUBESVC_ORGANIZATION, or save one \
-                 with `kubesvc auth login --organization ORG`",
-            )
-        })
+        self.organization()
+            .ok_or_else(|| CliError::usage(crate::error::NO_ORGANIZATION))
     }
 
     /// Sends `call`, retrying 429, 502, 503 and 504 answers (after their Retry-After) and
@@ -195,14 +199,17 @@ impl Api {
                     if attempt >= ATTEMPTS || Instant::now() + pause >= deadline {
                         return Err(e);
                     }
-                    if self.verbose > 0 {
+                    // Said (on stderr): a silent pause of seconds reads as a hang.
+                    if self.say_retries {
                         eprintln!(
-                            "retrying {} {} in {:.1}s (attempt {} of {ATTEMPTS}): {e}",
-                            call.method,
-                            call.path,
+                            "{}; retrying in {:.1}s (attempt {} of {ATTEMPTS}, Ctrl-C to stop)",
+                            crate::output::printable(&e.to_string()),
                             pause.as_secs_f64(),
                             attempt + 1
                         );
+                    }
+                    if self.verbose > 0 {
+                        eprintln!("  the request: {} {}", call.method, call.path);
                     }
                     tokio::time::sleep(pause).await;
                     backoff = backoff.saturating_mul(2);
@@ -308,6 +315,25 @@ impl Api {
     }
 }
 
+/// The API's base URL; one typed without its scheme (`127.0.0.1:8080`, `api.example.com`) is
+/// told which to add rather than that it is "relative".
+pub fn parse_url(base: &str) -> Result<reqwest::Url, CliError> {
+    let scheme_hint = || {
+        CliError::usage(format!(
+            "{base:?} has no scheme: write http://{base} (a local server) or https://{base}"
+        ))
+    };
+    match reqwest::Url::parse(base) {
+        Err(url::ParseError::RelativeUrlWithoutBase) => Err(scheme_hint()),
+        // `localhost:8080` parses as the scheme `localhost`.
+        Ok(url) if !matches!(url.scheme(), "http" | "https") && url.cannot_be_a_base() => {
+            Err(scheme_hint())
+        }
+        Ok(url) => Ok(url),
+        Err(e) => Err(CliError::usage(format!("{base:?} is not a URL: {e}"))),
+    }
+}
+
 fn header(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get(name)
@@ -368,6 +394,18 @@ mod tests {
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
         assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn a_url_without_its_scheme_is_told_which_to_add() {
+        for typed in ["127.0.0.1:8080", "localhost:8080", "api.example.com"] {
+            let said = parse_url(typed)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(said.contains(&format!("http://{typed}")), "{typed}: {said}");
+        }
+        assert!(parse_url("https://api.example.com").is_ok());
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub enum CliError {
     /// The change ran and ended badly: a cluster or Elastic IP in `Failed`.
     #[error("{0}")]
     Failed(String),
+    /// The person did not confirm a destructive command: nothing was sent.
+    #[error("{0}")]
+    Declined(String),
     /// Ctrl-C: the message says what was left as it is and how to go on.
     #[error("{0}")]
     Interrupted(String),
@@ -38,8 +41,14 @@ pub enum CliError {
     Local(String),
 }
 
+/// What a person without an organization is told, in the CLI's words (the API's own answer
+/// names its query parameter and header, which a CLI user never types).
+pub const NO_ORGANIZATION: &str = "no organization: pass -O ORG (--organization), set \
+KUBESVC_ORGANIZATION, or save one with `kubesvc auth login --organization ORG`";
+
 fn api_message(status: u16, problem: Option<&Problem>) -> String {
     match problem {
+        Some(p) if p.code == "organization_required" => NO_ORGANIZATION.to_owned(),
         // Several field errors: each gets its own line under this one.
         Some(p) if p.errors.as_ref().is_some_and(|e| e.len() > 1) => {
             format!("the API refused the request ({status} {}):", p.code)
@@ -58,7 +67,7 @@ impl CliError {
             CliError::NotLoggedIn(_) => 3,
             CliError::NotFound(_) => 4,
             CliError::Network(_) => 6,
-            CliError::Failed(_) | CliError::Local(_) => 1,
+            CliError::Failed(_) | CliError::Local(_) | CliError::Declined(_) => 1,
             CliError::Interrupted(_) => 130,
             CliError::Api { status, .. } => match status {
                 400 | 413 | 415 | 422 => 2,
@@ -90,10 +99,26 @@ impl CliError {
                 field => format!("{field}: {}", e.message),
             })
             .collect();
+        lines.extend(self.hint().map(str::to_owned));
         if let Some(id) = request_id {
             lines.push(format!("request id: {id}"));
         }
         lines
+    }
+
+    /// What to do next, where the API's answer alone leaves a person guessing.
+    fn hint(&self) -> Option<&'static str> {
+        match (self, self.code()) {
+            (_, Some("last_pool")) => Some(
+                "a cluster keeps at least one node pool; to remove them all, delete the cluster \
+                 (kubesvc cluster delete CLUSTER)",
+            ),
+            (CliError::Api { status: 401, .. }, _) => Some(
+                "the token was refused (expired, revoked or mistyped): log in again with \
+                 `kubesvc auth login`, or check KUBESVC_TOKEN",
+            ),
+            _ => None,
+        }
     }
 
     /// A usage error.
@@ -197,6 +222,45 @@ mod tests {
                 "node_pools[0].count: must be at least 1",
                 "request id: rid-7"
             ]
+        );
+    }
+
+    /// The API's words that name what a CLI user never types are said in the CLI's words, and
+    /// a refusal that leaves a person guessing says what to do next.
+    #[test]
+    fn the_api_s_words_become_the_cli_s() {
+        let answer = |status: u16, code: &str, detail: &str| CliError::Api {
+            status,
+            problem: Some(Box::new(Problem::new(status, "t", code, detail, "r"))),
+            request_id: None,
+        };
+        let no_org = answer(
+            400,
+            "organization_required",
+            "pass the `organization` query parameter or the X-Platform-Organization header",
+        );
+        assert!(no_org.to_string().contains("-O ORG"), "{no_org}");
+        assert!(!no_org.to_string().contains("header"), "{no_org}");
+        let last = answer(409, "last_pool", "a cluster keeps at least one node pool");
+        assert!(
+            last.details()
+                .iter()
+                .any(|l| l.contains("kubesvc cluster delete")),
+            "{:?}",
+            last.details()
+        );
+        let refused = answer(401, "unauthorized", "invalid bearer token");
+        assert!(
+            refused
+                .details()
+                .iter()
+                .any(|l| l.contains("kubesvc auth login")),
+            "{:?}",
+            refused.details()
+        );
+        assert_eq!(
+            answer(404, "not_found", "x").details(),
+            Vec::<String>::new()
         );
     }
 

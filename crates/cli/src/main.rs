@@ -7,7 +7,9 @@
 mod args;
 mod client;
 mod commands;
+mod complete;
 mod config;
+mod confirm;
 mod error;
 mod kubeconfig;
 mod output;
@@ -29,6 +31,8 @@ use clap::Parser;
 use crate::error::CliError;
 
 fn main() -> ExitCode {
+    // A shell asking for completions (COMPLETE=… set) is answered here, and the process ends.
+    complete::answer_the_shell();
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

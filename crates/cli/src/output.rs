@@ -229,7 +229,11 @@ pub fn cell(v: &Value) -> String {
 
 /// A timestamp as its age (`5m`, `3h`, `2d`), as kubectl shows it.
 pub fn age(created: &chrono::DateTime<chrono::Utc>) -> String {
-    let secs = (chrono::Utc::now() - *created).num_seconds().max(0);
+    span((chrono::Utc::now() - *created).num_seconds().max(0))
+}
+
+/// A span of seconds as kubectl writes ages: `45s`, `12m`, `5h`, `3d`.
+fn span(secs: i64) -> String {
     match secs {
         s if s < 120 => format!("{s}s"),
         s if s < 7200 => format!("{}m", s / 60),
@@ -238,9 +242,49 @@ pub fn age(created: &chrono::DateTime<chrono::Utc>) -> String {
     }
 }
 
+/// A moment as a person reads it in a table: `5m ago`, `in 3h` (the exact value is in
+/// `-o json`).
+pub fn when(at: &chrono::DateTime<chrono::Utc>) -> String {
+    when_from(at, chrono::Utc::now())
+}
+
+fn when_from(at: &chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chrono::Utc>) -> String {
+    let secs = (now - *at).num_seconds();
+    match secs {
+        -4..=4 => "just now".into(),
+        s if s > 0 => format!("{} ago", span(s)),
+        s => format!("in {}", span(-s)),
+    }
+}
+
+/// A moment in a detail view: the date and time in UTC to the second, then how long ago.
+pub fn stamp(at: &chrono::DateTime<chrono::Utc>) -> String {
+    format!("{} ({})", at.format("%Y-%m-%d %H:%M:%S UTC"), when(at))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn moments_read_as_spans_from_now() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-28T12:00:00Z")
+            .map(|t| t.to_utc())
+            .unwrap_or_default();
+        let table = [
+            (0, "just now"),
+            (-30, "30s ago"),
+            (-600, "10m ago"),
+            (-3 * 3600, "3h ago"),
+            (-5 * 86_400, "5d ago"),
+            (3600, "in 60m"),
+            (30 * 86_400, "in 30d"),
+        ];
+        for (offset, said) in table {
+            let at = now + chrono::Duration::seconds(offset);
+            assert_eq!(when_from(&at, now), said, "{offset}");
+        }
+    }
 
     fn printer(width: Option<usize>, header: bool) -> Printer {
         Printer {

@@ -10,6 +10,32 @@ use wire::cluster::{Cluster, ClusterList};
 use crate::client::{Api, Call};
 use crate::error::CliError;
 
+/// A name the user typed, as one path segment: every byte but the unreserved ones
+/// percent-encoded, so `/`, `?`, `#` or `%` cannot reach another route, and `.`/`..` refused,
+/// since URL parsers resolve them (even encoded) to a parent: `node-pool delete demo ../..`
+/// must not become a DELETE of something else.
+pub fn segment<'a>(what: &str, typed: &'a str) -> Result<std::borrow::Cow<'a, str>, CliError> {
+    if matches!(typed, "" | "." | "..") {
+        return Err(CliError::usage(format!("{typed:?} is not a {what} name")));
+    }
+    let unreserved = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
+    if typed.bytes().all(unreserved) {
+        return Ok(std::borrow::Cow::Borrowed(typed));
+    }
+    Ok(std::borrow::Cow::Owned(
+        typed
+            .bytes()
+            .map(|b| {
+                if unreserved(b) {
+                    char::from(b).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect(),
+    ))
+}
+
 /// The largest page the API gives.
 const PAGE: u32 = 100;
 
@@ -138,6 +164,34 @@ pub async fn auth_server(
                 "{name_or_id:?} names an auth server in several environments ({}): add --environment",
                 envs.join(", ")
             )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a person types as a pool, node or credential never reaches another route.
+    #[test]
+    fn a_typed_name_is_one_path_segment() {
+        let table = [
+            ("default", Some("default")),
+            ("a.b", Some("a.b")),
+            ("../other", Some("..%2Fother")),
+            ("x/../../y", Some("x%2F..%2F..%2Fy")),
+            ("%2e%2e", Some("%252e%252e")),
+            ("a?b#c", Some("a%3Fb%23c")),
+            ("..", None),
+            (".", None),
+            ("", None),
+        ];
+        for (typed, sent) in table {
+            assert_eq!(
+                segment("node pool", typed).ok().as_deref(),
+                sent,
+                "{typed:?}"
+            );
         }
     }
 }

@@ -28,6 +28,11 @@ impl From {
 /// Reads the secret `what` names (`password`, `token`…); an empty one is refused here, before
 /// any request.
 pub fn read(from: &From, what: &str) -> Result<String, CliError> {
+    read_or(from, what, "--secret-stdin or --secret-from-env VAR")
+}
+
+/// [`read`], where off a terminal the person is told `instead`: the flags this command has.
+pub fn read_or(from: &From, what: &str, instead: &str) -> Result<String, CliError> {
     let secret = match from {
         From::Env(var) => std::env::var(var).map_err(|_| {
             CliError::usage(format!(
@@ -44,7 +49,7 @@ pub fn read(from: &From, what: &str) -> Result<String, CliError> {
         From::Prompt => {
             if !std::io::stdin().is_terminal() {
                 return Err(CliError::usage(format!(
-                    "no terminal to ask for the {what} on: use --secret-stdin or --secret-from-env VAR"
+                    "no terminal to ask for the {what} on: use {instead}"
                 )));
             }
             rpassword::prompt_password(format!("{}: ", capitalised(what)))

@@ -10,8 +10,9 @@ use wire::operation::OperationList;
 use super::parse;
 use crate::args::{AuditCommand, KubeconfigCredentialCommand};
 use crate::client::Call;
+use crate::confirm::{Answer, Question};
 use crate::error::CliError;
-use crate::output::{Table, View, age};
+use crate::output::{Table, View, age, when};
 use crate::resolve;
 use crate::session::Session;
 
@@ -76,6 +77,7 @@ pub async fn credentials(
         KubeconfigCredentialCommand::Revoke {
             cluster,
             credential,
+            yes,
         } => {
             let cluster = resolve::cluster(&s.api, &cluster).await?;
             let id = uuid::Uuid::parse_str(&credential).map_err(|_| {
@@ -83,6 +85,12 @@ pub async fn credentials(
                     "{credential:?} is not a credential id (see `kubesvc cluster credential list`)"
                 ))
             })?;
+            Question {
+                action: format!("revoke credential {id} of cluster {}", cluster.label),
+                consequence: "Every kubeconfig holding this credential stops working at once.",
+                answer: Answer::Yes,
+            }
+            .ask(yes)?;
             let call = Call::new(
                 Method::DELETE,
                 format!("{}/credentials/{id}", cluster.path()),
@@ -91,8 +99,15 @@ pub async fn credentials(
             let revoked: IssuedCredential = parse(raw.clone())?;
             show_credentials(s, &[revoked], raw)
         }
-        KubeconfigCredentialCommand::Rotate { cluster } => {
+        KubeconfigCredentialCommand::Rotate { cluster, yes } => {
             let cluster = resolve::cluster(&s.api, &cluster).await?;
+            Question {
+                action: format!("revoke every credential of cluster {}", cluster.label),
+                consequence: "Every kubeconfig of this cluster downloaded so far stops working; \
+                              a new standing credential replaces them (save a kubeconfig again).",
+                answer: Answer::Yes,
+            }
+            .ask(yes)?;
             let call = Call::new(Method::DELETE, format!("{}/credentials", cluster.path()));
             let raw = s.api.send(&call).await?.json()?;
             if s.out.is_data() {
@@ -117,8 +132,7 @@ fn show_credentials(s: &Session, items: &[IssuedCredential], raw: Value) -> Resu
             c.id.to_string(),
             c.issued_to.user_id.clone(),
             c.status.clone(),
-            c.expires_at
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            when(&c.expires_at),
             age(&c.created_at),
         ]);
     }
@@ -174,7 +188,7 @@ pub async fn audit(s: &Session, command: AuditCommand) -> Result<(), CliError> {
     ]);
     for e in &events {
         table.row(vec![
-            e.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            when(&e.at),
             e.actor.user_id.clone(),
             e.via.clone(),
             e.resource.clone(),

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::args::{AuthCommand, ContextCommand, Global};
 use crate::client::{Api, Call};
 use crate::config::{Context, DEFAULT_CONTEXT, TokenSource};
+use crate::confirm::{Answer, Question};
 use crate::error::CliError;
 use crate::output::{Table, View, print_out};
 use crate::secret;
@@ -66,7 +67,13 @@ async fn login(global: &Global, token_stdin: bool, name: Option<String>) -> Resu
     } else {
         secret::From::Prompt
     };
-    let token = secret::read(&from, "token")?.trim().to_owned();
+    let token = secret::read_or(
+        &from,
+        "token",
+        "--token-stdin (echo \"$TOKEN\" | kubesvc auth login --token-stdin)",
+    )?
+    .trim()
+    .to_owned();
     check(&url, &token, organization.as_deref(), global)
         .await
         .map_err(|e| match e {
@@ -221,10 +228,18 @@ pub fn context(command: ContextCommand, global: &Global) -> Result<(), CliError>
             eprintln!("Switched to context {name:?}");
             Ok(())
         }
-        ContextCommand::Delete { name } => {
-            if file.contexts.remove(&name).is_none() {
+        ContextCommand::Delete { name, yes } => {
+            if !file.contexts.contains_key(&name) {
                 return Err(CliError::usage(format!("no context named {name:?}")));
             }
+            Question {
+                action: format!("delete context {name}"),
+                consequence: "Its URL, organization and saved token are forgotten on this \
+                              machine (nothing changes on the server).",
+                answer: Answer::Yes,
+            }
+            .ask(yes)?;
+            file.contexts.remove(&name);
             if file.current_context.as_deref() == Some(name.as_str()) {
                 file.current_context = None;
             }

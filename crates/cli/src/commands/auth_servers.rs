@@ -12,8 +12,9 @@ use wire::auth_server::{AuthServerConfigView, AuthServerList, AuthServerView, Cr
 use super::key;
 use crate::args::{AuthServerCommand, CredentialCommand, OidcFlags, SecretFlags};
 use crate::client::Call;
+use crate::confirm::{Answer, Question};
 use crate::error::CliError;
-use crate::output::{Table, View, age, cell, print_out};
+use crate::output::{Table, View, age, cell, print_out, stamp};
 use crate::resolve;
 use crate::secret;
 use crate::session::Session;
@@ -118,9 +119,20 @@ pub async fn run(s: &Session, command: AuthServerCommand) -> Result<(), CliError
         AuthServerCommand::Delete {
             server,
             environment,
+            yes,
             key: k,
         } => {
             let found = resolve::auth_server(&s.api, &server, environment.as_deref()).await?;
+            Question {
+                action: format!(
+                    "delete auth server {} of environment {}",
+                    found.name, found.environment
+                ),
+                consequence: "Its credentials go with it, and gateway routes that name it refuse \
+                              every request until they name another server.",
+                answer: Answer::Name(&found.name),
+            }
+            .ask(yes)?;
             let call = Call::new(Method::DELETE, format!("{AUTH_SERVERS}/{}", found.id))
                 .key(Some(&key(&k)));
             s.api.send(&call).await?;
@@ -190,12 +202,26 @@ async fn credential(s: &Session, command: CredentialCommand) -> Result<(), CliEr
             server,
             credential,
             environment,
+            yes,
             key: k,
         } => {
             let found = resolve::auth_server(&s.api, &server, environment.as_deref()).await?;
+            Question {
+                action: format!(
+                    "remove credential {credential} from auth server {}",
+                    found.name
+                ),
+                consequence: "Requests that present it are refused at the gateway from now on.",
+                answer: Answer::Yes,
+            }
+            .ask(yes)?;
             let call = Call::new(
                 Method::DELETE,
-                format!("{AUTH_SERVERS}/{}/credentials/{credential}", found.id),
+                format!(
+                    "{AUTH_SERVERS}/{}/credentials/{}",
+                    found.id,
+                    crate::resolve::segment("credential", &credential)?
+                ),
             )
             .key(Some(&key(&k)));
             s.api.send(&call).await?;
@@ -352,10 +378,7 @@ fn show(s: &Session, raw: Value) -> Result<(), CliError> {
             }
         }
     }
-    pairs.push((
-        "Created:",
-        format!("{} ({} ago)", a.created_at.to_rfc3339(), age(&a.created_at)),
-    ));
+    pairs.push(("Created:", stamp(&a.created_at)));
     let mut text = s.out.details(&pairs);
     if !credentials.rows.is_empty() {
         text.push('\n');

@@ -15,9 +15,10 @@ use crate::args::{
     ClusterCommand, ExpiryFlag, ExposureCommand, KubeconfigCommand, PoolFlags, WaitFlags,
 };
 use crate::client::Call;
+use crate::confirm::{Answer, Question};
 use crate::error::CliError;
 use crate::kubeconfig;
-use crate::output::{Table, View, age, print_out};
+use crate::output::{Table, View, age, print_out, stamp};
 use crate::resolve::{self, ClusterRef};
 use crate::session::Session;
 use crate::wait::{Follow, Progress};
@@ -158,9 +159,18 @@ pub async fn run(s: &Session, command: ClusterCommand) -> Result<(), CliError> {
         ClusterCommand::Delete {
             cluster,
             wait,
+            yes,
             key: k,
         } => {
             let cluster = resolve::cluster(&s.api, &cluster).await?;
+            Question {
+                action: format!("delete cluster {}", cluster.label),
+                consequence: "Its node pools, nodes, Elastic IPs and firewall rules are deleted \
+                              with it and every kubeconfig of it stops working. This cannot be \
+                              undone.",
+                answer: Answer::Name(&cluster.label),
+            }
+            .ask(yes)?;
             let answer = s
                 .api
                 .send(&Call::new(Method::DELETE, cluster.path()).key(Some(&key(&k))))
@@ -387,10 +397,7 @@ fn print_cluster(s: &Session, raw: Value) -> Result<(), CliError> {
             "Default environment:",
             registration(&raw["default_environment"]),
         ),
-        (
-            "Created:",
-            format!("{} ({} ago)", c.created_at.to_rfc3339(), age(&c.created_at)),
-        ),
+        ("Created:", stamp(&c.created_at)),
     ];
     if let Some(reason) = &c.failure_reason {
         pairs.insert(4, ("Failure:", reason.clone()));

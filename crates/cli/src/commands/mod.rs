@@ -8,7 +8,6 @@ mod clusters;
 mod networking;
 mod pools;
 
-use clap::CommandFactory;
 use serde_json::Value;
 
 use crate::args::{Cli, Command, Shell};
@@ -37,14 +36,10 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     }
 }
 
+/// The script that makes the shell ask `kubesvc` for completions (names included).
 fn completion(shell: Shell) -> Result<(), CliError> {
-    let shell = match shell {
-        Shell::Bash => clap_complete::Shell::Bash,
-        Shell::Zsh => clap_complete::Shell::Zsh,
-        Shell::Fish => clap_complete::Shell::Fish,
-    };
-    let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "kubesvc", &mut script);
+    let script = crate::complete::registration(shell)
+        .map_err(|e| CliError::Local(format!("writing the completion script: {e}")))?;
     print_out(&String::from_utf8_lossy(&script))
 }
 

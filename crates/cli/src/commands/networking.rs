@@ -12,6 +12,7 @@ use super::clusters::{follow, to_json};
 use super::{key, parse, spelled};
 use crate::args::{EipCommand, FirewallCommand, WaitFlags};
 use crate::client::Call;
+use crate::confirm::{Answer, Question};
 use crate::error::CliError;
 use crate::output::{Table, View, age, cell};
 use crate::resolve::{self, ClusterRef};
@@ -89,10 +90,19 @@ pub async fn eips(s: &Session, command: EipCommand) -> Result<(), CliError> {
             cluster,
             eip,
             wait,
+            yes,
             key: k,
         } => {
             let cluster = resolve::cluster(&s.api, &cluster).await?;
             let id = resolve::item_id(&s.api, &cluster, EIPS.collection, EIPS.what, &eip).await?;
+            Question {
+                action: format!("release Elastic IP {eip} of cluster {}", cluster.label),
+                consequence: "Its address returns to the provider's pool: whoever reaches the \
+                              cluster by it stops reaching it, and the same address may not come \
+                              back.",
+                answer: Answer::Yes,
+            }
+            .ask(yes)?;
             let call = Call::new(
                 Method::DELETE,
                 format!("{}/elastic-ips/{id}", cluster.path()),
@@ -162,11 +172,18 @@ pub async fn rules(s: &Session, command: FirewallCommand) -> Result<(), CliError
             cluster,
             rule,
             wait,
+            yes,
             key: k,
         } => {
             let cluster = resolve::cluster(&s.api, &cluster).await?;
             let id =
                 resolve::item_id(&s.api, &cluster, RULES.collection, RULES.what, &rule).await?;
+            Question {
+                action: format!("delete firewall rule {rule} of cluster {}", cluster.label),
+                consequence: "The traffic it lets in is refused once the deletion is applied.",
+                answer: Answer::Yes,
+            }
+            .ask(yes)?;
             let call = Call::new(
                 Method::DELETE,
                 format!("{}/firewall-rules/{id}", cluster.path()),

@@ -10,6 +10,7 @@ use super::clusters::{follow, to_json};
 use super::{key, pairs};
 use crate::args::{NodeCommand, NodePoolCommand, ScaleFlags, WaitFlags};
 use crate::client::Call;
+use crate::confirm::{Answer, Question};
 use crate::error::CliError;
 use crate::output::{Table, View, age, cell};
 use crate::resolve::{self, ClusterRef};
@@ -89,28 +90,67 @@ pub async fn pools(s: &Session, command: NodePoolCommand) -> Result<(), CliError
             let cluster = resolve::cluster(&s.api, &cluster).await?;
             let call = Call::new(
                 Method::PATCH,
-                format!("{}/node-pools/{pool}", cluster.path()),
+                format!(
+                    "{}/node-pools/{}",
+                    cluster.path(),
+                    resolve::segment("node pool", &pool)?
+                ),
             )
             .body(to_json(&patch)?)
             .key(Some(&key(&k)));
-            let answer = s.api.send(&call).await.map_err(advise)?;
+            let answer = s
+                .api
+                .send(&call)
+                .await
+                .map_err(advise)
+                .map_err(|e| no_such(e, "node pool", &pool, &cluster))?;
             finish(s, &cluster, &pool, answer.json()?, &wait).await
         }
         NodePoolCommand::Delete {
             cluster,
             pool,
             wait,
+            yes,
             key: k,
         } => {
             let cluster = resolve::cluster(&s.api, &cluster).await?;
+            Question {
+                action: format!("delete node pool {pool} of cluster {}", cluster.label),
+                consequence: "Its nodes are drained and deleted with it; workloads scheduled \
+                              only there have nowhere to run.",
+                answer: Answer::Yes,
+            }
+            .ask(yes)?;
             let call = Call::new(
                 Method::DELETE,
-                format!("{}/node-pools/{pool}", cluster.path()),
+                format!(
+                    "{}/node-pools/{}",
+                    cluster.path(),
+                    resolve::segment("node pool", &pool)?
+                ),
             )
             .key(Some(&key(&k)));
-            let answer = s.api.send(&call).await?;
+            let answer = s
+                .api
+                .send(&call)
+                .await
+                .map_err(|e| no_such(e, "node pool", &pool, &cluster))?;
             finish(s, &cluster, &pool, answer.json()?, &wait).await
         }
+    }
+}
+
+/// A 404 on a pool or node of a cluster found by name says which, as a missing cluster does.
+fn no_such(e: CliError, what: &str, name: &str, cluster: &ClusterRef) -> CliError {
+    if e.is_status(404) {
+        CliError::NotFound(format!(
+            "no {what} named {name:?} in cluster {} (kubesvc {} list {} shows them)",
+            cluster.label,
+            if what == "node" { "node" } else { "node-pool" },
+            cluster.label
+        ))
+    } else {
+        e
     }
 }
 
@@ -238,11 +278,22 @@ pub async fn nodes(s: &Session, command: NodeCommand) -> Result<(), CliError> {
     match command {
         NodeCommand::List { cluster, pool } => {
             let cluster = resolve::cluster(&s.api, &cluster).await?;
-            let path = match pool {
-                Some(pool) => format!("{}/node-pools/{pool}/nodes", cluster.path()),
+            let path = match &pool {
+                Some(pool) => format!(
+                    "{}/node-pools/{}/nodes",
+                    cluster.path(),
+                    resolve::segment("node pool", pool)?
+                ),
                 None => format!("{}/nodes", cluster.path()),
             };
-            let answer = s.api.send(&Call::get(path)).await?;
+            let answer = s
+                .api
+                .send(&Call::get(path))
+                .await
+                .map_err(|e| match &pool {
+                    Some(pool) => no_such(e, "node pool", pool, &cluster),
+                    None => e,
+                })?;
             let list: NodeList = answer.parse()?;
             let mut table = Table::new(&["NAME", "POOL", "STATUS", "AGE"]);
             for n in &list.items {
@@ -262,12 +313,32 @@ pub async fn nodes(s: &Session, command: NodeCommand) -> Result<(), CliError> {
         NodeCommand::Delete {
             cluster,
             node,
+            yes,
             key: k,
         } => {
             let cluster = resolve::cluster(&s.api, &cluster).await?;
-            let call = Call::new(Method::DELETE, format!("{}/nodes/{node}", cluster.path()))
-                .key(Some(&key(&k)));
-            let raw = s.api.send(&call).await?.json()?;
+            Question {
+                action: format!("delete node {node} of cluster {}", cluster.label),
+                consequence: "The node is drained and replaced by a new one: its pool keeps \
+                              its count.",
+                answer: Answer::Yes,
+            }
+            .ask(yes)?;
+            let call = Call::new(
+                Method::DELETE,
+                format!(
+                    "{}/nodes/{}",
+                    cluster.path(),
+                    resolve::segment("node", &node)?
+                ),
+            )
+            .key(Some(&key(&k)));
+            let raw = s
+                .api
+                .send(&call)
+                .await
+                .map_err(|e| no_such(e, "node", &node, &cluster))?
+                .json()?;
             if !s.out.is_data() {
                 eprintln!("Node {node} is being replaced (its pool keeps its count)");
             }

@@ -105,13 +105,14 @@ pub fn check_sizing(
         v.push(f("min_nodes"), format!("must not exceed max_nodes ({hi})"));
     }
     let count = match count {
-        Some(c) => match in_range(v, &f("count"), c, 0, max_total) {
-            Some(0) if !auto_scale => {
-                v.push(f("count"), "must be at least 1 unless auto_scale is true");
-                None
-            }
-            other => other,
-        },
+        // Zero nodes is a pool's resting size only under autoscale; the range said is the one
+        // that applies, so a person is never told a bound that is then refused.
+        Some(c) if !auto_scale && c == 0 => {
+            v.push(f("count"), "must be at least 1 unless auto_scale is true");
+            None
+        }
+        Some(c) if !auto_scale => in_range(v, &f("count"), c, 1, max_total),
+        Some(c) => in_range(v, &f("count"), c, 0, max_total),
         None if auto_scale => min,
         None => {
             v.push(f("count"), "is required unless auto_scale is true");

@@ -151,6 +151,24 @@ mod tests {
         );
     }
 
+    /// The bound said is the bound that applies: 1 without autoscale, 0 under it.
+    #[test]
+    fn pool_count_out_of_range_names_the_range_that_applies() {
+        let message = |json: &str| {
+            check(json).err().unwrap_or_default().errors()[0]
+                .message
+                .clone()
+        };
+        assert_eq!(
+            message(r#"{"size":"s","count":201}"#),
+            "must be between 1 and 200"
+        );
+        assert_eq!(
+            message(r#"{"size":"s","count":201,"auto_scale":true,"max_nodes":200}"#),
+            "must be between 0 and 200"
+        );
+    }
+
     /// Each body and the field it is refused at (`None`: accepted).
     #[test]
     fn pool_sizing_rules() {

@@ -56,21 +56,35 @@ async fn operations_credentials_and_the_audit_trail_through_the_cli() {
     assert_eq!(listed["items"][0]["status"], "active");
     let revoked = json(
         &user,
-        &["cluster", "credential", "revoke", "watched", &credential],
+        &[
+            "cluster",
+            "credential",
+            "revoke",
+            "watched",
+            &credential,
+            "--yes",
+        ],
     )
     .await;
     assert_eq!(revoked["status"], "revoked");
     let rotated = user
-        .run(&["cluster", "credential", "rotate", "watched"])
+        .run(&["cluster", "credential", "rotate", "watched", "--yes"])
         .await
         .expect(0);
     assert!(
         rotated.stdout.contains("Download the kubeconfig again"),
         "{rotated:?}"
     );
-    user.run(&["cluster", "credential", "revoke", "watched", "not-an-id"])
-        .await
-        .expect(2);
+    user.run(&[
+        "cluster",
+        "credential",
+        "revoke",
+        "watched",
+        "not-an-id",
+        "-y",
+    ])
+    .await
+    .expect(2);
 
     // The trail, one page at a time or all of it.
     let trail = json(&user, &["audit", "list", "--cluster", "watched", "--all"]).await;
@@ -96,5 +110,17 @@ async fn operations_credentials_and_the_audit_trail_through_the_cli() {
     );
     let one = json(&user, &["audit", "list", "--limit", "1"]).await;
     assert_eq!(one.as_array().unwrap().len(), 1);
-    no_token_in(&user.run(&["audit", "list"]).await.expect(0));
+    // The table says when as a person reads it; the JSON keeps the exact moment.
+    let table = user.run(&["audit", "list"]).await.expect(0);
+    no_token_in(&table);
+    assert!(
+        table.stdout.contains(" ago") || table.stdout.contains("just now"),
+        "{table:?}"
+    );
+    assert!(
+        one[0]["at"]
+            .as_str()
+            .is_some_and(|t| t.contains('T') && t.ends_with('Z')),
+        "{one}"
+    );
 }

@@ -76,6 +76,7 @@ async fn auth_servers_and_their_credentials_through_the_cli() {
         "remove",
         "api-keys",
         &credential,
+        "--yes",
     ])
     .await
     .expect(0);
@@ -84,9 +85,16 @@ async fn auth_servers_and_their_credentials_through_the_cli() {
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    user.run(&["auth-server", "credential", "remove", "api-keys", &first])
-        .await
-        .expect(5);
+    user.run(&[
+        "auth-server",
+        "credential",
+        "remove",
+        "api-keys",
+        &first,
+        "-y",
+    ])
+    .await
+    .expect(5);
 
     let renamed = json(
         &user,
@@ -218,6 +226,8 @@ async fn auth_servers_and_their_credentials_through_the_cli() {
         .await
         .expect(2);
     assert!(no_secret.stderr.contains("--secret-stdin"), "{no_secret:?}");
-    user.run(&["auth-server", "delete", "team"]).await.expect(0);
+    user.run(&["auth-server", "delete", "team", "--yes"])
+        .await
+        .expect(0);
     user.run(&["auth-server", "get", "team"]).await.expect(4);
 }

@@ -29,7 +29,7 @@ async fn each_class_of_failure_has_its_exit_code_and_says_why() {
         "--count",
         "1",
     ];
-    let cases: [(&str, &CliUser, &[&str], i32, &str); 9] = [
+    let cases: [(&str, &CliUser, &[&str], i32, &str); 10] = [
         (
             "unknown flag",
             &admin,
@@ -102,6 +102,14 @@ async fn each_class_of_failure_has_its_exit_code_and_says_why() {
             &["cluster", "list", "--request-timeout", "2"],
             6,
             "cannot connect",
+        ),
+        (
+            // The pauses between attempts are said, not silent.
+            "server unreachable, retried",
+            &nowhere,
+            &["cluster", "list", "--request-timeout", "2"],
+            6,
+            "retrying in 0.5s (attempt 2 of 5",
         ),
     ];
     for (case, user, args, code, says) in cases {
@@ -265,7 +273,87 @@ async fn a_wait_that_ends_failed_exits_1_with_the_reason() {
         .await
         .expect(5);
     assert!(show.stdout.is_empty(), "{show:?}");
-    user.run(&["cluster", "delete", "doomed", "--wait"])
+    user.run(&["cluster", "delete", "doomed", "--wait", "--yes"])
         .await
         .expect(0);
+}
+
+/// The API's refusals come back in the CLI's words: a pool or node that is not there is named
+/// as a missing cluster is, a refused token is told to log in again, the last pool points to
+/// deleting the cluster, a URL without its scheme is told which to add, and a typed name never
+/// reaches another route.
+#[tokio::test]
+async fn refusals_are_said_in_the_cli_s_words() {
+    let app = TestApp::spawn().await;
+    let user = logged_in(&app).await;
+    user.run(&[
+        "cluster",
+        "create",
+        "words-1",
+        "--size",
+        "kube.c5.large",
+        "--count",
+        "1",
+        "--wait",
+    ])
+    .await
+    .expect(0);
+
+    // (command, exit code, what stderr says)
+    let table: [(&[&str], i32, &str); 6] = [
+        (
+            &["node-pool", "scale", "words-1", "nosuch", "--count", "2"],
+            4,
+            "no node pool named \"nosuch\" in cluster words-1",
+        ),
+        (
+            &["node", "delete", "words-1", "nosuch", "--yes"],
+            4,
+            "no node named \"nosuch\" in cluster words-1",
+        ),
+        (
+            &["node-pool", "delete", "words-1", "default", "--yes"],
+            5,
+            "kubesvc cluster delete",
+        ),
+        (
+            &["node-pool", "scale", "words-1", "default", "--count", "201"],
+            2,
+            "must be between 1 and 200",
+        ),
+        (
+            &["node-pool", "delete", "words-1", "..", "--yes"],
+            2,
+            "is not a node pool name",
+        ),
+        (
+            &["cluster", "list", "--url", "127.0.0.1:9"],
+            2,
+            "write http://127.0.0.1:9",
+        ),
+    ];
+    for (args, code, said) in table {
+        let run = user.run(args).await.expect(code);
+        assert!(run.stderr.contains(said), "{args:?}: {run:?}");
+    }
+    // The typed path never reached a route of the cluster itself.
+    assert_eq!(
+        json(&user, &["cluster", "get", "words-1"]).await["phase"],
+        "Provisioned"
+    );
+
+    let stale = user
+        .run_with(
+            &["cluster", "list"],
+            "",
+            &[("KUBESVC_TOKEN", "not-a-token-of-anyone")],
+        )
+        .await
+        .expect(3);
+    assert!(stale.stderr.contains("kubesvc auth login"), "{stale:?}");
+    let no_terminal = user.run(&["auth", "login"]).await.expect(2);
+    assert!(
+        no_terminal.stderr.contains("--token-stdin") && !no_terminal.stderr.contains("--secret"),
+        "{no_terminal:?}"
+    );
 }

@@ -83,7 +83,9 @@ async fn contexts_pick_the_endpoint_and_organization() {
     let listed = json(&user, &["context", "list"]).await;
     assert_eq!(listed["current_context"], "default");
     assert_eq!(listed["contexts"].as_array().map(Vec::len), Some(2));
-    user.run(&["context", "delete", "initech"]).await.expect(0);
+    user.run(&["context", "delete", "initech", "--yes"])
+        .await
+        .expect(0);
     user.run(&["cluster", "list", "--context", "initech"])
         .await
         .expect(2);
@@ -226,9 +228,9 @@ async fn a_cluster_lives_its_whole_life_through_the_cli() {
     let nodes = json(&user, &["node", "list", "life-1", "--pool", "batch"]).await;
     assert_eq!(nodes["items"].as_array().map(Vec::len), Some(2));
     let node = nodes["items"][0]["name"].as_str().unwrap_or_default();
-    let replaced = json(&user, &["node", "delete", "life-1", node]).await;
+    let replaced = json(&user, &["node", "delete", "life-1", node, "--yes"]).await;
     assert_eq!(replaced["status"], "Deleting");
-    user.run(&["node-pool", "delete", "life-1", "batch", "--wait"])
+    user.run(&["node-pool", "delete", "life-1", "batch", "--wait", "--yes"])
         .await
         .expect(0);
     assert_eq!(
@@ -259,7 +261,7 @@ async fn a_cluster_lives_its_whole_life_through_the_cli() {
     .await;
     assert_eq!(eip["status"], "Ready");
     assert!(eip["address"].is_string(), "{eip}");
-    user.run(&["eip", "release", "life-1", "web", "--wait"])
+    user.run(&["eip", "release", "life-1", "web", "--wait", "--yes"])
         .await
         .expect(0);
     assert_eq!(
@@ -289,12 +291,19 @@ async fn a_cluster_lives_its_whole_life_through_the_cli() {
         (rule["status"].as_str(), rule["port_range"]["to"].as_u64()),
         (Some("Active"), Some(443))
     );
-    user.run(&["firewall-rule", "delete", "life-1", "https", "--wait"])
-        .await
-        .expect(0);
+    user.run(&[
+        "firewall-rule",
+        "delete",
+        "life-1",
+        "https",
+        "--wait",
+        "--yes",
+    ])
+    .await
+    .expect(0);
 
     let deleted = user
-        .run(&["cluster", "delete", "life-1", "--wait"])
+        .run(&["cluster", "delete", "life-1", "--wait", "--yes"])
         .await
         .expect(0);
     assert!(

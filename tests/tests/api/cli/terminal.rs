@@ -57,21 +57,53 @@ async fn create_wait_on_a_terminal_redraws_one_progress_line() {
     );
 }
 
+/// The completion scripts hand each TAB back to kubesvc, which completes commands, flags
+/// and the names the API holds: clusters, then the pools of the cluster typed.
 #[tokio::test]
 async fn completion_scripts_and_the_man_page_are_there() {
-    let user = CliUser::new();
+    let app = TestApp::spawn().await;
+    let user = logged_in(&app).await;
+    create_small(&user, "tab-1").await;
     for (shell, marks) in [
-        ("bash", "complete -F"),
+        ("bash", "complete -o nospace"),
         ("zsh", "#compdef kubesvc"),
-        ("fish", "complete -c kubesvc"),
+        (
+            "fish",
+            "complete --keep-order --exclusive --command kubesvc",
+        ),
     ] {
         let run = user.run(&["completion", shell]).await.expect(0);
         assert!(
-            run.stdout.contains(marks) && run.stdout.contains("node-pool"),
+            run.stdout.contains(marks) && run.stdout.contains("COMPLETE="),
             "{shell}: {}",
             &run.stdout[..200.min(run.stdout.len())]
         );
     }
+    // What bash asks on a TAB: the words so far, and the index of the one being completed.
+    let tab = |words: &'static [&'static str]| {
+        let user = &user;
+        async move {
+            let mut args = vec!["--", "kubesvc"];
+            args.extend(words);
+            let index = words.len().to_string();
+            let run = user
+                .run_with(
+                    &args,
+                    "",
+                    &[("COMPLETE", "bash"), ("_CLAP_COMPLETE_INDEX", &index)],
+                )
+                .await
+                .expect(0);
+            run.stdout.lines().map(str::to_owned).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(tab(&["node-p"]).await, ["node-pool"]);
+    assert_eq!(tab(&["cluster", "get", "tab"]).await, ["tab-1"]);
+    assert!(
+        tab(&["node-pool", "scale", "tab-1", ""])
+            .await
+            .contains(&"default".to_owned())
+    );
     let man = user.run(&["man"]).await.expect(0);
     assert!(
         man.stdout.contains(".TH kubesvc 1") && man.stdout.contains("auth\\-server"),
@@ -189,4 +221,37 @@ async fn login_asks_for_the_token_on_the_terminal_without_echoing_it() {
     );
     let status = user.run(&["auth", "status"]).await.expect(0);
     assert!(status.stdout.contains("accepted"), "{status:?}");
+}
+
+/// A destructive command asks on a terminal, naming what goes, and only the exact answer goes
+/// on; off a terminal it refuses without --yes, and nothing is sent either time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_asks_first_and_off_a_terminal_needs_yes() {
+    let app = TestApp::spawn().await;
+    let user = logged_in(&app).await;
+    create_small(&user, "asked-1").await;
+
+    let unasked = user.run(&["cluster", "delete", "asked-1"]).await.expect(2);
+    assert!(unasked.stderr.contains("--yes"), "{unasked:?}");
+    // (command line, what the person types, exit code) in order: nothing is deleted until the
+    // cluster's name is typed as it is.
+    let table = [
+        ("cluster delete asked-1", "asked\n", 1),
+        ("node-pool delete asked-1 default", "n\n", 1),
+        ("node-pool delete asked-1 default", "\n", 1),
+        ("cluster delete asked-1", "asked-1\n", 0),
+    ];
+    for (line, typed, code) in table {
+        let args: Vec<&str> = line.split(' ').collect();
+        let screen = user.on_terminal(&args, typed).await.expect(code);
+        let asked = if line.starts_with("cluster") {
+            "Type asked-1 to confirm"
+        } else {
+            "Delete node pool default of cluster asked-1? [y/N]"
+        };
+        assert!(screen.stdout.contains(asked), "{line}: {screen:?}");
+        let after = user.run(&["cluster", "get", "asked-1", "-o", "json"]).await;
+        let deleted = after.code == 4 || (after.code == 0 && after.json()["phase"] == "Deleting");
+        assert_eq!(deleted, code == 0, "{line}: {after:?}");
+    }
 }
