@@ -20,7 +20,16 @@ async fn operations_credentials_and_the_audit_trail_through_the_cli() {
     .await
     .expect(0);
 
-    let ops = json(&user, &["cluster", "operations", "watched"]).await;
+    // The operation is closed just after the phase it brought about is written: a moment
+    // later than the wait's end, so its settled state is waited for.
+    let mut ops = json(&user, &["cluster", "operations", "watched"]).await;
+    for _ in 0..100 {
+        if ops["items"][0]["status"] != "running" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        ops = json(&user, &["cluster", "operations", "watched"]).await;
+    }
     assert_eq!(
         (&ops["items"][0]["kind"], &ops["items"][0]["status"]),
         (
