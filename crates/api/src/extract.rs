@@ -374,6 +374,10 @@ impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<usize>().ok());
+        // An absent body reads as `{}` (a POST whose fields all have defaults), except for a
+        // PATCH: there `{}` changes nothing, and a PATCH sent without its body is a mistake
+        // the caller should hear about before any precondition is weighed.
+        let needs_body = req.method() == actix_web::http::Method::PATCH;
         let bytes = Bytes::from_request(req, payload);
         Box::pin(async move {
             let fail = |e: Failure| ApiError::new(e, rid.clone());
@@ -404,6 +408,15 @@ impl<T: DeserializeOwned + 'static> FromRequest for Body<T> {
                     fail(DomainError::validation("", "the body could not be read").into())
                 }
             })?;
+            if needs_body && bytes.iter().all(u8::is_ascii_whitespace) {
+                return Err(fail(
+                    DomainError::validation(
+                        "",
+                        "the body is missing: send a JSON object of the fields to change",
+                    )
+                    .into(),
+                ));
+            }
             let (value, json) = parse_body::<T>(&bytes).map_err(|e| fail(e.into()))?;
             Ok(Body { value, json })
         })

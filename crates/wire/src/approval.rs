@@ -20,22 +20,28 @@ pub struct ApprovedAction {
     pub destructive: bool,
 }
 
-/// What became of an approved action: made, or refused when it ran.
+/// What became of an approved action: `done` (the object made or changed is named) or
+/// `refused` when it ran (the refusal's code and words). One flat object, so that a generated
+/// client reads it without a union.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalOutcome {
-    Done {
-        /// The kind of object made or changed, as the audit trail names kinds.
-        resource: String,
-        /// Its id there (`<cluster id>/<name>` for node pools and nodes).
-        id: String,
-        cluster_id: Uuid,
-    },
-    Refused {
-        /// The refusal's stable code, as the API's problem `code`.
-        code: String,
-        detail: String,
-    },
+pub struct ApprovalOutcome {
+    /// `done` or `refused`.
+    pub result: String,
+    /// done: the kind of object made or changed, as the audit trail names kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// done: its id there (`<cluster id>/<name>` for node pools and nodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// done: the cluster it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_id: Option<Uuid>,
+    /// refused: the refusal's stable code, as the API's problem `code`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// refused: the refusal in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// One approval.
@@ -79,14 +85,21 @@ impl From<&a::Approval> for Approval {
                     resource,
                     id,
                     cluster_id,
-                } => ApprovalOutcome::Done {
-                    resource: resource.clone(),
-                    id: id.clone(),
-                    cluster_id: *cluster_id,
+                } => ApprovalOutcome {
+                    result: "done".to_owned(),
+                    resource: Some(resource.clone()),
+                    id: Some(id.clone()),
+                    cluster_id: Some(*cluster_id),
+                    code: None,
+                    detail: None,
                 },
-                a::ApprovalOutcome::Refused { code, detail } => ApprovalOutcome::Refused {
-                    code: code.clone(),
-                    detail: detail.clone(),
+                a::ApprovalOutcome::Refused { code, detail } => ApprovalOutcome {
+                    result: "refused".to_owned(),
+                    resource: None,
+                    id: None,
+                    cluster_id: None,
+                    code: Some(code.clone()),
+                    detail: Some(detail.clone()),
                 },
             }),
             approve_at: format!("/console/approvals/{}", x.id),

@@ -49,6 +49,7 @@ pub fn error_statuses(r: &RouteSpec) -> Vec<u16> {
         OrgSource::Collection => s.extend([400, 404]),
         OrgSource::Object => s.push(404),
         OrgSource::Body => s.push(404),
+        OrgSource::Own => s.push(404),
         OrgSource::None => {}
     }
     // A malformed Idempotency-Key is a 400, like a query parameter out of range.
@@ -129,6 +130,10 @@ fn add_links(doc: &mut serde_json::Value) {
 fn description(r: &RouteSpec) -> String {
     let who = match r.role {
         RequiredRole::Public => "No authentication.",
+        // A person's own objects (their approvals) belong to no organization.
+        RequiredRole::Member if matches!(r.org, OrgSource::None | OrgSource::Own) => {
+            "Any authenticated account, for its own objects only."
+        }
         RequiredRole::Member => {
             "Any member of the organization (member, project_admin or super_admin)."
         }
@@ -136,6 +141,7 @@ fn description(r: &RouteSpec) -> String {
     };
     let org = match r.org {
         OrgSource::None => "",
+        OrgSource::Own => " Another person's is not found (404): nothing about it is told.",
         OrgSource::Collection => {
             " The organization is the `organization` query parameter, else the `X-Platform-Organization` header, else the caller's preferred organization."
         }

@@ -216,11 +216,14 @@ fn kubeconfig_media_types(doc: &mut Value) {
         "The kubeconfig: YAML (`application/yaml`, or `text/plain` to a client that accepts only \
          that) unless `format=json` asks for the JSON wrapper"
     );
-    let yaml = json!({
-        "schema": {"type": "string", "description": "A kubeconfig file (apiVersion v1, kind Config)"}
+    // As YAML the document is a mapping (a reader that parses YAML gets an object); as plain
+    // text it is the same bytes, a string.
+    ok["content"]["application/yaml"] = json!({
+        "schema": {"type": "object", "description": "A kubeconfig file (apiVersion v1, kind Config)"}
     });
-    ok["content"]["application/yaml"] = yaml.clone();
-    ok["content"]["text/plain"] = yaml;
+    ok["content"]["text/plain"] = json!({
+        "schema": {"type": "string", "description": "A kubeconfig file (apiVersion v1, kind Config), as YAML"}
+    });
 }
 
 /// `POST …/auth-servers` takes one of three bodies and `GET` answers one of three views, told

@@ -40,6 +40,9 @@ pub enum RequiredRole {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OrgSource {
     None,
+    /// No organization: an object of the caller's own (an approval), named in the path; one
+    /// that is not theirs is not found.
+    Own,
     /// Query `organization`, then `X-Platform-Organization`, then the preferred organization.
     Collection,
     /// The body's `organization` field only.
@@ -277,9 +280,9 @@ routes! {
     auth_servers::remove_credential, SuperAdmin, Object, Idempotent;
     audit::list_audit_events, Member, Collection, Query;
     approvals::list_approvals, Member, None;
-    approvals::get_approval, Member, None;
-    approvals::approve, Member, None, StateRules;
-    approvals::decline, Member, None, StateRules;
+    approvals::get_approval, Member, Own;
+    approvals::approve, Member, Own, StateRules;
+    approvals::decline, Member, Own, StateRules;
 }
 
 /// The methods a path answers, for `Allow`.

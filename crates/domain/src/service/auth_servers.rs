@@ -176,7 +176,12 @@ impl Services {
             cmd,
             Target::of(id),
             expect,
-            async |current: &AuthServer| Ok(seen(current)),
+            // A patch wrong whatever the server's state is refused before the precondition
+            // is weighed: a stale If-Match must not hide a 422.
+            async |current: &AuthServer| {
+                body.validate(current.config.kind())?;
+                Ok(seen(current))
+            },
             async |current: &AuthServer, _| {
                 if prepared.is_none() {
                     let changes = body.validate(current.config.kind())?;

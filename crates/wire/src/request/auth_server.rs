@@ -216,11 +216,14 @@ impl From<CredentialRequest> for draft::CredentialRequest {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuthServerPatch {
+    #[serde(default, deserialize_with = "super::not_null")]
     #[schema(nullable = false, pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
     pub name: Option<String>,
+    #[serde(default, deserialize_with = "super::not_null")]
     #[schema(nullable = false, pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
     pub environment: Option<String>,
     /// The config fields to replace (merged with the stored ones).
+    #[serde(default, deserialize_with = "super::not_null")]
     pub config: Option<Value>,
 }
 

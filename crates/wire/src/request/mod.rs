@@ -23,6 +23,20 @@ where
     Option::<T>::deserialize(d).map(Some)
 }
 
+/// A field a PATCH may leave out but not set to null: what it names cannot be cleared.
+pub fn not_null<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    match Option::<T>::deserialize(d)? {
+        Some(v) => Ok(Some(v)),
+        None => Err(serde::de::Error::custom(
+            "may be left out, but not null: it cannot be cleared",
+        )),
+    }
+}
+
 /// An integer that JSON may also spell as an integral float (`3.0`): JSON Schema counts
 /// `3.0` as an integer, and clients generated from the OpenAPI document may send it.
 fn integral(n: serde_json::Number) -> Option<i64> {

@@ -225,7 +225,11 @@ async fn every_route_answers_each_role_as_the_role_rules_say() {
     let mut n = 10;
     let mut checked = 0;
     let mut failures = Vec::new();
-    for route in ROUTES.iter().filter(|r| r.role != RequiredRole::Public) {
+    // A person's own routes (their approvals) name no organization: their rows are in
+    // `a_person_s_approvals_are_theirs_alone`.
+    for route in ROUTES.iter().filter(|r| {
+        r.role != RequiredRole::Public && !matches!(r.org, OrgSource::None | OrgSource::Own)
+    }) {
         for caller in Caller::ALL {
             for target in [Target::Own, Target::Other, Target::Unknown] {
                 n += 1;
@@ -409,4 +413,72 @@ async fn kubeconfig_may_require_super_admin() {
         .status,
         200
     );
+}
+
+/// An approval belongs to the person whose assistant asked: nobody else sees it, approves or
+/// declines it, and learns only that there is no such approval; an assistant's token decides
+/// nothing, even its own person's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_s_approvals_are_theirs_alone() {
+    use domain::model::approval::ApprovedAction;
+    use domain::model::identity::ClientKind;
+    use domain::model::secret::Secret;
+
+    let app = TestApp::spawn_api_only(&[]).await;
+    let fx = fixture(&app, TOKEN_ACME_SUPER_ADMIN, "acme", 0).await;
+    let mut alice = app
+        .services
+        .authenticate(&Secret::new(TOKEN_ACME_SUPER_ADMIN))
+        .await
+        .unwrap();
+    alice.client = ClientKind::Assistant;
+    let approval = app
+        .services
+        .request_approval(
+            &alice,
+            ApprovedAction::DeleteCluster {
+                cluster: fx.cluster.parse().unwrap(),
+            },
+        )
+        .await
+        .unwrap();
+    let one = format!("/v1/public/approvals/{}", approval.id);
+
+    let mine = app
+        .get("/v1/public/approvals", TOKEN_ACME_SUPER_ADMIN)
+        .await;
+    assert_eq!(mine.status, 200, "{}", mine.text());
+    assert_eq!(mine.json()["items"][0]["id"], approval.id.to_string());
+    for caller in Caller::ALL.into_iter().filter(|c| *c != Caller::SuperAdmin) {
+        let list = app.get("/v1/public/approvals", caller.token()).await;
+        assert_eq!(list.json()["items"], json!([]), "{caller:?}");
+        expect(&app.get(&one, caller.token()).await, 404, "not_found");
+        for verb in ["approve", "decline"] {
+            let a = app
+                .post(&format!("{one}/{verb}"), caller.token(), &json!({}))
+                .await;
+            expect(&a, 404, "not_found");
+        }
+    }
+    let a = app
+        .post(&format!("{one}/approve"), TOKEN_ACME_ASSISTANT, &json!({}))
+        .await;
+    expect(&a, 403, "assistant_not_allowed");
+
+    let declined = app
+        .post(
+            &format!("{one}/decline"),
+            TOKEN_ACME_SUPER_ADMIN,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(declined.status, 200, "{}", declined.text());
+    assert_eq!(declined.json()["status"], "declined");
+    let cluster = app
+        .get(
+            &format!("{CLUSTERS}/{}", fx.cluster),
+            TOKEN_ACME_SUPER_ADMIN,
+        )
+        .await;
+    assert_eq!(cluster.status, 200, "a declined deletion deletes nothing");
 }
