@@ -1,6 +1,7 @@
 // The web console as its users drive it, in headless Chromium (Debian's, driven by
 // playwright-core), against `server --dev`: a super_admin signs in, creates a cluster from the
-// form (a field error first), watches it reach Provisioned without reloading, scales its pool,
+// form (a field error first), watches its own page and the list reach Provisioned without
+// reloading, sends a refused pool form that keeps what was typed, scales its pool,
 // allocates and releases an Elastic IP, creates, edits and deletes an auth server of each type,
 // downloads a kubeconfig that `kubectl config view --minify` accepts, uses the forms with
 // JavaScript off, deletes the cluster and signs out; a
@@ -103,6 +104,17 @@ try {
   await admin.waitForURL(/\/console\/clusters\/[0-9a-f-]{36}$/, { timeout: STEP_MS });
   clusterPath = new URL(admin.url()).pathname;
 
+  // The new cluster's own page follows it: its phase and the progress in words change
+  // without a reload, and the page says when it is done.
+  let moved = 0;
+  const count = (f) => { if (f === admin.mainFrame()) moved += 1; };
+  admin.on('framenavigated', count);
+  await admin.locator('#cluster-phase', { hasText: 'Provisioned' }).waitFor({ timeout: 60_000 });
+  await admin.locator('#progress', { hasText: 'Done' }).waitFor({ timeout: STEP_MS });
+  admin.off('framenavigated', count);
+  if (moved !== 0) problems.push(`the cluster page reloaded ${moved} times on its way to Provisioned`);
+  await scan(admin, 'cluster-live');
+
   // The list follows the phase without a reload.
   const row = admin.locator('tr', { has: admin.getByRole('link', { name, exact: true }) });
   // The list is in creation order, 20 a page: the new cluster is on the last page.
@@ -129,8 +141,18 @@ try {
   await scan(admin, 'cluster-overview');
   clusterPath = new URL(admin.url()).pathname;
 
-  // Scale the pool, then allocate an Elastic IP and release it once it is Ready.
+  // A refused pool form keeps what was typed and says what is wrong beside the field; then
+  // the pool is scaled, and an Elastic IP allocated and released once it is Ready.
   await admin.getByRole('link', { name: 'Node pools' }).click();
+  expected.add(`422 ${clusterPath}/node-pools`);
+  await admin.locator('#new-pool-name').fill('Bad_Name');
+  await admin.locator('#new-pool-count').fill('3');
+  await admin.getByRole('button', { name: 'Add node pool' }).click();
+  await admin.locator('#new-pool-name-error').waitFor({ timeout: STEP_MS });
+  if ((await admin.locator('#new-pool-name').inputValue()) !== 'Bad_Name') problems.push('the refused pool form lost the typed name');
+  if ((await admin.locator('#new-pool-count').inputValue()) !== '3') problems.push('the refused pool form lost the typed count');
+  if ((await admin.locator('#new-pool-name').getAttribute('aria-invalid')) !== 'true') problems.push('the pool name is not marked invalid');
+  await scan(admin, 'cluster-node-pools-error');
   await admin.locator('#default-count').fill('4');
   await admin.getByRole('button', { name: 'Scale pool default' }).click();
   await admin.waitForURL('**/node-pools', { timeout: STEP_MS });
@@ -140,17 +162,17 @@ try {
   await scan(admin, 'cluster-nodes');
   await admin.getByRole('link', { name: 'Networking' }).click();
   await admin.getByLabel('Name (optional)').fill('ingress');
-  await admin.getByRole('button', { name: 'Allocate Elastic IP' }).click();
+  await admin.getByRole('button', { name: /^Allocate .*Elastic IP$/ }).click();
   await admin.waitForURL('**/networking', { timeout: STEP_MS });
-  const release = admin.getByRole('button', { name: 'Release ingress' });
-  for (let i = 0; i < 60 && !(await release.count()); i += 1) {
-    await admin.waitForTimeout(500);
-    await admin.reload();
-  }
+  // Release is offered once the address is Ready (the table follows it live), behind a
+  // question that says what follows.
+  const ask = admin.locator('summary', { hasText: 'Release ingress' });
+  await ask.waitFor({ timeout: 60_000 });
   await scan(admin, 'cluster-networking');
-  await release.click();
+  await ask.click();
+  await admin.getByRole('button', { name: 'Release ingress', exact: true }).click();
   await admin.waitForURL('**/networking', { timeout: STEP_MS });
-  if (await admin.getByRole('button', { name: 'Release ingress' }).count()) problems.push('the Elastic IP can still be released after its release');
+  if (await admin.locator('summary', { hasText: 'Release ingress' }).count()) problems.push('the Elastic IP can still be released after its release');
   await admin.goto(`${base}${clusterPath}`, { timeout: STEP_MS });
   const [download] = await Promise.all([
     admin.waitForEvent('download', { timeout: STEP_MS }),
@@ -236,7 +258,7 @@ try {
   await admin.getByLabel(/Type the cluster's name/).fill(name);
   await admin.getByRole('button', { name: 'Delete cluster' }).click();
   await admin.waitForURL('**/console/clusters?organization=acme', { timeout: STEP_MS });
-  await admin.getByRole('button', { name: 'Sign out' }).click();
+  await admin.getByRole('button', { name: 'Sign out', exact: true }).click();
   await admin.waitForURL('**/console/sign-in', { timeout: STEP_MS });
   await admin.goto(`${base}/console/clusters`, { timeout: STEP_MS });
   if (!admin.url().endsWith('/console/sign-in')) problems.push('after signing out, the clusters page still opened');

@@ -42,6 +42,60 @@ impl Page {
         let end = self.body[start..].find('"')?;
         Some(self.body[start..start + end].to_owned())
     }
+
+    /// The CSRF token and idempotency key of the form that posts to `action`.
+    pub fn form_keys(&self, action: &str) -> (String, String) {
+        let at = self
+            .body
+            .find(&format!("action=\"{action}\""))
+            .unwrap_or_else(|| panic!("no form posting to {action} in {}", self.body));
+        let rest = Page {
+            status: self.status,
+            headers: self.headers.clone(),
+            body: self.body[at..].to_owned(),
+        };
+        (
+            rest.field("csrf").unwrap_or_default(),
+            rest.field("key").unwrap_or_default(),
+        )
+    }
+
+    /// The value of attribute `attribute` of the element with id `id`, HTML entities of a
+    /// URL's query undone (`&amp;`).
+    pub fn attribute(&self, id: &str, attribute: &str) -> Option<String> {
+        let start = self.body.find(&format!("id=\"{id}\""))?;
+        let tag_start = self.body[..start].rfind('<')?;
+        let tag_end = start + self.body[start..].find('>')?;
+        let tag = &self.body[tag_start..tag_end];
+        let marker = format!(" {attribute}=\"");
+        let from = tag.find(&marker)? + marker.len();
+        let to = tag[from..].find('"')?;
+        Some(tag[from..from + to].replace("&amp;", "&"))
+    }
+
+    /// The text inside the element with id `id`, tags dropped (up to the first closing tag of
+    /// its name: enough for the paragraphs and lists the tests read).
+    pub fn text_of(&self, id: &str) -> Option<String> {
+        let start = self.body.find(&format!("id=\"{id}\""))?;
+        let tag_start = self.body[..start].rfind('<')?;
+        let name: String = self.body[tag_start + 1..]
+            .chars()
+            .take_while(char::is_ascii_alphanumeric)
+            .collect();
+        let open_end = start + self.body[start..].find('>')? + 1;
+        let close = open_end + self.body[open_end..].find(&format!("</{name}>"))?;
+        let mut text = String::new();
+        let mut in_tag = false;
+        for ch in self.body[open_end..close].chars() {
+            match ch {
+                '<' => in_tag = true,
+                '>' => in_tag = false,
+                c if !in_tag => text.push(c),
+                _ => {}
+            }
+        }
+        Some(text)
+    }
 }
 
 /// One browser: its cookies, sent back as a browser sends them.

@@ -97,6 +97,10 @@ pub fn configure(state: ConsoleState) -> impl FnOnce(&mut ServiceConfig) {
                     web::get().to(pages::clusters::live_row),
                 )
                 .route(
+                    "/clusters/{id}/live/{tab}",
+                    web::get().to(pages::live::follow),
+                )
+                .route(
                     "/clusters/{id}/node-pools",
                     web::get().to(pages::pools::pools_tab),
                 )

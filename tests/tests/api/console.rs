@@ -505,19 +505,7 @@ async fn a_member_forcing_the_create_form_gets_the_use_cases_403_and_nothing_is_
 /// The fields of the first form whose action is `action` on the page: its hidden CSRF token
 /// and idempotency key.
 fn form_keys(page: &Page, action: &str) -> (String, String) {
-    let at = page
-        .body
-        .find(&format!("action=\"{action}\""))
-        .unwrap_or_else(|| panic!("no form posting to {action} in {}", page.body));
-    let rest = Page {
-        status: page.status,
-        headers: page.headers.clone(),
-        body: page.body[at..].to_owned(),
-    };
-    (
-        rest.field("csrf").unwrap_or_default(),
-        rest.field("key").unwrap_or_default(),
-    )
+    page.form_keys(action)
 }
 
 #[tokio::test]

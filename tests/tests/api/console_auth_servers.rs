@@ -160,7 +160,16 @@ async fn a_basic_server_is_edited_gets_and_loses_a_user_and_is_deleted_by_its_ty
     )
     .await;
     let path = made.header("location").unwrap_or_default();
+    // The first page after the create says it was added; the next one does not again.
     let page = admin.get(&path).await;
+    assert!(
+        page.body
+            .contains("Auth server partners was added to environment dev"),
+        "{}",
+        page.body
+    );
+    let page = admin.get(&path).await;
+    assert!(!page.body.contains("was added"), "{}", page.body);
     let csrf = page.field("csrf").unwrap_or_default();
     let edited = admin
         .post(

@@ -11,6 +11,7 @@ mod cli;
 mod clusters;
 mod console;
 mod console_auth_servers;
+mod console_cluster_pages;
 mod idempotency;
 mod monitoring;
 mod networking;

@@ -387,6 +387,14 @@ pub async fn create(
     }
     .await;
     match outcome {
+        Ok(domain::service::Answer::Fresh(made)) => {
+            let id = made.id;
+            let mut response = settled(domain::service::Answer::Fresh(made), &redirect)?;
+            response
+                .add_cookie(&crate::session::flash_cookie(&req, id))
+                .map_err(|e| ConsoleError::Internal(format!("flash cookie: {e}")))?;
+            Ok(response)
+        }
         Ok(answer) => settled(answer, &redirect),
         Err(ConsoleError::Domain(e)) if !matches!(e, DomainError::Internal(_)) => {
             let status = api::problem::status_of(&e);
@@ -396,12 +404,30 @@ pub async fn create(
     }
 }
 
-pub async fn detail(signed: Signed, id: Path<Id>) -> Result<HttpResponse, ConsoleError> {
+/// The server's page; the first one after its create says it was added.
+pub async fn detail(
+    req: HttpRequest,
+    signed: Signed,
+    id: Path<Id>,
+) -> Result<HttpResponse, ConsoleError> {
     let server = signed
         .services
         .get_auth_server(&signed.caller, id.0)
         .await?;
-    Ok(draw_detail(&signed, &server, StatusCode::OK, None))
+    let just_added = crate::session::flash_for(&req, server.id);
+    let added = just_added.then(|| {
+        format!(
+            "Auth server {} was added to environment {}: gateway routes that name it check \
+             requests against it from now on.",
+            server.name, server.environment
+        )
+    });
+    let mut page = draw_detail_with(&signed, &server, StatusCode::OK, None, added.as_deref());
+    if just_added {
+        page.add_cookie(&crate::session::ended_flash(&req))
+            .map_err(|e| ConsoleError::Internal(format!("flash cookie: {e}")))?;
+    }
+    Ok(page)
 }
 
 fn draw_detail(
@@ -409,6 +435,17 @@ fn draw_detail(
     s: &AuthServerView,
     status: StatusCode,
     problem: Option<&str>,
+) -> HttpResponse {
+    draw_detail_with(signed, s, status, problem, None)
+}
+
+/// The server's page, with a refusal (`problem`) or news of what just happened (`news`).
+fn draw_detail_with(
+    signed: &Signed,
+    s: &AuthServerView,
+    status: StatusCode,
+    problem: Option<&str>,
+    news: Option<&str>,
 ) -> HttpResponse {
     let acting = Acting::resolve(&signed.caller, Some(&s.organization_slug));
     let may_change = acting.may_change();
@@ -421,6 +458,7 @@ fn draw_detail(
         }
         div.title-row { h1 { (s.name) } span.badge.muted { (kind_label(s.kind)) } }
         @if let Some(problem) = problem { p.notice.error role="alert" { (problem) } }
+        @if let Some(news) = news { p.notice.ok role="status" { (news) } }
         dl.facts {
             dt { "Environment" } dd { (s.environment) }
             dt { "Type" } dd { (kind_label(s.kind)) }

@@ -7,7 +7,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use api::extract::Id;
 use domain::DomainError;
 use domain::input::cluster::{ClusterPatch, ExposurePatch};
-use domain::model::cluster::{Cluster, Exposure};
+use domain::model::cluster::{Cluster, Exposure, NetworkMode};
 use domain::ports::storage::Freshness;
 use domain::service::KubeconfigAnswer;
 use maud::{Markup, html};
@@ -17,6 +17,7 @@ use crate::PREFIX;
 use crate::error::ConsoleError;
 use crate::pages::clusters::{phase_badge, when};
 use crate::pages::layout::{self, Nav};
+use crate::pages::live::{self, Around};
 use crate::pages::{Acting, check_form, html_page, see_other};
 use crate::session::Signed;
 use domain::service::Command;
@@ -26,7 +27,7 @@ pub async fn overview(signed: Signed, id: Path<Id>) -> Result<HttpResponse, Cons
         .services
         .get_cluster(&signed.caller, id.0, Freshness::Recent)
         .await?;
-    Ok(page(&signed, &cluster, StatusCode::OK, None))
+    page(&signed, &cluster, StatusCode::OK, None).await
 }
 
 /// The tabs of a cluster's page.
@@ -59,6 +60,49 @@ impl Tab {
         };
         format!("{PREFIX}/clusters/{}{tail}", c.id)
     }
+
+    /// The tab's name in a live request's path.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Tab::Overview => "overview",
+            Tab::NodePools => "node-pools",
+            Tab::Nodes => "nodes",
+            Tab::Networking => "networking",
+        }
+    }
+
+    pub fn from_slug(slug: &str) -> Option<Tab> {
+        Tab::ALL.into_iter().find(|t| t.slug() == slug)
+    }
+
+    /// The tab's read-only parts, each to be swapped in place by its id: never a form a person
+    /// may be typing in.
+    pub async fn live_parts(
+        self,
+        signed: &Signed,
+        c: &Cluster,
+        around: &Around,
+    ) -> Result<Markup, ConsoleError> {
+        let acting = Acting::resolve(&signed.caller, Some(&c.organization_slug));
+        let (may_change, csrf) = (acting.may_change(), signed.session.csrf.as_str());
+        Ok(match self {
+            Tab::Overview => facts(c, true),
+            Tab::NodePools => html! {
+                @for p in &c.node_pools { (super::pools::pool_facts(p, true)) }
+            },
+            Tab::Nodes => super::pools::node_tables(c, &around.nodes, may_change, csrf, true),
+            Tab::Networking => {
+                let rules = signed
+                    .services
+                    .list_firewall_rules(&signed.caller, c.id)
+                    .await?;
+                html! {
+                    (super::networking::eip_table(c, &around.eips, may_change, csrf, true))
+                    (super::networking::rule_table(&rules, true))
+                }
+            }
+        })
+    }
 }
 
 /// A cluster's page: its name and phase, the tabs, a problem if a change was refused, and the
@@ -66,6 +110,7 @@ impl Tab {
 pub fn frame(
     signed: &Signed,
     c: &Cluster,
+    around: &Around,
     tab: Tab,
     status: StatusCode,
     problem: Option<&str>,
@@ -86,8 +131,9 @@ pub fn frame(
         }
         div.title-row {
             h1 { (c.name.as_str()) }
-            (phase_badge(c.phase))
+            span #cluster-phase { (phase_badge(c.phase)) }
         }
+        (live::poller(c, tab, &live::progress(c, around), false, &live::shown_pools(c)))
         nav.tabs aria-label="Cluster" {
             @for t in Tab::ALL {
                 a href=(t.path(c)) aria-current=[(t == tab).then_some("page")] { (t.label()) }
@@ -102,24 +148,39 @@ pub fn frame(
     html_page(status, layout::page(&title, Some(&nav), body))
 }
 
-fn page(signed: &Signed, c: &Cluster, status: StatusCode, problem: Option<&str>) -> HttpResponse {
-    frame(signed, c, Tab::Overview, status, problem, |may_change| {
-        html! {
-            h2.visually-hidden { "Overview" }
-            (summary(c))
-            p { a.button href={ (PREFIX) "/clusters/" (c.id) "/kubeconfig" } { "Download kubeconfig" } }
-            @if may_change {
-                (exposure_form(c, &signed.session.csrf))
-                (edit_form(c, &signed.session.csrf))
-                (delete_form(c, &signed.session.csrf))
+async fn page(
+    signed: &Signed,
+    c: &Cluster,
+    status: StatusCode,
+    problem: Option<&str>,
+) -> Result<HttpResponse, ConsoleError> {
+    let around = Around::of(signed, c).await?;
+    Ok(frame(
+        signed,
+        c,
+        &around,
+        Tab::Overview,
+        status,
+        problem,
+        |may_change| {
+            html! {
+                h2.visually-hidden { "Overview" }
+                (facts(c, false))
+                p { a.button href={ (PREFIX) "/clusters/" (c.id) "/kubeconfig" } { "Download kubeconfig" } }
+                @if may_change {
+                    (exposure_form(c, &signed.session.csrf))
+                    (edit_form(c, &signed.session.csrf))
+                    (delete_form(c, &signed.session.csrf))
+                }
             }
-        }
-    })
+        },
+    ))
 }
 
-fn summary(c: &Cluster) -> Markup {
+/// The cluster's facts; `oob`: as part of a live answer, swapped in place by its id.
+fn facts(c: &Cluster, oob: bool) -> Markup {
     html! {
-        dl.facts {
+        dl.facts #cluster-facts hx-swap-oob=[oob.then_some("true")] {
             dt { "Phase" } dd { (c.phase.as_str()) @if let Some(r) = &c.failure_reason { " — " (r) } }
             dt { "Zone" } dd { (c.zone) }
             dt { "Kubernetes version" } dd { (c.version) }
@@ -127,7 +188,7 @@ fn summary(c: &Cluster) -> Markup {
                 (c.exposure.as_str())
                 @if let Some(change) = &c.exposure_change { " (changing to " (change.to.as_str()) ")" }
             }
-            dt { "Network mode" } dd { (c.network_mode.as_str()) }
+            dt { "Network mode" } dd { (c.network_mode.as_str()) " (" (network_mode_words(c.network_mode)) ")" }
             dt { "Public hostname" } dd { (c.public_hostname.as_deref().unwrap_or("—")) }
             dt { "API endpoint" } dd { (c.api_endpoint.as_deref().unwrap_or("not yet")) }
             dt { "Description" } dd { (c.description.as_deref().unwrap_or("—")) }
@@ -268,12 +329,13 @@ async fn refused_or_back(
                 .get_cluster(&signed.caller, id, Freshness::Recent)
                 .await?;
             let status = api::problem::status_of(&e);
-            Ok(page(
+            page(
                 signed,
                 &cluster,
                 status,
                 Some(&crate::pages::forms::refusal(&e)),
-            ))
+            )
+            .await
         }
     }
 }
@@ -325,7 +387,7 @@ pub async fn kubeconfig(signed: Signed, id: Path<Id>) -> Result<HttpResponse, Co
                 "The kubeconfig is not ready yet: the cluster is {}. Try again in {retry_after_seconds} seconds.",
                 phase.as_str()
             );
-            Ok(page(&signed, &cluster, StatusCode::OK, Some(&message)))
+            page(&signed, &cluster, StatusCode::OK, Some(&message)).await
         }
     }
 }
@@ -349,12 +411,13 @@ pub async fn delete(
         .get_cluster(&signed.caller, id.0, Freshness::Recent)
         .await?;
     if form.confirm.trim() != cluster.name.as_str() {
-        return Ok(page(
+        return page(
             &signed,
             &cluster,
             StatusCode::UNPROCESSABLE_ENTITY,
             Some("The name typed does not match the cluster's: nothing was deleted."),
-        ));
+        )
+        .await;
     }
     services
         .delete_cluster(Command::new(&signed.caller), id.0, None)
@@ -363,4 +426,14 @@ pub async fn delete(
         "{PREFIX}/clusters?organization={}",
         super::urlencode(&cluster.organization_slug)
     )))
+}
+
+/// What a network mode means for the person choosing it: which Elastic IPs the cluster takes.
+pub fn network_mode_words(mode: NetworkMode) -> &'static str {
+    match mode {
+        NetworkMode::Intranet => {
+            "its Elastic IPs are private addresses, reached inside the provider's network"
+        }
+        NetworkMode::Internet => "its Elastic IPs are public addresses, reached from the internet",
+    }
 }

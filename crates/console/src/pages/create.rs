@@ -24,8 +24,10 @@ use serde::Deserialize;
 
 use crate::PREFIX;
 use crate::error::ConsoleError;
-use crate::pages::forms::{Redirect, settled};
+use crate::pages::cluster::network_mode_words;
+use crate::pages::forms::{Redirect, in_form_words, settled};
 use crate::pages::layout::{self, Nav};
+use crate::pages::pools::tier_label;
 use crate::pages::{Acting, check_form, html_page};
 use crate::session::Signed;
 
@@ -331,7 +333,7 @@ fn draw(
         Some(Problem::Fields(v)) => v
             .errors()
             .iter()
-            .map(|e| (e.field.clone(), e.message.clone()))
+            .map(|e| (e.field.clone(), in_form_words(&e.message)))
             .collect(),
         _ => Vec::new(),
     };
@@ -364,8 +366,10 @@ fn draw(
             input type="hidden" name="zone" value=(offer.zone.id);
             (text_field("name", "Name", &fields.name, "A DNS label: lowercase letters, digits and '-'", error_of("name")))
             (version_field(offer, &fields.version, error_of("version")))
-            (radio_group("exposure", "Exposure", &Exposure::ALL.map(|e| e.as_str()), &fields.exposure))
-            (radio_group("network_mode", "Network mode", &NetworkMode::ALL.map(|m| m.as_str()), &fields.network_mode))
+            (radio_group("exposure", "Exposure of the Kubernetes API", &Exposure::ALL.map(|e| (e.as_str(), exposure_words(e))), &fields.exposure,
+                "Can be changed later."))
+            (radio_group("network_mode", "Network mode", &NetworkMode::ALL.map(|m| (m.as_str(), network_mode_words(m))), &fields.network_mode,
+                "Chosen once: the network mode cannot change after the cluster is created."))
             label for="description" { "Description" }
             textarea #description name="description" rows="2" { (fields.description) }
             (text_field("tags", "Tags", &fields.tags, "DNS labels, separated by commas", error_of("tags")))
@@ -450,17 +454,33 @@ fn version_field(offer: &ZoneOffer, current: &str, error: Option<String>) -> Mar
     }
 }
 
-fn radio_group(name: &str, legend: &str, values: &[&str], current: &str) -> Markup {
+/// A choice among a few values, each with what it means, and a note on the whole choice.
+fn radio_group(
+    name: &str,
+    legend: &str,
+    values: &[(&str, &str)],
+    current: &str,
+    note: &str,
+) -> Markup {
     html! {
-        fieldset.choice {
+        fieldset.choice.explained aria-describedby={ (name) "-note" } {
             legend { (legend) }
-            @for v in values {
+            @for (v, words) in values {
                 label.inline {
                     input type="radio" name=(name) value=(v) checked[*v == current];
-                    " " (v)
+                    " " strong { (v) } ": " (words)
                 }
             }
+            small.hint id={ (name) "-note" } { (note) }
         }
+    }
+}
+
+/// What a cluster's exposure means for the person choosing it.
+fn exposure_words(e: Exposure) -> &'static str {
+    match e {
+        Exposure::Public => "the Kubernetes API gets a public hostname, reached from the internet",
+        Exposure::Private => "the Kubernetes API is reached only inside the provider's network",
     }
 }
 
@@ -496,20 +516,19 @@ fn pool_fieldset(
             label for=(id("size")) { "Machine tier" }
             select id=(id("size")) name=(field("size")) aria-invalid=[size_error.as_ref().map(|_| "true")] {
                 @for t in &offer.machine_tiers {
-                    option value=(t.id) selected[t.id == p.size] {
-                        (t.display_name) " — " (t.vcpu) " vCPU, " (t.memory_gib) " GiB memory, "
-                        (t.disk_gib) " GiB disk" @if t.recommended { " (recommended)" }
-                    }
+                    option value=(t.id) selected[t.id == p.size] { (tier_label(t)) }
                 }
             }
             @if let Some(m) = size_error { p.field-error { (m) } }
             (number("count", "Nodes", &p.count, "count"))
             label.inline {
-                input type="checkbox" name=(field("autoscale")) checked[p.autoscale];
+                input.autoscale type="checkbox" name=(field("autoscale")) checked[p.autoscale];
                 " Autoscale between a minimum and a maximum"
             }
-            (number("min", "Minimum nodes (autoscale)", &p.min, "min_nodes"))
-            (number("max", "Maximum nodes (autoscale)", &p.max, "max_nodes"))
+            div.bounds {
+                (number("min", "Minimum nodes", &p.min, "min_nodes"))
+                (number("max", "Maximum nodes", &p.max, "max_nodes"))
+            }
             @if removable {
                 button.secondary type="submit" name="remove_pool" value=(i) formnovalidate { "Remove node pool " (i + 1) }
             }

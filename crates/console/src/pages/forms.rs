@@ -138,6 +138,16 @@ pub async fn or_redraw(
     }
 }
 
+/// The API's field names inside a message, as the pool forms label them ("must not exceed
+/// max_nodes (5)" reads "must not exceed the maximum (5)").
+pub fn in_form_words(message: &str) -> String {
+    message
+        .replace("min_nodes..max_nodes", "the minimum and the maximum")
+        .replace("auto_scale is true", "autoscale is on")
+        .replace("max_nodes", "the maximum")
+        .replace("min_nodes", "the minimum")
+}
+
 /// A refusal in words, with the field where there is one.
 pub fn refusal(e: &DomainError) -> String {
     match e {

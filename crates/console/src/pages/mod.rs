@@ -7,6 +7,7 @@ pub mod clusters;
 pub mod create;
 pub mod forms;
 pub mod layout;
+pub mod live;
 pub mod networking;
 pub mod pools;
 pub mod sign_in;

@@ -8,15 +8,17 @@ use actix_web::{HttpRequest, HttpResponse};
 use api::extract::Id;
 use domain::DomainError;
 use domain::input::elastic_ip::CreateElasticIpRequest;
-use domain::model::cluster::Exposure;
-use domain::model::elastic_ip::ElasticIpStatus;
+use domain::model::cluster::{Cluster, Exposure};
+use domain::model::elastic_ip::{ElasticIpStatus, ElasticIpView};
+use domain::model::firewall::FirewallRule;
 use domain::ports::storage::Freshness;
-use maud::html;
+use maud::{Markup, html};
 
 use crate::PREFIX;
 use crate::error::ConsoleError;
-use crate::pages::cluster::{Tab, frame};
+use crate::pages::cluster::{Tab, frame, network_mode_words};
 use crate::pages::forms::{Change, new_key, or_redraw};
+use crate::pages::live::Around;
 use crate::session::Signed;
 use domain::service::Command;
 
@@ -34,49 +36,21 @@ async fn draw(
     let c = services
         .get_cluster(&signed.caller, id, Freshness::Recent)
         .await?;
-    let eips = services.list_elastic_ips(&signed.caller, id).await?;
+    let around = Around::of(signed, &c).await?;
     let rules = services.list_firewall_rules(&signed.caller, id).await?;
     let csrf = signed.session.csrf.clone();
+    let allowed = c.network_mode.elastic_ip_exposure();
     Ok(frame(
         signed,
         &c,
+        &around,
         Tab::Networking,
         status,
         problem,
         |may_change| {
             html! {
                 h2 { "Elastic IPs" }
-                @if eips.is_empty() {
-                    p.empty { "No Elastic IPs on this cluster." }
-                } @else {
-                    table.eips {
-                        thead { tr {
-                            th scope="col" { "Name" } th scope="col" { "Exposure" } th scope="col" { "Status" }
-                            th scope="col" { "Address" } th scope="col" { "Annotation to use" }
-                            @if may_change { th scope="col" { span.visually-hidden { "Actions" } } }
-                        } }
-                        tbody {
-                            @for e in &eips {
-                                tr {
-                                    th scope="row" { (e.name.as_deref().unwrap_or("—")) }
-                                    td { (e.exposure.as_str()) }
-                                    td { (e.status.as_str()) @if let Some(r) = &e.failure_reason { " — " (r) } }
-                                    td { (e.address.as_deref().unwrap_or("not yet")) }
-                                    td { code { (e.annotation.key) ": " (e.annotation.value) } }
-                                    @if may_change { td {
-                                        @if matches!(e.status, ElasticIpStatus::Ready | ElasticIpStatus::Failed) {
-                                            form method="post" action={ (PREFIX) "/clusters/" (c.id) "/elastic-ips/" (e.id) "/release" } {
-                                                input type="hidden" name="csrf" value=(csrf);
-                                                input type="hidden" name="key" value=(new_key());
-                                                button.destructive type="submit" { "Release " (e.name.as_deref().unwrap_or("Elastic IP")) }
-                                            }
-                                        }
-                                    } }
-                                }
-                            }
-                        }
-                    }
-                }
+                (eip_table(&c, &around.eips, may_change, &csrf, false))
                 @if may_change {
                     section.card aria-labelledby="allocate" {
                         h3 #allocate { "Allocate Elastic IP" }
@@ -85,41 +59,101 @@ async fn draw(
                             input type="hidden" name="key" value=(new_key());
                             label for="eip-name" { "Name (optional)" }
                             input #eip-name type="text" name="name";
-                            label for="eip-exposure" { "Exposure" }
-                            select #eip-exposure name="exposure" {
-                                option value="" { "the one the network mode allows" }
-                                @for x in Exposure::ALL { option value=(x.as_str()) { (x.as_str()) } }
+                            p.hint {
+                                "The address will be " strong { (allowed.as_str()) } ": this cluster's network mode, "
+                                (c.network_mode.as_str()) ", means " (network_mode_words(c.network_mode))
+                                ". The network mode is chosen when a cluster is created and cannot change."
                             }
-                            button type="submit" { "Allocate Elastic IP" }
+                            button type="submit" { "Allocate " (allowed.as_str()) " Elastic IP" }
                         }
                     }
                 }
                 h2 { "Firewall rules" }
                 p.hint { "Firewall rules are managed through the API; the console lists them." }
-                @if rules.is_empty() {
-                    p.empty { "No firewall rules on this cluster." }
-                } @else {
-                    table.rules {
-                        thead { tr {
-                            th scope="col" { "Name" } th scope="col" { "Protocol" } th scope="col" { "Ports" }
-                            th scope="col" { "Sources" } th scope="col" { "Status" }
-                        } }
-                        tbody {
-                            @for r in &rules {
-                                tr {
-                                    th scope="row" { (r.name.as_ref().map_or("—", |n| n.as_str())) }
-                                    td { (r.protocol.as_str()) }
-                                    td { @if let Some(p) = &r.port_range { (p.from) "–" (p.to) } @else { "—" } }
-                                    td { (r.source_cidrs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")) }
-                                    td { (r.status.as_str()) }
-                                }
+                (rule_table(&rules, false))
+            }
+        },
+    ))
+}
+
+/// The cluster's Elastic IPs; one can be released once `Ready` or `Failed`, after a question
+/// that says what follows. `oob`: as part of a live answer.
+pub fn eip_table(
+    c: &Cluster,
+    eips: &[ElasticIpView],
+    may_change: bool,
+    csrf: &str,
+    oob: bool,
+) -> Markup {
+    html! {
+        div #eips-list hx-swap-oob=[oob.then_some("true")] {
+            @if eips.is_empty() {
+                p.empty { "No Elastic IPs on this cluster." }
+            } @else {
+                table.eips {
+                    thead { tr {
+                        th scope="col" { "Name" } th scope="col" { "Exposure" } th scope="col" { "Status" }
+                        th scope="col" { "Address" } th scope="col" { "Annotation to use" }
+                        @if may_change { th scope="col" { span.visually-hidden { "Actions" } } }
+                    } }
+                    tbody {
+                        @for e in eips {
+                            @let name = e.name.as_deref().unwrap_or("Elastic IP");
+                            tr {
+                                th scope="row" { (e.name.as_deref().unwrap_or("—")) }
+                                td { (e.exposure.as_str()) }
+                                td { (e.status.as_str()) @if let Some(r) = &e.failure_reason { " — " (r) } }
+                                td { (e.address.as_deref().unwrap_or("not yet")) }
+                                td { code { (e.annotation.key) ": " (e.annotation.value) } }
+                                @if may_change { td {
+                                    @if matches!(e.status, ElasticIpStatus::Ready | ElasticIpStatus::Failed) {
+                                        details.confirm {
+                                            summary { "Release " (name) "…" }
+                                            form method="post" action={ (PREFIX) "/clusters/" (c.id) "/elastic-ips/" (e.id) "/release" } {
+                                                input type="hidden" name="csrf" value=(csrf);
+                                                input type="hidden" name="key" value=(new_key());
+                                                p { "The address returns to the provider's pool: whoever reaches the cluster by it stops reaching it, and the same address may not come back." }
+                                                button.destructive type="submit" { "Release " (name) }
+                                            }
+                                        }
+                                    }
+                                } }
                             }
                         }
                     }
                 }
             }
-        },
-    ))
+        }
+    }
+}
+
+/// The cluster's firewall rules, read only. `oob`: as part of a live answer.
+pub fn rule_table(rules: &[FirewallRule], oob: bool) -> Markup {
+    html! {
+        div #rules-list hx-swap-oob=[oob.then_some("true")] {
+            @if rules.is_empty() {
+                p.empty { "No firewall rules on this cluster." }
+            } @else {
+                table.rules {
+                    thead { tr {
+                        th scope="col" { "Name" } th scope="col" { "Protocol" } th scope="col" { "Ports" }
+                        th scope="col" { "Sources" } th scope="col" { "Status" }
+                    } }
+                    tbody {
+                        @for r in rules {
+                            tr {
+                                th scope="row" { (r.name.as_ref().map_or("—", |n| n.as_str())) }
+                                td { (r.protocol.as_str()) }
+                                td { @if let Some(p) = &r.port_range { (p.from) "–" (p.to) } @else { "—" } }
+                                td { (r.source_cidrs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")) }
+                                td { (r.status.as_str()) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The tab after a change: where the change sent the browser, or the tab with the refusal.

@@ -8,15 +8,18 @@ use actix_web::web::{Bytes, Path};
 use api::extract::Id;
 use domain::DomainError;
 use domain::input::node_pool::{NodePoolPatch, NodePoolRequest};
+use domain::model::catalog::MachineTier;
 use domain::model::cluster::Cluster;
-use domain::model::node_pool::NodePool;
+use domain::model::node::{Node, NodeStatus};
+use domain::model::node_pool::{NodePool, PoolStatus};
 use domain::ports::storage::Freshness;
 use maud::{Markup, html};
 
 use crate::PREFIX;
 use crate::error::ConsoleError;
 use crate::pages::cluster::{Tab, frame};
-use crate::pages::forms::{Change, Submitted, new_key, or_redraw, refusal};
+use crate::pages::forms::{Change, Submitted, in_form_words, new_key, refusal};
+use crate::pages::live::Around;
 use crate::session::Signed;
 use domain::service::Command;
 
@@ -28,16 +31,76 @@ pub async fn pools_tab(signed: Signed, id: Path<Id>) -> Result<HttpResponse, Con
     draw_pools(&signed, id.0, StatusCode::OK, None).await
 }
 
+/// A pool form sent back: which one, what was typed in it, and why it was refused.
+struct Refused<'a> {
+    form: PoolForm,
+    typed: &'a Submitted,
+    error: &'a DomainError,
+}
+
+#[derive(PartialEq, Eq)]
+enum PoolForm {
+    Add,
+    Scale(String),
+    Delete,
+}
+
+impl Refused<'_> {
+    /// The refusal's words beside `field` of `form`, in the form's own words.
+    fn at(&self, form: &PoolForm, field: &str) -> Option<String> {
+        if &self.form != form {
+            return None;
+        }
+        field_errors(self.error)
+            .into_iter()
+            .find(|(f, _)| f == field)
+            .map(|(_, m)| m)
+    }
+
+    /// What was typed in `form`'s `field`, when that form is the one refused.
+    fn typed(&self, form: &PoolForm, field: &str) -> Option<&str> {
+        (&self.form == form).then(|| self.typed.get(field))
+    }
+}
+
+/// A refusal's field errors, their messages in the words of the form's labels.
+fn field_errors(e: &DomainError) -> Vec<(String, String)> {
+    match e {
+        DomainError::Validation(v) => v
+            .errors()
+            .iter()
+            .filter(|f| !f.field.is_empty())
+            .map(|f| (f.field.clone(), in_form_words(&f.message)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The banner above the tab: what has no field to stand beside.
+fn banner(refused: Option<&Refused>) -> Option<String> {
+    let r = refused?;
+    Some(match r.error {
+        DomainError::Validation(v) if v.errors().iter().all(|f| !f.field.is_empty()) => {
+            match r.form {
+                PoolForm::Add => "The node pool was not added: see the fields marked below.".into(),
+                _ => "The pool was not changed: see the fields marked below.".into(),
+            }
+        }
+        other => in_form_words(&refusal(other)),
+    })
+}
+
 async fn draw_pools(
     signed: &Signed,
     id: uuid::Uuid,
     status: StatusCode,
-    problem: Option<&str>,
+    refused: Option<&Refused<'_>>,
 ) -> Result<HttpResponse, ConsoleError> {
     let c = signed
         .services
         .get_cluster(&signed.caller, id, Freshness::Recent)
         .await?;
+    let around = Around::of(signed, &c).await?;
     let tiers = signed
         .services
         .catalog_data()
@@ -45,37 +108,54 @@ async fn draw_pools(
         .map(|z| z.machine_tiers.clone())
         .unwrap_or_default();
     let csrf = signed.session.csrf.clone();
+    let problem = banner(refused);
+    let add = PoolForm::Add;
+    let typed = |field: &str, otherwise: &str| -> String {
+        refused
+            .and_then(|r| r.typed(&add, field))
+            .unwrap_or(otherwise)
+            .to_owned()
+    };
+    let error = |field: &str| refused.and_then(|r| r.at(&add, field));
+    let chosen = typed(
+        "size",
+        &tiers
+            .iter()
+            .find(|t| t.recommended)
+            .map(|t| t.id.clone())
+            .unwrap_or_default(),
+    );
+    let autoscale = refused.is_some_and(|r| r.form == add && r.typed.checked("auto_scale"));
     Ok(frame(
         signed,
         &c,
+        &around,
         Tab::NodePools,
         status,
-        problem,
+        problem.as_deref(),
         |may_change| {
             html! {
                 h2.visually-hidden { "Node pools" }
                 p.hint { (REPLACE_POOL) }
                 @for p in &c.node_pools {
-                    (pool_card(&c, p, may_change, &csrf))
+                    (pool_card(&c, p, may_change, &csrf, refused))
                 }
                 @if may_change {
                     section.card aria-labelledby="add-pool" {
                         h3 #add-pool { "Add node pool" }
-                        form method="post" action={ (PREFIX) "/clusters/" (c.id) "/node-pools" } {
+                        form.sizing method="post" action={ (PREFIX) "/clusters/" (c.id) "/node-pools" } {
                             input type="hidden" name="csrf" value=(csrf);
                             input type="hidden" name="key" value=(new_key());
-                            label for="new-pool-name" { "Pool name" }
-                            input #new-pool-name type="text" name="name" required;
+                            (field("new-pool-name", "name", "Pool name", "text", &typed("name", ""), error("name"), None))
                             label for="new-pool-size" { "Machine tier" }
-                            select #new-pool-size name="size" {
+                            select #new-pool-size name="size" aria-invalid=[error("size").map(|_| "true")] {
                                 @for t in &tiers {
-                                    option value=(t.id) selected[t.recommended] {
-                                        (t.display_name) " — " (t.vcpu) " vCPU, " (t.memory_gib) " GiB memory"
-                                    }
+                                    option value=(t.id) selected[t.id == chosen] { (tier_label(t)) }
                                 }
                             }
-                            label for="new-pool-count" { "Nodes" }
-                            input #new-pool-count type="number" name="count" min="1" max="200" value="1";
+                            @if let Some(m) = error("size") { p.field-error { (m) } }
+                            (sizing_fields("new-pool", &typed("count", "1"), autoscale,
+                                &typed("min_nodes", ""), &typed("max_nodes", ""), &error))
                             button type="submit" { "Add node pool" }
                         }
                     }
@@ -85,13 +165,69 @@ async fn draw_pools(
     ))
 }
 
-fn pool_card(c: &Cluster, p: &NodePool, may_change: bool, csrf: &str) -> Markup {
-    let base = format!("{PREFIX}/clusters/{}/node-pools/{}", c.id, p.name.as_str());
-    let id = |f: &str| format!("{}-{f}", p.name.as_str());
-    let last = c.node_pools.len() == 1;
+/// One labelled input with its error beside it (`aria-describedby` names the error).
+fn field(
+    id: &str,
+    name: &str,
+    label: &str,
+    kind: &str,
+    value: &str,
+    error: Option<String>,
+    limits: Option<(u32, u32)>,
+) -> Markup {
+    let error_id = format!("{id}-error");
     html! {
-        section.card aria-labelledby=(id("title")) {
-            h3 id=(id("title")) { "Pool " (p.name.as_str()) " " span.badge.muted { (p.status.as_str()) } }
+        label for=(id) { (label) }
+        input id=(id) name=(name) type=(kind) value=(value)
+            min=[limits.map(|l| l.0)] max=[limits.map(|l| l.1)]
+            aria-invalid=[error.as_ref().map(|_| "true")]
+            aria-describedby=[error.as_ref().map(|_| error_id.as_str())];
+        @if let Some(m) = error { p.field-error id=(error_id) { (m) } }
+    }
+}
+
+/// The node count, the autoscale switch and its bounds; the bounds show only while autoscale
+/// is on (the stylesheet hides them otherwise) and start empty.
+fn sizing_fields(
+    prefix: &str,
+    count: &str,
+    autoscale: bool,
+    min: &str,
+    max: &str,
+    error: &dyn Fn(&str) -> Option<String>,
+) -> Markup {
+    let id = |f: &str| format!("{prefix}-{f}");
+    let max_nodes = domain::rules::MAX_NODES_PER_POOL;
+    html! {
+        (field(&id("count"), "count", "Nodes", "number", count, error("count"), Some((0, max_nodes))))
+        label.inline {
+            input.autoscale type="checkbox" name="auto_scale" checked[autoscale];
+            " Autoscale between a minimum and a maximum"
+        }
+        div.bounds {
+            (field(&id("min"), "min_nodes", "Minimum nodes", "number", min, error("min_nodes"), Some((0, max_nodes))))
+            (field(&id("max"), "max_nodes", "Maximum nodes", "number", max, error("max_nodes"), Some((1, max_nodes))))
+        }
+    }
+}
+
+/// A machine tier as every form lists it: its size, and the recommended one marked.
+pub fn tier_label(t: &MachineTier) -> String {
+    format!(
+        "{} — {} vCPU, {} GiB memory, {} GiB disk{}",
+        t.display_name,
+        t.vcpu,
+        t.memory_gib,
+        t.disk_gib,
+        if t.recommended { " (recommended)" } else { "" }
+    )
+}
+
+/// A pool's status and facts; `oob`: as part of a live answer, swapped in place by its id.
+pub fn pool_facts(p: &NodePool, oob: bool) -> Markup {
+    html! {
+        div id={ "pool-" (p.name.as_str()) "-facts" } hx-swap-oob=[oob.then_some("true")] {
+            p { "Status " span.badge.muted { (p.status.as_str()) } }
             dl.facts {
                 dt { "Machine tier" } dd { (p.size) " (fixed)" }
                 dt { "Nodes" } dd { (p.count) }
@@ -101,37 +237,68 @@ fn pool_card(c: &Cluster, p: &NodePool, may_change: bool, csrf: &str) -> Markup 
                     } @else { "off" }
                 }
             }
-            @if may_change {
-                form.inline-form method="post" action={ (base) "/scale" } {
+        }
+    }
+}
+
+fn pool_card(
+    c: &Cluster,
+    p: &NodePool,
+    may_change: bool,
+    csrf: &str,
+    refused: Option<&Refused<'_>>,
+) -> Markup {
+    let base = format!("{PREFIX}/clusters/{}/node-pools/{}", c.id, p.name.as_str());
+    let name = p.name.as_str();
+    let mine = PoolForm::Scale(name.to_owned());
+    let typed = |field: &str, otherwise: String| -> String {
+        refused
+            .and_then(|r| r.typed(&mine, field))
+            .map_or(otherwise, str::to_owned)
+    };
+    let error = |field: &str| refused.and_then(|r| r.at(&mine, field));
+    let autoscale = match refused {
+        Some(r) if r.form == mine => r.typed.checked("auto_scale"),
+        _ => p.auto_scale,
+    };
+    let bound = |v: Option<u32>| {
+        if p.auto_scale {
+            v.map(|n| n.to_string()).unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    let last = c.node_pools.len() == 1;
+    let deleting = p.status == PoolStatus::Deleting;
+    html! {
+        section.card aria-labelledby={ (name) "-title" } {
+            h3 id={ (name) "-title" } { "Pool " (name) }
+            (pool_facts(p, false))
+            @if may_change && !deleting {
+                form.inline-form.sizing method="post" action={ (base) "/scale" } {
                     input type="hidden" name="csrf" value=(csrf);
                     input type="hidden" name="key" value=(new_key());
-                    label for=(id("count")) { "Nodes" }
-                    input id=(id("count")) type="number" name="count" min="0" max="200" value=(p.count);
-                    label.inline {
-                        input type="checkbox" name="auto_scale" checked[p.auto_scale];
-                        " Autoscale"
-                    }
-                    label for=(id("min")) { "Minimum" }
-                    input id=(id("min")) type="number" name="min_nodes" min="0" max="200" value=(p.min_nodes);
-                    label for=(id("max")) { "Maximum" }
-                    input id=(id("max")) type="number" name="max_nodes" min="1" max="200"
-                        value=[p.max_nodes];
-                    button type="submit" { "Scale pool " (p.name.as_str()) }
+                    (sizing_fields(name, &typed("count", p.count.to_string()), autoscale,
+                        &typed("min_nodes", bound(Some(p.min_nodes))), &typed("max_nodes", bound(p.max_nodes)), &error))
+                    button type="submit" { "Scale pool " (name) }
                 }
                 @if last {
-                    p.hint { "The last pool of a cluster cannot be deleted." }
+                    p.hint { "The last pool of a cluster cannot be deleted: delete the cluster instead." }
                 } @else {
-                    form method="post" action={ (base) "/delete" } {
-                        input type="hidden" name="csrf" value=(csrf);
-                        input type="hidden" name="key" value=(new_key());
-                        button.destructive type="submit" { "Delete pool " (p.name.as_str()) }
+                    details.confirm {
+                        summary { "Delete pool " (name) "…" }
+                        form method="post" action={ (base) "/delete" } {
+                            input type="hidden" name="csrf" value=(csrf);
+                            input type="hidden" name="key" value=(new_key());
+                            p { "Its " (p.count) " node" @if p.count != 1 { "s" } " are drained and deleted with it; workloads scheduled only there have nowhere to run." }
+                            button.destructive type="submit" { "Delete pool " (name) " and its nodes" }
+                        }
                     }
                 }
             }
         }
     }
 }
-
 /// A number field: absent when empty; a text that is no whole number is refused at its field.
 fn number(form: &Submitted, field: &str) -> Result<Option<i64>, DomainError> {
     match form.text(field) {
@@ -143,16 +310,26 @@ fn number(form: &Submitted, field: &str) -> Result<Option<i64>, DomainError> {
     }
 }
 
-/// The tab after a change: where the change sent the browser, or the tab with the refusal.
+/// The tab after a change: where the change sent the browser, or the tab drawn again with
+/// what was typed and the refusal beside its fields.
 async fn after_pool_change(
     signed: &Signed,
     id: uuid::Uuid,
+    form: PoolForm,
+    typed: &Submitted,
     done: Result<HttpResponse, DomainError>,
 ) -> Result<HttpResponse, ConsoleError> {
-    or_redraw(done, async |status, words| {
-        draw_pools(signed, id, status, Some(&words)).await
-    })
-    .await
+    match done {
+        Ok(response) => Ok(response),
+        Err(error) => {
+            let refused = Refused {
+                form,
+                typed,
+                error: &error,
+            };
+            draw_pools(signed, id, api::problem::status_of(&error), Some(&refused)).await
+        }
+    }
 }
 
 pub async fn add_pool(
@@ -163,13 +340,16 @@ pub async fn add_pool(
 ) -> Result<HttpResponse, ConsoleError> {
     let change = Change::read(&req, &signed, &body)?;
     let form = &change.form;
-    let done = match number(form, "count") {
+    let done = match sizing(form) {
         Err(e) => Err(e),
-        Ok(count) => {
+        Ok(s) => {
             let draft = NodePoolRequest {
                 name: form.text("name"),
                 size: form.text("size"),
-                count,
+                count: s.count.flatten(),
+                auto_scale: s.auto_scale.flatten(),
+                min_nodes: s.min_nodes.flatten(),
+                max_nodes: s.max_nodes.flatten(),
                 ..NodePoolRequest::default()
             };
             let back = format!("{PREFIX}/clusters/{}/node-pools", id.0);
@@ -187,7 +367,7 @@ pub async fn add_pool(
                 .await?
         }
     };
-    after_pool_change(&signed, id.0, done).await
+    after_pool_change(&signed, id.0, PoolForm::Add, &change.form, done).await
 }
 
 /// A pool's new sizing as the scale form says it: a count, or autoscale with its bounds.
@@ -237,7 +417,7 @@ pub async fn scale_pool(
                 .await?
         }
     };
-    after_pool_change(&signed, id.0, done).await
+    after_pool_change(&signed, id.0, PoolForm::Scale(pool), &change.form, done).await
 }
 
 pub async fn delete_pool(
@@ -262,7 +442,7 @@ pub async fn delete_pool(
                 .await
         })
         .await?;
-    after_pool_change(&signed, id.0, done).await
+    after_pool_change(&signed, id.0, PoolForm::Delete, &change.form, done).await
 }
 
 pub async fn nodes_tab(signed: Signed, id: Path<Id>) -> Result<HttpResponse, ConsoleError> {
@@ -279,45 +459,64 @@ async fn draw_nodes(
     let c = services
         .get_cluster(&signed.caller, id, Freshness::Recent)
         .await?;
-    let nodes = services.list_nodes(&signed.caller, id, None).await?;
+    let around = Around::of(signed, &c).await?;
     let csrf = signed.session.csrf.clone();
     Ok(frame(
         signed,
         &c,
+        &around,
         Tab::Nodes,
         status,
         problem,
         |may_change| {
             html! {
                 h2.visually-hidden { "Nodes" }
-                @for p in &c.node_pools {
-                    h3 { "Pool " (p.name.as_str()) }
-                    table.nodes {
-                        thead { tr {
-                            th scope="col" { "Node" } th scope="col" { "Status" } th scope="col" { "Created" }
-                            @if may_change { th scope="col" { span.visually-hidden { "Actions" } } }
-                        } }
-                        tbody {
-                            @for n in nodes.iter().filter(|n| n.pool == p.name) {
-                                tr {
-                                    th scope="row" { (n.name.as_str()) }
-                                    td { (n.status.as_str()) }
-                                    td { (crate::pages::clusters::when(n.created_at)) }
-                                    @if may_change { td {
-                                        form method="post" action={ (PREFIX) "/clusters/" (c.id) "/nodes/" (n.name.as_str()) "/delete" } {
-                                            input type="hidden" name="csrf" value=(csrf);
-                                            input type="hidden" name="key" value=(new_key());
-                                            button.destructive type="submit" { "Delete node " (n.name.as_str()) }
+                (node_tables(&c, &around.nodes, may_change, &csrf, false))
+            }
+        },
+    ))
+}
+
+/// The nodes of each pool; a node can be deleted (it is replaced) unless it already is being
+/// deleted, after a question that says so. `oob`: as part of a live answer.
+pub fn node_tables(c: &Cluster, nodes: &[Node], may_change: bool, csrf: &str, oob: bool) -> Markup {
+    html! {
+        div #nodes-list hx-swap-oob=[oob.then_some("true")] {
+            @for p in &c.node_pools {
+                h3 { "Pool " (p.name.as_str()) }
+                table.nodes {
+                    thead { tr {
+                        th scope="col" { "Node" } th scope="col" { "Status" } th scope="col" { "Created" }
+                        @if may_change { th scope="col" { span.visually-hidden { "Actions" } } }
+                    } }
+                    tbody {
+                        @for n in nodes.iter().filter(|n| n.pool == p.name) {
+                            tr {
+                                th scope="row" { (n.name.as_str()) }
+                                td { (n.status.as_str()) }
+                                td { (crate::pages::clusters::when(n.created_at)) }
+                                @if may_change { td {
+                                    @if n.status == NodeStatus::Deleting {
+                                        span.hint { "Being replaced" }
+                                    } @else {
+                                        details.confirm {
+                                            summary { "Delete node " (n.name.as_str()) "…" }
+                                            form method="post" action={ (PREFIX) "/clusters/" (c.id) "/nodes/" (n.name.as_str()) "/delete" } {
+                                                input type="hidden" name="csrf" value=(csrf);
+                                                input type="hidden" name="key" value=(new_key());
+                                                p { "The node is drained and replaced by a new one: pool " (p.name.as_str()) " keeps its " (p.count) " node" @if p.count != 1 { "s" } "." }
+                                                button.destructive type="submit" { "Delete and replace " (n.name.as_str()) }
+                                            }
                                         }
-                                    } }
-                                }
+                                    }
+                                } }
                             }
                         }
                     }
                 }
             }
-        },
-    ))
+        }
+    }
 }
 
 pub async fn delete_node(

@@ -594,7 +594,7 @@ impl CreateAuthServerRequest {
             None => {
                 v.push(
                     "environment",
-                    "is required (a DNS label such as `production`)",
+                    "is required: a DNS label, for example production",
                 );
                 None
             }
