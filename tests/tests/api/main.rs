@@ -12,6 +12,7 @@ mod clusters;
 mod console;
 mod console_auth_servers;
 mod idempotency;
+mod mcp;
 mod monitoring;
 mod networking;
 mod node_pools;
