@@ -254,6 +254,26 @@ async def a_client_without_url_elicitation_is_told_the_url() -> None:
     assert [c["id"] for c in clusters_named(name)] == [made["id"]]
 
 
+async def a_page_the_person_turns_down_in_the_client_is_told_as_its_url() -> None:
+    name = f"mcp-turned-down-{uuid.uuid4().hex[:8]}"
+    asked = []
+
+    async def the_person_will_not_open_it(context, params) -> types.ElicitResult:
+        asked.append(params.url)
+        return types.ElicitResult(action="decline")
+
+    async with connect(SUPER_ADMIN, elicitation=the_person_will_not_open_it) as client:
+        result = await client.call_tool("create_cluster", {"organization": "acme", **create_body(name)})
+        assert result.is_error, result
+        assert result.structured_content["code"] == "approval_required", result.structured_content
+        assert result.structured_content["url"] == asked[0], (result.structured_content, asked)
+        assert len(asked) == 1, asked
+    # The approval waits for the person; nothing ran.
+    assert clusters_named(name) == []
+    status = api("GET", f"/v1/public/approvals/{approval_id(asked[0])}", SUPER_ADMIN).json()["status"]
+    assert status == "pending", status
+
+
 async def a_declined_change_never_runs() -> None:
     name = f"mcp-decline-{uuid.uuid4().hex[:8]}"
     r = api("POST", "/v1/public/clusters", SUPER_ADMIN, {"organization": "acme", **create_body(name)})
@@ -334,6 +354,7 @@ CHECKS = [
     every_read_answers_its_structured_content,
     a_create_waits_for_the_person_then_runs_once,
     a_client_without_url_elicitation_is_told_the_url,
+    a_page_the_person_turns_down_in_the_client_is_told_as_its_url,
     a_declined_change_never_runs,
     a_scaling_runs_once_approved,
     a_member_is_refused_at_once_and_nothing_is_recorded,

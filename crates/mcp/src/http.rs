@@ -237,6 +237,19 @@ pub async fn metadata(req: HttpRequest, endpoint: Data<Endpoint>) -> HttpRespons
         .body(doc.to_string())
 }
 
+/// Whether the client answered an approval's URL elicitation with `decline` or `cancel`.
+fn turned_down(responses: Option<&rmcp::model::InputResponses>) -> bool {
+    responses.is_some_and(|r| {
+        r.iter().any(|(key, answer)| {
+            key.starts_with("approval-")
+                && matches!(
+                    answer.get("action").and_then(serde_json::Value::as_str),
+                    Some("decline" | "cancel")
+                )
+        })
+    })
+}
+
 /// The protocol's handler: stateless, the caller read from each request.
 #[derive(Clone, Copy)]
 pub struct Assistant;
@@ -290,7 +303,9 @@ impl ServerHandler for Assistant {
             return Err(ErrorData::invalid_params("no such tool", None));
         }
         // A URL elicitation is a 2026-07-28 input request, for a client that says it opens
-        // URLs; every other client is told the URL in a tool error.
+        // URLs; every other client is told the URL in a tool error, and so is one whose person
+        // turned the page down (asking again would only loop; the approval itself stays
+        // pending, for the person alone to decide on the page).
         let url_elicitation = context
             .client_capabilities()
             .and_then(|c| c.elicitation)
@@ -298,7 +313,8 @@ impl ServerHandler for Assistant {
             .is_some()
             && context
                 .protocol_version()
-                .is_some_and(|v| !v.has_initialize());
+                .is_some_and(|v| !v.has_initialize())
+            && !turned_down(request.input_responses.as_ref());
         let arguments = request.arguments.unwrap_or_default();
         match runner
             .call(request.name.to_string(), arguments, url_elicitation)
