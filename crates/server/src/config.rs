@@ -431,4 +431,42 @@ mod tests {
         let c = Config::load(&Source::from_pairs(&[("TOKEN_CACHE_TTL_S", "0")]), true).ok();
         assert_eq!(c.map(|c| c.token_cache_ttl), Some(Duration::ZERO));
     }
+
+    #[test]
+    fn the_assistants_addresses_are_urls_and_the_platform_is_its_authorization_server() {
+        let load = |pairs: &[(&str, &str)]| Config::load(&Source::from_pairs(pairs), true);
+        let c = load(&[]).ok();
+        assert_eq!(
+            c.map(|c| (c.public_url, c.authorization_server_url)),
+            Some((None, None))
+        );
+        let c = load(&[
+            ("ACCOUNT_PLATFORM_URL", "https://accounts.example.com/"),
+            ("ACCOUNT_PLATFORM_SERVICE_TOKEN", "t"),
+            ("PUBLIC_URL", "https://kubesvc.example.com/"),
+        ])
+        .ok();
+        assert_eq!(
+            c.map(|c| (c.public_url, c.authorization_server_url)),
+            Some((
+                Some("https://kubesvc.example.com".into()),
+                Some("https://accounts.example.com".into())
+            ))
+        );
+        let c = load(&[("AUTHORIZATION_SERVER_URL", "https://issuer.example.com")]).ok();
+        assert_eq!(
+            c.and_then(|c| c.authorization_server_url).as_deref(),
+            Some("https://issuer.example.com")
+        );
+        for bad in ["kubesvc.example.com", "ftp://x", "https://", "https://a b"] {
+            assert_eq!(
+                load(&[("PUBLIC_URL", bad)]).err(),
+                Some(ConfigError::Invalid {
+                    name: "PUBLIC_URL",
+                    message: "must be an http:// or https:// URL".into()
+                }),
+                "{bad}"
+            );
+        }
+    }
 }
