@@ -103,6 +103,7 @@ pub async fn serve(req: HttpRequest, body: Bytes, endpoint: Data<Endpoint>) -> H
         },
         base,
         request_id: ctx.request_id,
+        org_header: ctx.org_header,
     };
     // Held here, so the queue stays open until the SDK has answered, whatever it did with
     // the request's own copy.

@@ -38,6 +38,9 @@ pub struct Acting {
     /// The server's public address, for the approval page's URL.
     pub base: String,
     pub request_id: String,
+    /// The `X-Platform-Organization` header: the organization when a call names none, as
+    /// the API reads it (after the argument, before the preferred organization).
+    pub org_header: Option<String>,
 }
 
 /// The tools, in the order they are listed.
@@ -364,7 +367,11 @@ async fn run(
         Name::GetCatalog => {
             let a: ZoneArgs = args(arguments)?;
             let view = s
-                .catalog(caller, &selector(&a.organization), a.zone.as_deref())
+                .catalog(
+                    caller,
+                    &selector(acting, &a.organization),
+                    a.zone.as_deref(),
+                )
                 .await?;
             done(
                 "The zone's catalog is in the structured content.".into(),
@@ -387,7 +394,7 @@ async fn run(
                 .list_clusters(
                     caller,
                     ListClusters {
-                        org: selector(&a.organization),
+                        org: selector(acting, &a.organization),
                         zone: a.zone,
                         page,
                         freshness: Freshness::Latest,
@@ -514,8 +521,9 @@ async fn run(
                 .and_then(Value::as_str)
                 .is_some_and(|o| !o.trim().is_empty());
             if !named {
-                // The preferred organization, by id: the same one on every retry.
-                let id = match collection_org_ref(caller, &OrgSelector::Preferred)? {
+                // The header's organization, else the preferred one (by id): the same one on
+                // every retry.
+                let id = match collection_org_ref(caller, &selector(acting, &None))? {
                     OrgRef::Id(id) | OrgRef::Slug(id) => id,
                 };
                 arguments.insert("organization".into(), Value::String(id));
@@ -657,8 +665,9 @@ fn take_text(
     }
 }
 
-fn selector(organization: &Option<String>) -> OrgSelector {
-    OrgSelector::first_named([organization.as_deref()])
+/// The organization a call names: its argument, then the header, then the preferred one.
+fn selector(acting: &Acting, organization: &Option<String>) -> OrgSelector {
+    OrgSelector::first_named([organization.as_deref(), acting.org_header.as_deref()])
 }
 
 /// The cluster an argument names: an id as it is; a name, within the organization (read
@@ -681,7 +690,7 @@ async fn find_cluster(
             .list_clusters(
                 &acting.caller,
                 ListClusters {
-                    org: selector(organization),
+                    org: selector(acting, organization),
                     zone: None,
                     page: PageRequest { page, size: 100 },
                     freshness: Freshness::Latest,

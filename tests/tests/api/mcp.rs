@@ -104,6 +104,35 @@ async fn mcp_a_tool_call_over_http_reads_and_asks_for_approval() {
             .contains("mcp-http-1")
     );
 
+    // The organization: the argument, else the X-Platform-Organization header, else the
+    // preferred one (globex, for this account, a member of acme too), as the API reads it.
+    let list = call("list_clusters", json!({}));
+    let ids = |a: &Answer| -> Vec<Value> {
+        a.json()["result"]["structuredContent"]["items"]
+            .as_array()
+            .map(|items| items.iter().map(|c| c["id"].clone()).collect())
+            .unwrap_or_default()
+    };
+    let preferred = rpc(&app, Some(TOKEN_TWO_ORGS), &list).await;
+    assert!(!ids(&preferred).contains(&c["id"]), "{}", preferred.text());
+    let headed = app
+        .send(
+            app.request(Method::POST, MCP, Some(TOKEN_TWO_ORGS))
+                .header("Accept", ACCEPT)
+                .header("MCP-Protocol-Version", "2025-11-25")
+                .header("X-Platform-Organization", "acme")
+                .json(&list),
+        )
+        .await;
+    assert!(ids(&headed).contains(&c["id"]), "{}", headed.text());
+    let named = rpc(
+        &app,
+        Some(TOKEN_TWO_ORGS),
+        &call("list_clusters", json!({"organization": "acme"})),
+    )
+    .await;
+    assert!(ids(&named).contains(&c["id"]), "{}", named.text());
+
     // A change by a super_admin: an approval, its URL told in a tool error (this client never
     // said it opens URLs), and nothing run.
     let a = rpc(
