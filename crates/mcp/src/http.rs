@@ -112,8 +112,15 @@ pub async fn serve(req: HttpRequest, body: Bytes, endpoint: Data<Endpoint>) -> H
     let mut builder = http::Request::builder()
         .method(req.method().as_str())
         .uri(req.uri().to_string());
+    // The credentials stay here: the SDK has no use for them, and what it keeps (the
+    // request's parts, in each call's context) must not carry the token any further.
+    let secret = |name: &str| {
+        name.eq_ignore_ascii_case("authorization") || name.eq_ignore_ascii_case("cookie")
+    };
     for (name, value) in req.headers() {
-        builder = builder.header(name.as_str(), value.as_bytes());
+        if !secret(name.as_str()) {
+            builder = builder.header(name.as_str(), value.as_bytes());
+        }
     }
     let request = match builder
         .extension(runner)
