@@ -182,6 +182,35 @@ async fn mcp_a_tool_call_over_http_reads_and_asks_for_approval() {
         "{result}"
     );
 
+    // The trail: the assistant asked (the approval's event, through the assistant), and the
+    // deletion ran through the assistant from that approval, as the person who approved it.
+    let trail = app
+        .get(
+            &format!(
+                "/v1/public/audit-events?organization=acme&cluster_id={}",
+                id_of(&c)
+            ),
+            TOKEN_ACME_SUPER_ADMIN,
+        )
+        .await;
+    assert_eq!(trail.status, 200, "{}", trail.text());
+    let events = trail.json()["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let event = |resource: &str, action: &str| {
+        events
+            .iter()
+            .find(|e| e["resource"] == resource && e["action"] == action)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {resource} {action} in {events:?}"))
+    };
+    let asked = event("approval", "requested");
+    assert_eq!(asked["via"], "assistant", "{asked}");
+    let deletion = event("cluster", "deletion_started");
+    assert_eq!(deletion["via"], "assistant", "{deletion}");
+    assert_eq!(deletion["approval_id"], json!(id), "{deletion}");
+
     // No tool changes a firewall rule: the name is no tool's.
     let a = rpc(
         &app,
