@@ -13,6 +13,7 @@ mod console;
 mod console_auth_servers;
 mod console_cluster_pages;
 mod idempotency;
+mod mcp;
 mod monitoring;
 mod networking;
 mod node_pools;

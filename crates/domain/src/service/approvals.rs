@@ -57,6 +57,36 @@ impl Services {
         Ok(approval)
     }
 
+    /// The assistant asks for `action` on behalf of `caller`, perhaps again: a client retries
+    /// the same call once its person has decided. The newest of `caller`'s approvals for
+    /// exactly this action, asked within the approval time, answers it (still waiting,
+    /// approved with what became of the action, or declined); without one, a new approval is
+    /// requested ([`Services::request_approval`]). So a retry never records a second
+    /// approval, and an approved action runs once however often it is asked for.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    pub async fn ask_approval(
+        &self,
+        caller: &Caller,
+        action: ApprovedAction,
+    ) -> Result<Asked, DomainError> {
+        let now = self.ports.clock.now();
+        let earlier = self
+            .approvals(caller)
+            .await?
+            .into_iter()
+            .find(|a| a.action == action && a.expires_at > now);
+        match earlier {
+            Some(a) if a.status == ApprovalStatus::Pending => Ok(Asked::Waiting(a)),
+            Some(a) if a.status == ApprovalStatus::Approved => {
+                Ok(Asked::Approved(self.approval_result(caller, a.id).await?))
+            }
+            Some(a) if a.status == ApprovalStatus::Declined => Ok(Asked::Declined(a)),
+            _ => Ok(Asked::Requested(
+                self.request_approval(caller, action).await?,
+            )),
+        }
+    }
+
     /// One of `caller`'s approvals. Anybody else's is not found: nothing about it is told.
     #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn approval(&self, caller: &Caller, id: Uuid) -> Result<Approval, DomainError> {
@@ -467,6 +497,19 @@ impl Services {
             approval: Some(a.id),
         }
     }
+}
+
+/// Where an assistant's ask stands ([`Services::ask_approval`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Asked {
+    /// Recorded now: the person has yet to decide.
+    Requested(Approval),
+    /// Asked before and still pending.
+    Waiting(Approval),
+    /// Approved: its outcome says what became of the action.
+    Approved(Approval),
+    /// Declined by the person: the action never runs.
+    Declined(Approval),
 }
 
 /// How an approval's run records its answer: what became of the action, which the next ask

@@ -23,6 +23,7 @@ mod sessions;
 
 use std::sync::Arc;
 
+pub use self::approvals::Asked;
 pub use self::audit::AuditPage;
 pub use self::auth_servers::Deleted;
 pub use self::clusters::{ClusterPage, ExposureOutcome, StateAnswer};
