@@ -294,7 +294,10 @@ step_mcp() {
     ensure_mcp_tools || return $?
     start_fuzz_server || return $?
     say "the assistant's /mcp endpoint through the official MCP Python SDK, both protocol revisions (tests/mcp/check.py)"
-    run_child env KUBESVC_URL="$FUZZ_URL" "$MCP_VENV/bin/python" "$ROOT/tests/mcp/check.py"
+    local cli
+    cli="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/kubesvc"
+    [[ -x $cli ]] || run_child cargo build -p kubesvc --bin kubesvc || return $?
+    run_child env KUBESVC_URL="$FUZZ_URL" KUBESVC_CLI_BIN="$cli" "$MCP_VENV/bin/python" "$ROOT/tests/mcp/check.py"
 }
 
 # ---- The gateway's fuzz target (make fuzz): its own HTTP/1.1 client and hyper's read the same

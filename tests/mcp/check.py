@@ -17,7 +17,7 @@ import uuid
 import httpx2
 import jsonschema
 import mcp_types as types
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
@@ -255,6 +255,55 @@ async def a_client_without_url_elicitation_is_told_the_url() -> None:
     assert [c["id"] for c in clusters_named(name)] == [made["id"]]
 
 
+def leaves(group: BaseExceptionGroup) -> list:
+    """The messages of the errors a task group gathered, however deeply nested."""
+    found = []
+    for e in group.exceptions:
+        found.extend(leaves(e) if isinstance(e, BaseExceptionGroup) else [str(e)])
+    return found
+
+
+def through_the_cli(token: str, mode: str) -> Client:
+    """`kubesvc mcp` as a desktop assistant starts it: the token in the environment (as the
+    saved context would give it), in no argument."""
+    params = StdioServerParameters(
+        command=os.environ["KUBESVC_CLI_BIN"],
+        args=["mcp"],
+        env={"KUBESVC_URL": URL, "KUBESVC_TOKEN": token, "KUBESVC_ORGANIZATION": "acme",
+             "KUBESVC_CONFIG": os.path.join(os.environ.get("TMPDIR", "/tmp"), f"kubesvc-mcp-{uuid.uuid4().hex}.toml")},
+    )
+    return Client(params, mode=mode)
+
+
+async def the_cli_serves_the_same_tools_over_stdio() -> None:
+    for mode in ("auto", "legacy"):
+        name = f"mcp-stdio-{uuid.uuid4().hex[:8]}"
+        async with through_the_cli(SUPER_ADMIN, mode) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert names == READS | WRITES, (mode, names)
+            catalog = await client.call_tool("get_catalog", {})
+            assert not catalog.is_error and catalog.structured_content["zone"], catalog
+            # A change through stdio is asked of the person like any other, and runs once.
+            asked = await client.call_tool("create_cluster", create_body(name))
+            assert asked.is_error and asked.structured_content["code"] == "approval_required", asked
+            ident = approval_id(asked.structured_content["url"])
+            r = api("POST", f"/v1/public/approvals/{ident}/approve", SUPER_ADMIN)
+            assert r.status_code == 200, r.text
+            done = await client.call_tool("create_cluster", create_body(name))
+            assert not done.is_error, done
+            assert done.structured_content["cluster"]["name"] == name, done
+        assert len(clusters_named(name)) == 1
+    # A token the platform refuses: every request is an error in the protocol's words.
+    refused = []
+    try:
+        async with through_the_cli("not-a-token-the-platform-knows", "legacy") as client:
+            await client.list_tools()
+    except* MCPError as group:
+        refused = leaves(group)
+    assert refused, "a refused token listed tools"
+    assert all("invalid bearer token" in e and "not-a-token" not in e for e in refused), refused
+
+
 async def a_page_the_person_turns_down_in_the_client_is_told_as_its_url() -> None:
     name = f"mcp-turned-down-{uuid.uuid4().hex[:8]}"
     asked = []
@@ -359,6 +408,7 @@ CHECKS = [
     a_declined_change_never_runs,
     a_scaling_runs_once_approved,
     a_member_is_refused_at_once_and_nothing_is_recorded,
+    the_cli_serves_the_same_tools_over_stdio,
     a_bad_body_has_the_apis_field_messages_and_records_nothing,
 ]
 

@@ -5,6 +5,7 @@ mod auth;
 mod auth_servers;
 mod catalog;
 mod clusters;
+mod mcp;
 mod networking;
 mod pools;
 
@@ -33,6 +34,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::FirewallRule(c) => networking::rules(&Session::open(global)?, c).await,
         Command::AuthServer(c) => auth_servers::run(&Session::open(global)?, c).await,
         Command::Audit(c) => activity::audit(&Session::open(global)?, c).await,
+        Command::Mcp => mcp::serve(Session::open(global)?.api).await,
     }
 }
 
