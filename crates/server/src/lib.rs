@@ -5,6 +5,9 @@ pub mod config;
 mod metrics;
 mod system;
 
+#[cfg(test)]
+mod architecture;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
