@@ -538,8 +538,79 @@ fn start_binary(
     ServerProcess::start(&settings, port, log)
 }
 
+/// A collector of OTLP/HTTP JSON on loopback: each body posted to `/v1/traces`, kept.
+async fn otlp_collector() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let into = kept.clone();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let into = into.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                loop {
+                    let mut chunk = [0u8; 16384];
+                    let Ok(n) = conn.read(&mut chunk).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    if buf.len() < end + 4 + length {
+                        continue;
+                    }
+                    let body = buf[end + 4..end + 4 + length].to_vec();
+                    buf.drain(..end + 4 + length);
+                    if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+                        into.lock().unwrap().push(v);
+                    }
+                    let ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+                    if conn.write_all(ok).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, kept)
+}
+
+/// Every span the collector received: (trace id, span id, parent span id, name).
+fn exported(kept: &std::sync::Mutex<Vec<Value>>) -> Vec<(String, String, String, String)> {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let mut spans = Vec::new();
+    for body in kept.lock().unwrap().iter() {
+        for rs in body["resourceSpans"].as_array().into_iter().flatten() {
+            for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
+                for s in ss["spans"].as_array().into_iter().flatten() {
+                    spans.push((
+                        text(&s["traceId"]).to_ascii_lowercase(),
+                        text(&s["spanId"]).to_ascii_lowercase(),
+                        text(&s["parentSpanId"]).to_ascii_lowercase(),
+                        text(&s["name"]),
+                    ));
+                }
+            }
+        }
+    }
+    spans
+}
+
 /// `LOG_FORMAT=json`: the lines of one request share its id, from the access line to the
-/// provisioning the request scheduled, and say who asked and for which organization.
+/// provisioning the request scheduled, and say who asked and for which organization. With
+/// `OTEL_EXPORTER_OTLP_ENDPOINT`, the same story reaches a collector as one trace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_requests_log_lines_share_its_id_down_to_provisioning() {
     let app = TestApp::spawn_with(&[("RECONCILER_WORKERS", "0")]).await;
@@ -547,11 +618,14 @@ async fn one_requests_log_lines_share_its_id_down_to_provisioning() {
     let base = format!("http://127.0.0.1:{port}");
     let scratch = Scratch::new("traced");
     let log = scratch.path("server.json");
+    let (collector, kept) = otlp_collector().await;
     let settings = [
         ("LOG_FORMAT", "json"),
         ("LOG_SPANS", "close"),
         ("RUST_LOG", "info"),
         ("PROVISIONER_STEP_MS", "0"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.as_str()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
     ];
     let server = start_binary(&app, port, &settings, log.clone());
     server.wait_healthy(&app.client).await;
@@ -585,6 +659,40 @@ async fn one_requests_log_lines_share_its_id_down_to_provisioning() {
         assert!(Instant::now() < deadline, "never Provisioned: {}", c.text());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // The collector receives the request's trace: the request under the caller's span, the use
+    // case under it, and the reconcile steps of the work it scheduled, all with its trace id.
+    let deadline = Instant::now() + LIMIT;
+    let spans = loop {
+        let spans = exported(&kept);
+        let ours: Vec<_> = spans.iter().filter(|s| s.0 == trace_id).cloned().collect();
+        let has = |name: &str| ours.iter().any(|s| s.3 == name);
+        if has("reconcile_step") && has("request") && has("operation") {
+            break ours;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the trace never reached the collector: {spans:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let request = spans.iter().find(|s| s.3 == "request").unwrap();
+    assert_eq!(
+        request.2, "00f067aa0ba902b7",
+        "the request's parent is the caller's span"
+    );
+    let use_case = spans.iter().find(|s| s.3 == "create_cluster").unwrap();
+    assert_eq!(use_case.2, request.1, "the use case is inside the request");
+    assert!(spans.iter().any(|s| s.3 == "change" && s.2 == use_case.1));
+    let operation = spans.iter().find(|s| s.3 == "operation").unwrap();
+    assert_eq!(
+        operation.2, request.1,
+        "the provisioning hangs under the request that asked"
+    );
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.3 == "reconcile_step" && s.2 == operation.1)
+    );
     drop(server);
     let lines: Vec<Value> = std::fs::read_to_string(&log)
         .unwrap()

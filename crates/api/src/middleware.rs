@@ -27,14 +27,12 @@ pub async fn observe(
             .and_then(|v| v.to_str().ok()),
     );
     req.extensions_mut().insert(id.clone());
-    // The request's place in a trace: the caller's when it sent a valid `traceparent`, a new
-    // trace otherwise. The use cases pass it on to the provisioning they schedule.
-    let trace = telemetry::TraceContext::continue_from(
-        req.headers()
-            .get("traceparent")
-            .and_then(|v| v.to_str().ok()),
-    );
-    req.extensions_mut().insert(trace);
+    // The caller's place in a trace, when it sent a valid `traceparent`.
+    let parent = req
+        .headers()
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .and_then(telemetry::TraceContext::parse);
     let method = req.method().to_string();
     let route = req
         .match_pattern()
@@ -47,9 +45,14 @@ pub async fn observe(
         method = %method,
         route = %route,
         request_id = %id.0,
-        trace_id = %trace.trace_id_hex(),
+        trace_id = tracing::field::Empty,
         caller = tracing::field::Empty,
     );
+    // The request's own place: under the caller's span, or the root of a new trace. The use
+    // cases pass it on to the provisioning they schedule.
+    let trace = telemetry::export::join(&span, parent.as_ref());
+    span.record("trace_id", tracing::field::display(trace.trace_id_hex()));
+    req.extensions_mut().insert(trace);
     let state = req.app_data::<Data<AppState>>().cloned();
     let in_flight = state.as_ref().map(|s| s.metrics.clone());
     let guard = in_flight.as_deref().map(api_metrics_start);

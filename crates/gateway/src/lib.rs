@@ -452,12 +452,17 @@ pub(crate) async fn handle(req: Request<Incoming>, peer: Peer, state: &State) ->
         return healthz();
     }
     let request_id = problem::choose_request_id(req.headers().get("x-request-id"));
-    let trace = trace::Trace::of(req.headers());
+    let mut trace = trace::Trace::of(req.headers());
     let span = tracing::info_span!(
         "request",
         request_id = request_id.to_str().unwrap_or_default(),
-        trace_id = %trace.context.trace_id_hex(),
+        trace_id = tracing::field::Empty,
         method = %req.method()
+    );
+    trace.join(&span);
+    span.record(
+        "trace_id",
+        tracing::field::display(trace.context.trace_id_hex()),
     );
     // Boxed at once: the checks and the forwarding make a future of several KB, which every
     // wrapper below and hyper's dispatcher would otherwise copy whole, per request.

@@ -23,8 +23,29 @@ fn log_filter() -> tracing_subscriber::EnvFilter {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(log_filter())
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    // With OTEL_EXPORTER_OTLP_ENDPOINT, the spans also go to that collector (kept running, and
+    // flushed, until `_export` is dropped at the end of main).
+    let endpoint = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .ok()
+        .filter(|e| !e.trim().is_empty());
+    let service = std::env::var("OTEL_SERVICE_NAME")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "kubesvc-gateway".to_owned());
+    let (otel, _export) = match endpoint.map(|e| telemetry::export::layer(&e, &service)) {
+        Some(Ok((layer, export))) => (Some(layer), Some(export)),
+        Some(Err(e)) => {
+            eprintln!("gateway: {e}: spans are not exported");
+            (None, None)
+        }
+        None => (None, None),
+    };
+    tracing_subscriber::registry()
+        .with(log_filter())
+        .with(tracing_subscriber::fmt::layer())
+        .with(otel)
         .init();
     let settings = match gateway::Settings::from_env() {
         Ok(s) => s,

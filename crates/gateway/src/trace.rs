@@ -8,6 +8,9 @@ use http::header::HeaderValue;
 use telemetry::TraceContext;
 
 pub struct Trace {
+    /// The client's span, when it sent one valid `traceparent`.
+    pub parent: Option<TraceContext>,
+    /// The gateway's own place in the trace: what the upstream is told.
     pub context: TraceContext,
     pub state: Option<HeaderValue>,
 }
@@ -22,6 +25,7 @@ impl Trace {
         };
         let Some(parent) = parent else {
             return Trace {
+                parent: None,
                 context: TraceContext::root(),
                 state: None,
             };
@@ -38,9 +42,16 @@ impl Trace {
             .and_then(telemetry::tracestate)
             .and_then(|s| HeaderValue::from_str(s).ok());
         Trace {
+            parent: Some(parent),
             context: parent.child(),
             state,
         }
+    }
+
+    /// Takes `span` (the request's) as the gateway's place in the trace: under the client's
+    /// span, or the root of a new trace.
+    pub fn join(&mut self, span: &tracing::Span) {
+        self.context = telemetry::export::join(span, self.parent.as_ref());
     }
 
     pub fn traceparent(&self) -> HeaderValue {

@@ -41,16 +41,18 @@ pub(crate) async fn run(shared: Arc<Shared>, name: String) {
                 // The trace of the request that scheduled it, so a tracing back end shows the
                 // provisioning inside the request's story.
                 let (request_id, trace) = lease.operation.cause();
-                let trace_id = trace
-                    .and_then(telemetry::TraceContext::parse)
-                    .map(|t| t.trace_id_hex())
-                    .unwrap_or_default();
+                let parent = trace.and_then(telemetry::TraceContext::parse);
                 let span = tracing::info_span!(
                     "operation",
                     cluster_id = %lease.operation.cluster_id,
                     request_id = request_id.unwrap_or(""),
-                    trace_id = %trace_id,
+                    trace_id = tracing::field::Empty,
                 );
+                // Work no traced request asked for (a retry, a repair) keeps an empty trace id.
+                if parent.is_some() {
+                    let own = telemetry::export::join(&span, parent.as_ref());
+                    span.record("trace_id", tracing::field::display(own.trace_id_hex()));
+                }
                 work_on(&shared, &name, lease).instrument(span).await;
                 shared.counters.busy.fetch_sub(1, Ordering::Relaxed);
             }

@@ -5,8 +5,13 @@ use std::process::ExitCode;
 
 use server::config::{Config, Source};
 
-fn init_tracing() {
+/// The log on standard error and, when `OTEL_EXPORTER_OTLP_ENDPOINT` names a collector, the
+/// spans exported to it; the answer keeps the exporter running until it is dropped.
+fn init_tracing() -> Option<telemetry::export::Export> {
     use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v == "json");
     // Colour only for a terminal: log files and CI logs stay plain text.
@@ -18,22 +23,42 @@ fn init_tracing() {
     } else {
         tracing_subscriber::fmt::format::FmtSpan::NONE
     };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_span_events(spans)
         .with_ansi(ansi);
-    if json {
-        builder.json().init()
+    let fmt = if json {
+        fmt.json().boxed()
     } else {
-        builder.compact().init()
-    }
+        fmt.compact().boxed()
+    };
+    let endpoint = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .ok()
+        .filter(|e| !e.trim().is_empty());
+    let service = std::env::var("OTEL_SERVICE_NAME")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "kubesvc".to_owned());
+    let (otel, export) = match endpoint.map(|e| telemetry::export::layer(&e, &service)) {
+        Some(Ok((layer, export))) => (Some(layer), Some(export)),
+        Some(Err(e)) => {
+            eprintln!("server: {e}: spans are not exported");
+            (None, None)
+        }
+        None => (None, None),
+    };
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(fmt)
+        .with(otel)
+        .init();
+    export
 }
 
 /// `server --migrate`: what a deployment's migration Job runs before a release's replicas start.
 /// Only DATABASE_URL is read; the other settings belong to the serving process.
 fn migrate() -> ExitCode {
-    init_tracing();
+    let _export = init_tracing();
     let Some(url) = std::env::var("DATABASE_URL")
         .ok()
         .filter(|u| !u.trim().is_empty())
@@ -91,7 +116,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    init_tracing();
+    // Kept to the end of main: dropping it sends the spans still buffered.
+    let _export = init_tracing();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -10,6 +10,8 @@
 
 use std::fmt;
 
+pub mod export;
+
 /// The most `tracestate` the gateway passes on: the limit W3C Trace Context asks a vendor to
 /// keep to (32 list members of at most 256 bytes could be more; longer lists may be cut).
 pub const TRACESTATE_MAX: usize = 512;
