@@ -486,6 +486,42 @@ pub fn markdown(r: &Results, chart_link: Option<&str>) -> String {
             "—",
         ));
     }
+    // 9. A read through the assistant's face, and the API's with its spans on.
+    if let Some(f) = &items.faces {
+        let c = f.connections;
+        let traced = f.rest_traced.rps / f.rest_quiet.rps.max(1e-9);
+        ratios.push(format!(
+            "GET by id at info / at warn, {c} connections: {traced:.2}"
+        ));
+        rows.push(row(
+            9,
+            format!(
+                "`GET /v1/public/clusters/{{id}}` with spans and the access line at `info`, beside `warn`, {c} connections, median of {} rounds",
+                f.rounds
+            ),
+            format!(
+                "info {}; warn {}; **{traced:.2} × warn**",
+                wrk_cell(&f.rest_traced),
+                wrk_cell(&f.rest_quiet)
+            ),
+            "≥ 0.95 × warn (at most 5 % lost)",
+            verdict(traced >= 0.95 && f.rest_traced.clean() && f.rest_quiet.clean()),
+        ));
+        let mcp = f.mcp.rps / f.rest_quiet.rps.max(1e-9);
+        ratios.push(format!(
+            "get_cluster through /mcp / GET by id, {c} connections: {mcp:.2}"
+        ));
+        rows.push(row(
+            9,
+            format!(
+                "`tools/call get_cluster` through `/mcp` beside `GET /v1/public/clusters/{{id}}`, {c} connections, median of {} rounds",
+                f.rounds
+            ),
+            format!("{}; **{mcp:.2} × the REST route**", wrk_cell(&f.mcp)),
+            "≥ 0.8 × the REST route",
+            verdict(mcp >= 0.8 && f.mcp.clean()),
+        ));
+    }
 
     let mut md = String::new();
     let _ = writeln!(md, "# Benchmarks\n");
@@ -813,6 +849,13 @@ mod tests {
                     rss_after_kb: 30 * 1024 + 30_000,
                     cache_entries: 10_000,
                 }),
+                faces: Some(Faces {
+                    connections: 16,
+                    rounds: 3,
+                    rest_quiet: wrk(20000.0, 0.7, 2.0),
+                    rest_traced: wrk(19400.0, 0.72, 2.1),
+                    mcp: wrk(12000.0, 1.2, 3.0),
+                }),
             },
         }
     }
@@ -848,6 +891,8 @@ mod tests {
             "- gateway OIDC-Bearer / plain nginx at 16: 0.45",
             "](benchmarks/latency.svg)",
             "| `BENCH_CLUSTERS` | `10000` |",
+            "| 9 | `GET /v1/public/clusters/{id}` with spans and the access line at `info`, beside `warn`, 16 connections, median of 3 rounds | info 19400 req/s, p50 0.72 ms, p99 2.10 ms; warn 20000 req/s, p50 0.70 ms, p99 2.00 ms; **0.97 × warn** | ≥ 0.95 × warn (at most 5 % lost) | meets |",
+            "| 9 | `tools/call get_cluster` through `/mcp` beside `GET /v1/public/clusters/{id}`, 16 connections, median of 3 rounds | 12000 req/s, p50 1.20 ms, p99 3.00 ms; **0.60 × the REST route** | ≥ 0.8 × the REST route | **misses** |",
         ] {
             assert!(md.contains(want), "missing {want:?} in\n{md}");
         }

@@ -253,6 +253,22 @@ pub struct Items {
     pub feed_lag: Option<FeedLag>,
     #[serde(default)]
     pub cache_rss: Option<CacheRss>,
+    #[serde(default)]
+    pub faces: Option<Faces>,
+}
+
+/// Item 9: one read through the assistant's face beside the API's, and the API's with its
+/// spans and access log at `info` beside `warn`; each its median round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Faces {
+    pub connections: u32,
+    pub rounds: u32,
+    /// `GET /v1/public/clusters/{id}`, server at `RUST_LOG=warn` (no span enabled).
+    pub rest_quiet: WrkRun,
+    /// The same, server at `RUST_LOG=info` (request, use case and change spans, access line).
+    pub rest_traced: WrkRun,
+    /// `tools/call get_cluster` through `/mcp` on the `warn` server.
+    pub mcp: WrkRun,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use anyhow::{Context, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
 /// The items of the report, numbered as its rows are.
-pub const ITEMS: [(u8, &str); 8] = [
+pub const ITEMS: [(u8, &str); 9] = [
     (1, "GET /v1/public/clusters/{id} next to pgbench -S"),
     (2, "a page of 100 of BENCH_CLUSTERS clusters"),
     (3, "creates with Idempotency-Key, then their replays"),
@@ -29,6 +29,10 @@ pub const ITEMS: [(u8, &str); 8] = [
         "the change feed's delivery lag between two server processes",
     ),
     (8, "server RSS with every seeded cluster in the watch cache"),
+    (
+        9,
+        "a read through /mcp beside the API's, and the API's with its spans at info beside warn",
+    ),
 ];
 
 /// `(name, default, meaning)` of every setting.
@@ -394,7 +398,7 @@ mod tests {
         assert_eq!(s.db_pool_size, 16);
         assert_eq!(s.profile, "release");
         assert_eq!(s.out, None);
-        assert!((1..=8).all(|n| s.runs(n)));
+        assert!((1..=9).all(|n| s.runs(n)));
     }
 
     #[test]
@@ -421,7 +425,7 @@ mod tests {
 
     #[test]
     fn refuses_what_cannot_be_measured() {
-        assert!(with(&[("BENCH_ONLY", "9")]).is_err());
+        assert!(with(&[("BENCH_ONLY", "10")]).is_err());
         assert!(with(&[("BENCH_ONLY", "x")]).is_err());
         assert!(with(&[("BENCH_CONNECTIONS", "")]).is_err());
         assert!(with(&[("BENCH_CONNECTIONS", "1 0")]).is_err());

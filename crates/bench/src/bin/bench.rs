@@ -14,7 +14,8 @@
 //! many clusters; 3 creates and replays with `Idempotency-Key`; 4 10,000 `/state` long-polls
 //! (RSS, change → answer); 5 account-platform calls per 1,000 requests; 6 the gateway next to
 //! nginx and Caddy; 7 the change feed's delivery lag between two processes; 8 server RSS with
-//! every seeded cluster cached.
+//! every seeded cluster cached; 9 a read through `/mcp` beside the API's, and the API's with
+//! its spans at `info` beside `warn`.
 //!
 //! Settings (environment, defaults in brackets; `--help` prints the same list):
 //! - `BENCH_ONLY` [all]: the items to run, e.g. `1,3` (`--only` overrides it); a partial run

@@ -8,6 +8,7 @@
 pub mod cache_rss;
 pub mod cpu;
 pub mod database;
+pub mod faces;
 pub mod feed_lag;
 pub mod gateway;
 pub mod gateway_reload;
@@ -363,6 +364,10 @@ async fn run(
         results.items.gateway = item.rows;
         results.items.gateway_reload = Some(item.reload);
         results.items.websocket = Some(item.websocket);
+        b.save(&results)?;
+    }
+    if runs(9) {
+        results.items.faces = Some(faces::run(&b).await?);
         b.save(&results)?;
     }
     stub.stop().await?;

@@ -91,6 +91,16 @@ impl ServerEnv {
     /// `server` on a free port, `RECONCILER_WORKERS=0` (no provisioning competes with the
     /// measure) and a zone too large to refuse a create; ready once `/readyz` answers 200.
     pub async fn start(&self, name: &str, token_cache_ttl_s: u32) -> anyhow::Result<Server> {
+        self.start_logging(name, token_cache_ttl_s, "warn").await
+    }
+
+    /// [`Env::start`] with `RUST_LOG=rust_log` (the bench's servers log at `warn` otherwise).
+    pub async fn start_logging(
+        &self,
+        name: &str,
+        token_cache_ttl_s: u32,
+        rust_log: &str,
+    ) -> anyhow::Result<Server> {
         let port = free_port()?;
         let url = format!("http://127.0.0.1:{port}");
         crate::say!("starting server {name} on {url} (TOKEN_CACHE_TTL_S={token_cache_ttl_s})");
@@ -111,7 +121,7 @@ impl ServerEnv {
             ("RATE_LIMIT_PER_TOKEN", "0"),
             ("RATE_LIMIT_WRITES_PER_TOKEN", "0"),
             ("RATE_LIMIT_WRITES_PER_ORGANIZATION", "0"),
-            ("RUST_LOG", "warn"),
+            ("RUST_LOG", rust_log),
         ]);
         let mut proc = Proc::spawn(&format!("server-{name}"), cmd, &self.logs)?;
         proc.wait_ok(

@@ -84,6 +84,24 @@ impl Wrk {
         })
     }
 
+    /// [`Wrk::run`] of a POST of `body` (a script of its own sets the method and the body).
+    pub async fn post(
+        &self,
+        name: &str,
+        connections: u32,
+        seconds: u32,
+        url: &str,
+        headers: &[&str],
+        body: &str,
+    ) -> anyhow::Result<WrkRun> {
+        let script = self.script.with_file_name(format!("wrk-{name}.lua"));
+        // A Lua long string holds the JSON as it is (it has no `]==]`).
+        let text = format!("wrk.method = \"POST\"\nwrk.body = [==[{body}]==]\n{SCRIPT}");
+        std::fs::write(&script, text).with_context(|| format!("writing {}", script.display()))?;
+        self.run_script(name, connections, seconds, url, headers, &script)
+            .await
+    }
+
     /// `wrk --latency -c CONNECTIONS -d SECONDS` of `url` with `headers` (`Name: value`), as many
     /// threads as connections up to the cores; the output goes to raw/`name`.wrk.txt.
     pub async fn run(
@@ -93,6 +111,20 @@ impl Wrk {
         seconds: u32,
         url: &str,
         headers: &[&str],
+    ) -> anyhow::Result<WrkRun> {
+        let script = self.script.clone();
+        self.run_script(name, connections, seconds, url, headers, &script)
+            .await
+    }
+
+    async fn run_script(
+        &self,
+        name: &str,
+        connections: u32,
+        seconds: u32,
+        url: &str,
+        headers: &[&str],
+        script: &Path,
     ) -> anyhow::Result<WrkRun> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         let threads = connections.min(cores).max(1);
@@ -104,7 +136,7 @@ impl Wrk {
             format!("-d{seconds}s"),
             "--latency".to_owned(),
             "-s".to_owned(),
-            self.script.display().to_string(),
+            script.display().to_string(),
         ];
         for h in headers {
             args.push("-H".to_owned());
