@@ -397,7 +397,10 @@ async fn run(
                         org: selector(acting, &a.organization),
                         zone: a.zone,
                         page,
-                        freshness: Freshness::Latest,
+                        // As the API's reads by default: the watch cache, which every write of
+                        // any process reaches within a moment (a change's own answer, and an
+                        // approved change's retried call, read the database).
+                        freshness: Freshness::Recent,
                     },
                 )
                 .await?;
@@ -423,7 +426,7 @@ async fn run(
         Name::GetCluster => {
             let a: ClusterArgs = args(arguments)?;
             let id = find_cluster(acting, &a.organization, &a.cluster).await?;
-            let c = s.get_cluster(caller, id, Freshness::Latest).await?;
+            let c = s.get_cluster(caller, id, Freshness::Recent).await?;
             done(
                 format!(
                     "The cluster is {}; its fields are in the structured content.",
@@ -693,7 +696,7 @@ async fn find_cluster(
                     org: selector(acting, organization),
                     zone: None,
                     page: PageRequest { page, size: 100 },
-                    freshness: Freshness::Latest,
+                    freshness: Freshness::Recent,
                 },
             )
             .await?;
