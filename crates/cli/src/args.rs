@@ -126,6 +126,10 @@ pub enum Command {
     /// The organization's audit trail: who changed what, when.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// What your AI assistant asked to change: see it, approve it (it runs once, as you) or
+    /// decline it. Only your own approvals, in every organization.
+    #[command(subcommand, alias = "approval")]
+    Approvals(ApprovalsCommand),
     /// Print a shell completion script.
     #[command(
         after_help = "Examples:\n  kubesvc completion bash > ~/.local/share/bash-completion/completions/kubesvc\n  kubesvc completion zsh > \"${fpath[1]}/_kubesvc\"\n  kubesvc completion fish > ~/.config/fish/completions/kubesvc.fish"
@@ -414,6 +418,42 @@ pub enum AuditCommand {
         /// Every matching event, page after page.
         #[arg(long)]
         all: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// Your approvals, newest first (at most the 100 newest).
+    #[command(
+        after_help = "Examples:\n  kubesvc approvals list\n  kubesvc approvals list --status pending -o name"
+    )]
+    List {
+        /// Only those in this status: pending, approved, declined or expired.
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// One approval: what will happen, in words and exactly as asked, and where it stands.
+    #[command(after_help = "Example:\n  kubesvc approvals show 6f1c…")]
+    Show {
+        /// The approval's id (`kubesvc approvals list` shows them).
+        approval: String,
+    },
+    /// Approve: the change runs once, as you, with your role; the answer says what became of
+    /// it. A change that deletes something asks first on a terminal.
+    #[command(
+        after_help = "Examples:\n  kubesvc approvals approve 6f1c…\n  kubesvc approvals approve 6f1c… --yes  # a deletion, without the question (scripts)"
+    )]
+    Approve {
+        /// The approval's id (`kubesvc approvals list` shows them).
+        approval: String,
+        #[command(flatten)]
+        yes: YesFlag,
+    },
+    /// Decline: the change never runs.
+    #[command(after_help = "Example:\n  kubesvc approvals decline 6f1c…")]
+    Decline {
+        /// The approval's id (`kubesvc approvals list` shows them).
+        approval: String,
     },
 }
 
