@@ -38,7 +38,7 @@ pub async fn run(s: &Session, command: ApprovalsCommand) -> Result<(), CliError>
             }
             let (a, raw) = decide(s, a.id, "approve").await?;
             if s.out.is_data() {
-                s.out.show(&view(raw, &[a.clone()]))?;
+                s.out.show(&view(raw, std::slice::from_ref(&a)))?;
             } else {
                 print_out(&format!("{}\n", approved_words(&a)))?;
             }

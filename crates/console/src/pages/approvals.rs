@@ -293,7 +293,7 @@ async fn draw(
         signed,
         organization,
         pending,
-        &title(&a.action),
+        title(&a.action),
         status,
         body,
     ))
