@@ -6,7 +6,8 @@
 // downloads a kubeconfig that `kubectl config view --minify` accepts, uses the forms with
 // JavaScript off, deletes the cluster and signs out; a
 // member sees the same cluster with no control that changes it, and a delete forced past the
-// page is refused. Every page is scanned with axe-core: no serious or critical violation. Fails
+// page is refused; the member's Approvals page, and a signed-out link to an approval that comes
+// back to it after signing in. Every page is scanned with axe-core: no serious or critical violation. Fails
 // on any script error, Content-Security-Policy violation or request leaving the server.
 // Usage: BASE_URL=http://127.0.0.1:8080 node check.mjs   (SCREENSHOTS=dir also saves pages)
 // CHROMIUM overrides the executable (default /usr/bin/chromium); KUBECTL the kubectl to use.
@@ -253,6 +254,25 @@ try {
     maxRedirects: 0,
   });
   if (forced.status() !== 403) problems.push(`a member's forced delete answered ${forced.status()}, not 403`);
+
+  // The header's Approvals link: the member's own approvals (none: only the assistant's
+  // endpoint asks for one, and this check has no assistant, so no approval's page is opened).
+  await member.getByRole('link', { name: /^Approvals/ }).click();
+  await member.waitForURL('**/console/approvals**', { timeout: STEP_MS });
+  await member.getByText('Your assistant has not asked for anything yet').waitFor({ timeout: STEP_MS });
+  await scan(member, 'approvals');
+
+  // A link to an approval opened signed out comes back to it after signing in (an unknown one
+  // here: the same "not found" page another person's approval gets).
+  const returning = await person('returning');
+  const unknown = `/console/approvals/${crypto.randomUUID()}`;
+  expected.add(`404 ${unknown}`);
+  await returning.goto(`${base}${unknown}`, { timeout: STEP_MS });
+  if (!returning.url().includes('/console/sign-in?next=')) problems.push(`a signed-out approval link went to ${returning.url()}`);
+  await returning.getByRole('button', { name: 'member of acme (read-only)' }).click();
+  await returning.waitForURL(`**${unknown}`, { timeout: STEP_MS });
+  await returning.getByRole('heading', { name: 'Approval not found' }).waitFor({ timeout: STEP_MS });
+  await scan(returning, 'approval-not-found');
 
   // The super_admin deletes it, confirming with its name, and signs out.
   await admin.getByLabel(/Type the cluster's name/).fill(name);

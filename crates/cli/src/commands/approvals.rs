@@ -83,8 +83,33 @@ async fn fetch(s: &Session, approval: &str) -> Result<(Approval, Value), CliErro
 /// Approves or declines. Sent twice (the CLI's own retry included) it decides once: the API
 /// answers a second approval with the first one's outcome.
 async fn decide(s: &Session, id: Uuid, verb: &str) -> Result<(Approval, Value), CliError> {
-    let call = Call::new(Method::POST, format!("/v1/public/approvals/{id}/{verb}"));
-    let raw = s.api.send(&call).await?.json()?;
+    let call = Call::new(Method::POST, format!("/v1/public/approvals/{id}/{verb}")).idempotent();
+    let raw = match s.api.send(&call).await {
+        Ok(answer) => answer.json()?,
+        Err(mut e) if e.is_status(409) => {
+            // Decided already: said of this approval in words, keeping the API's status (and
+            // so the exit code) and request id.
+            if let (
+                CliError::Api {
+                    problem: Some(p), ..
+                },
+                Ok((now, _)),
+            ) = (&mut e, fetch(s, &id.to_string()).await)
+            {
+                p.detail = format!(
+                    "approval {id} is {}, so it can no longer be {verb}d{}",
+                    now.status,
+                    if now.status == "approved" {
+                        ""
+                    } else {
+                        ": nothing ran"
+                    }
+                );
+            }
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
     Ok((parse(raw.clone())?, raw))
 }
 

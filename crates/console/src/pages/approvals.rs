@@ -17,7 +17,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use api::extract::Id;
 use chrono::{DateTime, Utc};
 use domain::DomainError;
-use domain::error::Resource;
+use domain::error::{Conflict, Resource};
 use domain::input::cluster::CreateClusterRequest;
 use domain::input::node_pool::{NodePoolPatch, NodePoolRequest};
 use domain::model::approval::{Approval, ApprovalOutcome, ApprovalStatus, ApprovedAction};
@@ -192,7 +192,16 @@ async fn decided(
         Err(DomainError::Internal(cause)) => Err(DomainError::Internal(cause).into()),
         Err(e) => {
             let status = api::problem::status_of(&e);
-            draw(signed, id, None, status, Some(&refusal(&e))).await
+            let words = match &e {
+                // Decided already (another tab, the sweep): said of this approval, plainly.
+                DomainError::Conflict(Conflict::InvalidState {
+                    resource: Resource::Approval,
+                    status,
+                    operation,
+                }) => format!("This approval is {status}, so it can no longer be {operation}."),
+                other => refusal(other),
+            };
+            draw(signed, id, None, status, Some(&words)).await
         }
     }
 }
