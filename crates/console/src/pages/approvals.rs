@@ -259,9 +259,11 @@ async fn draw(
         }
         (standing(&a, &cluster, now))
         section aria-labelledby="what" {
-            h2 #what { "What will happen" }
+            h2 #what {
+                @if a.status == ApprovalStatus::Pending { "What will happen" } @else { "What was asked" }
+            }
             p.summary #approval-summary { (a.summary) }
-            @if a.action.is_destructive() {
+            @if a.action.is_destructive() && a.status == ApprovalStatus::Pending {
                 p.notice.error #approval-destructive { "This deletes something: what is deleted cannot be brought back." }
             }
             (arguments(&a, &cluster))
@@ -272,9 +274,14 @@ async fn draw(
                 dt { "Asked by" } dd { (asker(&a)) }
                 dt { "Organization" } dd { (a.organization_slug) }
                 dt { "Requested" } dd { (when(a.created_at)) " (" (in_words(a.created_at, now)) ")" }
-                dt { "Expires" } dd { (when(a.expires_at)) " (" (in_words(a.expires_at, now)) ")" }
-                @if let Some(at) = a.decided_at {
-                    dt { "Decided" } dd { (when(at)) " (" (in_words(at, now)) ")" }
+                @match a.decided_at {
+                    Some(at) if a.status != ApprovalStatus::Expired => {
+                        dt { "Decided" } dd { (when(at)) " (" (in_words(at, now)) ")" }
+                    }
+                    _ => {
+                        dt { @if a.status == ApprovalStatus::Expired { "Expired" } @else { "Expires" } }
+                        dd { (when(a.expires_at)) " (" (in_words(a.expires_at, now)) ")" }
+                    }
                 }
             }
         }
@@ -285,7 +292,7 @@ async fn draw(
                     "Approve runs exactly this, once, as you (" (signed.caller.user.email.as_deref().unwrap_or(&signed.caller.user.id))
                     "), with your role in " (a.organization_slug) ". Decline and nothing runs."
                 }
-                p.actions {
+                div.decision {
                     form method="post" action={ (PREFIX) "/approvals/" (a.id) "/approve" } {
                         input type="hidden" name="csrf" value=(signed.session.csrf);
                         button.destructive[a.action.is_destructive()] type="submit" { "Approve" }
