@@ -411,3 +411,45 @@ async fn a_sign_in_sent_from_an_approval_comes_back_to_it() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_refused_as_it_runs_is_said_in_words_and_changes_nothing() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let cluster = app.create_cluster("gone-soon").await;
+    let target: uuid::Uuid = id(&cluster).parse().unwrap();
+    let add = asks(
+        &app,
+        TOKEN_ACME_SUPER_ADMIN,
+        ApprovedAction::AddNodePool {
+            cluster: target,
+            body: NodePoolRequest {
+                name: Some("extra".into()),
+                size: Some("kube.c5.large".into()),
+                count: Some(1),
+                ..Default::default()
+            },
+        },
+    )
+    .await
+    .unwrap();
+    // The cluster is deleted before the person decides.
+    let deleted = app
+        .delete(&format!("{CLUSTERS}/{target}"), TOKEN_ACME_SUPER_ADMIN)
+        .await;
+    assert_eq!(deleted.status, 202, "{}", deleted.text());
+    let mut alice = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let one = format!("/console/approvals/{}", add.id);
+    let page = alice.get(&one).await;
+    let approved = decide(&mut alice, &page, &add.id.to_string(), "approve").await;
+    assert_eq!(approved.status, 303, "{}", approved.body);
+    let after = alice.get(&one).await;
+    let status = after.text_of("approval-status").unwrap_or_default();
+    assert!(
+        status.starts_with(
+            "Approved, but the change was refused when it ran, so nothing was changed"
+        ),
+        "{status}"
+    );
+    offers_no_decision(&after, &add.id.to_string());
+    assert_eq!(app.count_rows("node_pools"), 1, "no pool was added");
+}

@@ -133,3 +133,76 @@ async fn approving_a_deletion_off_a_terminal_needs_yes() {
         "Deleting"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_terminal_a_deletion_is_approved_only_on_yes_and_a_refused_run_exits_1() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let user = logged_in(&app).await;
+    create_small(&user, "asked-twice").await;
+    let cluster: uuid::Uuid = json(&user, &["cluster", "get", "asked-twice"]).await["id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let delete = asks(
+        &app,
+        TOKEN_ACME_SUPER_ADMIN,
+        ApprovedAction::DeleteCluster { cluster },
+    )
+    .await
+    .unwrap();
+    let id = delete.id.to_string();
+    let no = user
+        .on_terminal(&["approvals", "approve", &id], "n\n")
+        .await
+        .expect(1);
+    assert!(
+        no.stdout
+            .contains(&format!("Approve {id} (Delete the cluster asked-twice")),
+        "{no:?}"
+    );
+    assert_eq!(
+        json(&user, &["approvals", "show", &id]).await["status"],
+        "pending"
+    );
+
+    // A pool the assistant wanted added, to a cluster deleted meanwhile: approved, the run is
+    // refused, the words say why, and the exit code is 1.
+    let add = asks(
+        &app,
+        TOKEN_ACME_SUPER_ADMIN,
+        ApprovedAction::AddNodePool {
+            cluster,
+            body: domain::input::node_pool::NodePoolRequest {
+                name: Some("extra".into()),
+                size: Some("kube.c5.large".into()),
+                count: Some(1),
+                ..Default::default()
+            },
+        },
+    )
+    .await
+    .unwrap();
+    let yes = user
+        .on_terminal(&["approvals", "approve", &id], "y\n")
+        .await
+        .expect(0);
+    assert!(
+        yes.stdout
+            .contains("Approved: the cluster is being deleted"),
+        "{yes:?}"
+    );
+    let refused = user
+        .run(&["approvals", "approve", &add.id.to_string()])
+        .await
+        .expect(1);
+    assert!(
+        refused
+            .stderr
+            .contains("approved, but the change was refused when it ran"),
+        "{refused:?}"
+    );
+    let shown = json(&user, &["approvals", "show", &add.id.to_string()]).await;
+    assert_eq!(shown["status"], "approved");
+    assert_eq!(shown["outcome"]["result"], "refused");
+}
