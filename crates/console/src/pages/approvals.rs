@@ -558,8 +558,11 @@ fn pool_table(pools: &[NodePoolRequest]) -> Markup {
         @if pools.is_empty() {
             p.hint { "No node pool given: the service adds its default pool." }
         } @else {
+            // Scrolls by itself on a narrow screen (every argument stays shown); focusable, so a
+            // keyboard can scroll it too.
+            div.table-scroll role="region" aria-labelledby="approval-pools-caption" tabindex="0" {
             table.approval-pools #approval-pools {
-                caption { "Node pools" }
+                caption #approval-pools-caption { "Node pools" }
                 thead { tr {
                     th scope="col" { "Name" } th scope="col" { "Size" } th scope="col" { "Nodes" }
                     th scope="col" { "Labels" } th scope="col" { "Tags" }
@@ -575,6 +578,7 @@ fn pool_table(pools: &[NodePoolRequest]) -> Markup {
                         }
                     }
                 }
+            }
             }
         }
     }
