@@ -175,6 +175,30 @@ async fn approving_in_the_console_runs_the_change_once_and_says_what_became_of_i
     assert!(problem.contains("approved"), "{problem}");
     offers_no_decision(&late, &approval.id.to_string());
     assert_eq!(clusters_named(&app, "web-1").await, 1);
+    // The audit trail: approved in the console by alice; the cluster made by the assistant,
+    // naming the approval it ran from.
+    let events = app
+        .get("/v1/public/audit-events?limit=100", TOKEN_ACME_SUPER_ADMIN)
+        .await
+        .json()["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let approval_id = approval.id.to_string();
+    let approved_event = events
+        .iter()
+        .filter(|e| e["resource"] == "approval" && e["action"] == "approved")
+        .collect::<Vec<_>>();
+    assert_eq!(approved_event.len(), 1, "{events:?}");
+    assert_eq!(approved_event[0]["via"], "console");
+    assert_eq!(approved_event[0]["actor"]["user_id"], "alice");
+    let created = events
+        .iter()
+        .filter(|e| e["resource"] == "cluster" && e["action"] == "created")
+        .collect::<Vec<_>>();
+    assert_eq!(created.len(), 1, "{events:?}");
+    assert_eq!(created[0]["via"], "assistant");
+    assert_eq!(created[0]["approval_id"], approval_id.as_str());
     // Nothing waits any more.
     let nav = alice
         .get("/console/clusters")
