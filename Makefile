@@ -14,9 +14,10 @@ CARGO_TEST_ARGS ?= --workspace
 # Rust black-box tests saw refused with 422 is refused by the document too; docs: the /docs
 # reference in headless Chromium (tests/docs); console: the web console driven in headless
 # Chromium as a super_admin and a member, with an axe-core scan (tests/console); schemathesis:
-# a bounded schema-fuzzing run against `server --dev` (schemathesis.toml). `make fuzz` runs the long one,
+# a bounded schema-fuzzing run against `server --dev` (schemathesis.toml); mcp: the assistant's
+# /mcp endpoint driven by the official MCP Python SDK against `server --dev` (tests/mcp). `make fuzz` runs the long one,
 # then gateway_fuzz: the gateway's HTTP/1.1 client against hyper's under cargo-fuzz (FUZZ_SECONDS).
-TEST_STEPS ?= rust deploy openapi client refusals docs console schemathesis
+TEST_STEPS ?= rust deploy openapi client refusals docs console schemathesis mcp
 
 export CARGO_TEST_ARGS TEST_STEPS
 

@@ -275,6 +275,31 @@ step_schemathesis() {
         --max-examples "$FUZZ_EXAMPLES" --seed 1 --no-color)
 }
 
+MCP_VENV="${KUBESVC_CACHE:-$HOME/.cache/kubesvc}/mcp-venv"
+
+ensure_mcp_tools() {
+    if [[ -x $MCP_VENV/bin/python ]] &&
+        "$MCP_VENV/bin/pip" freeze 2>/dev/null | grep -qx 'mcp==2.3.0' &&
+        "$MCP_VENV/bin/pip" freeze 2>/dev/null | grep -qx 'jsonschema==4.26.0'; then
+        return 0
+    fi
+    say "installing the MCP Python SDK into $MCP_VENV (pinned in tests/mcp/requirements.txt)"
+    python3 -m venv "$MCP_VENV" || { apt_install python3-venv && python3 -m venv "$MCP_VENV"; }
+    "$MCP_VENV/bin/pip" install --quiet --disable-pip-version-check -r "$ROOT/tests/mcp/requirements.txt"
+}
+
+# shellcheck disable=SC2317 # steps are called as "step_$step"
+step_mcp() {
+    mkdir -p "$ROOT/.local"
+    ensure_mcp_tools || return $?
+    start_fuzz_server || return $?
+    say "the assistant's /mcp endpoint through the official MCP Python SDK, both protocol revisions (tests/mcp/check.py)"
+    local cli
+    cli="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/kubesvc"
+    [[ -x $cli ]] || run_child cargo build -p kubesvc --bin kubesvc || return $?
+    run_child env KUBESVC_URL="$FUZZ_URL" KUBESVC_CLI_BIN="$cli" "$MCP_VENV/bin/python" "$ROOT/tests/mcp/check.py"
+}
+
 # ---- The gateway's fuzz target (make fuzz): its own HTTP/1.1 client and hyper's read the same
 # ---- upstream bytes, and any disagreement beyond the listed ones is a crash (docs/gateway.md).
 

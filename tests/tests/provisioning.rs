@@ -549,12 +549,14 @@ async fn one_requests_log_lines_share_its_id_down_to_provisioning() {
     let log = scratch.path("server.json");
     let settings = [
         ("LOG_FORMAT", "json"),
+        ("LOG_SPANS", "close"),
         ("RUST_LOG", "info"),
         ("PROVISIONER_STEP_MS", "0"),
     ];
     let server = start_binary(&app, port, &settings, log.clone());
     server.wait_healthy(&app.client).await;
     let request_id = "trace-0123456789-create";
+    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
     let body = json!({"organization": "acme", "name": "traced", "node_pools": [{"size": "kube.c5.large", "count": 1}]});
     let a = app
         .send(
@@ -562,6 +564,7 @@ async fn one_requests_log_lines_share_its_id_down_to_provisioning() {
                 .post(format!("{base}/v1/public/clusters"))
                 .bearer_auth(TOKEN_ACME_SUPER_ADMIN)
                 .header("X-Request-Id", request_id)
+                .header("traceparent", format!("00-{trace_id}-00f067aa0ba902b7-01"))
                 .json(&body),
         )
         .await;
@@ -596,7 +599,6 @@ async fn one_requests_log_lines_share_its_id_down_to_provisioning() {
         .unwrap_or_else(|| panic!("no access line of the request: {lines:#?}"));
     assert_eq!(access["span"]["name"], "request");
     assert_eq!(access["span"]["route"], "/v1/public/clusters");
-    assert_eq!(access["span"]["organization"], ACME_ID.to_string());
     assert!(
         access["span"]["caller"]
             .as_str()
@@ -614,6 +616,42 @@ async fn one_requests_log_lines_share_its_id_down_to_provisioning() {
         "no provisioning line carries the request's id: {lines:#?}"
     );
     assert!(steps.iter().all(|l| l["span"]["cluster_id"] == id.as_str()));
+    // One trace from the request to the provisioning it scheduled (W3C traceparent).
+    assert_eq!(access["span"]["trace_id"], trace_id);
+    assert!(steps.iter().all(|l| l["span"]["trace_id"] == trace_id));
+    // The spans of the story, each logged as it ends: the use case inside the request, the
+    // change inside it with the organization and the operation it started, each reconcile
+    // step inside the operation.
+    let closed = |name: &str| {
+        lines
+            .iter()
+            .filter(|l| l["fields"]["message"] == "close" && l["span"]["name"] == name)
+            .collect::<Vec<_>>()
+    };
+    let use_case = closed("create_cluster");
+    assert!(
+        use_case
+            .iter()
+            .any(|l| l["spans"][0]["trace_id"] == trace_id
+                && l["span"]["organization"] == ACME_ID.to_string()),
+        "no create_cluster span inside the request, naming its organization: {use_case:#?}"
+    );
+    let change = closed("change");
+    assert!(
+        change
+            .iter()
+            .any(|l| l["span"]["organization"] == ACME_ID.to_string()
+                && l["span"]["operation"]
+                    .as_str()
+                    .is_some_and(|o| !o.is_empty())),
+        "no change span with its organization and operation: {change:#?}"
+    );
+    assert!(
+        closed("reconcile_step")
+            .iter()
+            .any(|l| l["spans"][0]["trace_id"] == trace_id),
+        "no reconcile step in the request's trace"
+    );
     // No line of the log holds the bearer token.
     let text = serde_json::to_string(&lines).unwrap();
     assert!(!text.contains(TOKEN_ACME_SUPER_ADMIN));

@@ -68,6 +68,16 @@ pub fn current_request_id() -> String {
     SERVING.try_with(|r| r.0.clone()).unwrap_or_default()
 }
 
+/// The use cases serving `req`: the changes they make name the request, and the provisioning
+/// they schedule joins the request's trace.
+pub fn serving_services(services: &Services, req: &HttpRequest) -> Services {
+    let serving = services.for_request(&request_id(req));
+    match req.extensions().get::<telemetry::TraceContext>() {
+        Some(trace) => serving.traced(&trace.header()),
+        None => serving,
+    }
+}
+
 pub fn request_id(req: &HttpRequest) -> String {
     req.extensions()
         .get::<RequestId>()
@@ -156,7 +166,7 @@ impl FromRequest for Ctx {
             tracing::Span::current().record("caller", tracing::field::display(&caller.user.id));
             let org_header = header_str(&req, "X-Platform-Organization").map(str::to_owned);
             Ok(Ctx {
-                services: state.services.for_request(&request_id),
+                services: serving_services(&state.services, &req),
                 caller,
                 request_id,
                 org_header,

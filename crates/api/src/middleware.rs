@@ -27,20 +27,28 @@ pub async fn observe(
             .and_then(|v| v.to_str().ok()),
     );
     req.extensions_mut().insert(id.clone());
+    // The request's place in a trace: the caller's when it sent a valid `traceparent`, a new
+    // trace otherwise. The use cases pass it on to the provisioning they schedule.
+    let trace = telemetry::TraceContext::continue_from(
+        req.headers()
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok()),
+    );
+    req.extensions_mut().insert(trace);
     let method = req.method().to_string();
     let route = req
         .match_pattern()
         .unwrap_or_else(|| "unmatched".to_owned());
     // Every line logged while the request is served (the store's blocking pool, the account
     // platform's client, the use cases) is inside this span; the extractor records the caller
-    // and the domain the organization once they are known.
+    // once it is known, and each use case's own span names the organization it acted in.
     let span = tracing::info_span!(
         "request",
         method = %method,
         route = %route,
         request_id = %id.0,
+        trace_id = %trace.trace_id_hex(),
         caller = tracing::field::Empty,
-        organization = tracing::field::Empty,
     );
     let state = req.app_data::<Data<AppState>>().cloned();
     let in_flight = state.as_ref().map(|s| s.metrics.clone());

@@ -425,9 +425,13 @@ enum Scope {
 }
 
 /// The limited requests: the public API (not health, metrics, the document or the console's
-/// pages) and the console's sign-in attempts.
+/// pages), the assistant's MCP endpoint, and the console's sign-in attempts.
 fn scope(method: &Method, path: &str) -> Option<Scope> {
-    if path.starts_with("/v1/public/") || path == "/v1/public" || path == "/v1/catalog" {
+    if path.starts_with("/v1/public/")
+        || path == "/v1/public"
+        || path == "/v1/catalog"
+        || path == MCP_PATH
+    {
         Some(Scope::Api)
     } else if method == Method::POST && path == "/console/sign-in" {
         Some(Scope::SignIn)
@@ -436,11 +440,16 @@ fn scope(method: &Method, path: &str) -> Option<Scope> {
     }
 }
 
-fn is_write(method: &Method) -> bool {
-    matches!(
-        *method,
-        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
-    )
+/// The assistant's MCP endpoint: every message is a POST, and none changes anything by itself
+/// (a change it asks for runs from its person's approval), so none counts as a write.
+const MCP_PATH: &str = "/mcp";
+
+fn is_write(method: &Method, path: &str) -> bool {
+    path != MCP_PATH
+        && matches!(
+            *method,
+            Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+        )
 }
 
 /// `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers) for `standings`.
@@ -500,7 +509,7 @@ pub fn admit(limiter: &RateLimiter, req: &ServiceRequest, request_id: &str) -> A
         return Admission::Pass(Vec::new(), None);
     };
     let who = requester(req, scope, &limiter.trusted);
-    let write = is_write(req.method());
+    let write = is_write(req.method(), req.path());
     match limiter.check(&who, write, Instant::now()) {
         Ok(standings) => Admission::Pass(standings, Some(Ticket(who))),
         Err(standings) => {

@@ -130,6 +130,12 @@ pub enum Command {
     /// decline it. Only your own approvals, in every organization.
     #[command(subcommand, alias = "approval")]
     Approvals(ApprovalsCommand),
+    /// Serve the assistant's tools to a desktop assistant over standard input and output
+    /// (the Model Context Protocol), as the saved context: its changes wait for your approval.
+    #[command(
+        after_help = "The assistant starts it; for example, in Claude Desktop's claude_desktop_config.json:\n  {\"mcpServers\": {\"kubesvc\": {\"command\": \"kubesvc\", \"args\": [\"mcp\"]}}}\nThe token stays in kubesvc's saved context (kubesvc auth login): it is in no argument."
+    )]
+    Mcp,
     /// Print a shell completion script.
     #[command(
         after_help = "Examples:\n  kubesvc completion bash > ~/.local/share/bash-completion/completions/kubesvc\n  kubesvc completion zsh > \"${fpath[1]}/_kubesvc\"\n  kubesvc completion fish > ~/.config/fish/completions/kubesvc.fish"

@@ -230,6 +230,50 @@ impl Api {
         }
     }
 
+    /// Posts `body` as it is to `path` once, with the token, the organization and `headers`:
+    /// for a protocol whose own client decides on retries (the assistant's, `kubesvc mcp`).
+    /// Any status is an answer; only a request that got none is an error.
+    pub async fn relay(
+        &self,
+        path: &str,
+        body: Vec<u8>,
+        headers: &[(&'static str, String)],
+    ) -> Result<Answer, CliError> {
+        let mut request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .timeout(self.budget)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(
+                reqwest::header::ACCEPT,
+                "application/json, text/event-stream",
+            )
+            .body(body);
+        if let Some(org) = &self.organization {
+            request = request.header("X-Platform-Organization", org);
+        }
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| CliError::Network(describe(&e, &self.base)))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| CliError::Network(describe(&e, &self.base)))?
+            .to_vec();
+        Ok(Answer {
+            status,
+            headers,
+            body,
+        })
+    }
+
     /// Sends `call` and reads the answer as `T`.
     pub async fn json<T: DeserializeOwned>(&self, call: &Call) -> Result<T, CliError> {
         self.send(call).await?.parse()

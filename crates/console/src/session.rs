@@ -282,9 +282,7 @@ impl FromRequest for Signed {
             {
                 return Err(needed());
             }
-            let services = state
-                .services()
-                .for_request(&api::extract::request_id(&req));
+            let services = api::extract::serving_services(state.services(), &req);
             let pending_approvals = if req.headers().contains_key("hx-request") {
                 0
             } else {
@@ -298,6 +296,37 @@ impl FromRequest for Signed {
             })
         })
     }
+}
+
+/// News for the next page (the id of what a create just made), for a minute at most: the page
+/// it names says what happened once, then clears it. It holds an id, never words, so nothing
+/// another request puts there is ever shown as it is.
+pub fn flash_cookie(req: &HttpRequest, id: Uuid) -> Cookie<'static> {
+    let names = cookie_names(req);
+    cookie(
+        names.flash,
+        id.to_string(),
+        names.secure,
+        time::Duration::minutes(1),
+    )
+    .into_owned()
+}
+
+pub fn ended_flash(req: &HttpRequest) -> Cookie<'static> {
+    let names = cookie_names(req);
+    cookie(
+        names.flash,
+        String::new(),
+        names.secure,
+        time::Duration::ZERO,
+    )
+    .into_owned()
+}
+
+/// Whether the news waiting for this request is about `id`.
+pub fn flash_for(req: &HttpRequest, id: Uuid) -> bool {
+    req.cookie(cookie_names(req).flash)
+        .is_some_and(|c| c.value() == id.to_string())
 }
 
 #[cfg(test)]
@@ -335,35 +364,4 @@ mod tests {
         assert_eq!(a.len(), 43);
         assert_ne!(a, b);
     }
-}
-
-/// News for the next page (the id of what a create just made), for a minute at most: the page
-/// it names says what happened once, then clears it. It holds an id, never words, so nothing
-/// another request puts there is ever shown as it is.
-pub fn flash_cookie(req: &HttpRequest, id: Uuid) -> Cookie<'static> {
-    let names = cookie_names(req);
-    cookie(
-        names.flash,
-        id.to_string(),
-        names.secure,
-        time::Duration::minutes(1),
-    )
-    .into_owned()
-}
-
-pub fn ended_flash(req: &HttpRequest) -> Cookie<'static> {
-    let names = cookie_names(req);
-    cookie(
-        names.flash,
-        String::new(),
-        names.secure,
-        time::Duration::ZERO,
-    )
-    .into_owned()
-}
-
-/// Whether the news waiting for this request is about `id`.
-pub fn flash_for(req: &HttpRequest, id: Uuid) -> bool {
-    req.cookie(cookie_names(req).flash)
-        .is_some_and(|c| c.value() == id.to_string())
 }

@@ -58,8 +58,8 @@ pub fn authorize_object(
     check_role(caller, organization_id, access)
 }
 
-/// Names the organization a request turned out to be about on the current span (the API's
-/// request span has the field; elsewhere this does nothing), so its log lines can be found by
+/// Names the organization a use case turned out to be about on the current span (each use
+/// case's span has the field; elsewhere this does nothing), so its log lines can be found by
 /// organization.
 fn acting_for(organization_id: &Uuid) {
     tracing::Span::current().record("organization", tracing::field::display(organization_id));

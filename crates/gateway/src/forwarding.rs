@@ -227,6 +227,9 @@ pub fn is_gateway_owned(name: &str) -> bool {
             "x-original-uri",
             "x-rewrite-url",
             "x-request-id",
+            // The trace context: the gateway sends its own, continuing the client's trace.
+            "traceparent",
+            "tracestate",
         ]
         .iter()
         .any(|owned| folded_eq(name, owned))
@@ -322,6 +325,8 @@ mod tests {
             "X-Original-URL",
             "x-rewrite-url",
             "X-Request-Id",
+            "traceparent",
+            "TraceState",
         ] {
             assert!(is_gateway_owned(name), "{name}");
         }

@@ -31,6 +31,7 @@ pub mod settings;
 mod signout;
 mod tls;
 mod token;
+mod trace;
 mod upstream;
 mod wire;
 
@@ -451,14 +452,16 @@ pub(crate) async fn handle(req: Request<Incoming>, peer: Peer, state: &State) ->
         return healthz();
     }
     let request_id = problem::choose_request_id(req.headers().get("x-request-id"));
+    let trace = trace::Trace::of(req.headers());
     let span = tracing::info_span!(
         "request",
         request_id = request_id.to_str().unwrap_or_default(),
+        trace_id = %trace.context.trace_id_hex(),
         method = %req.method()
     );
     // Boxed at once: the checks and the forwarding make a future of several KB, which every
     // wrapper below and hyper's dispatcher would otherwise copy whole, per request.
-    let decided = Box::pin(decide(req, peer, state, &request_id));
+    let decided = Box::pin(decide(req, peer, state, &request_id, &trace));
     let (route, mut response) = problem::REQUEST_ID
         .scope(request_id.clone(), decided.instrument(span))
         .await;
@@ -481,6 +484,7 @@ async fn decide(
     peer: Peer,
     state: &State,
     request_id: &HeaderValue,
+    trace: &trace::Trace,
 ) -> (Option<Arc<str>>, Response) {
     let (req, body) = req.into_parts();
     let host = match request::check(&req) {
@@ -650,22 +654,30 @@ async fn decide(
             ),
         );
     };
-    let outcome = match &server.config {
-        AuthServerConfig::Basic(basic) => {
-            Box::pin(
-                state
-                    .basic
-                    .check(&server, basic, facts.authorization, &attempts),
-            )
-            .await
+    // The stages' spans are at `debug`: at `info` they cost one check each.
+    let outcome = async {
+        match &server.config {
+            AuthServerConfig::Basic(basic) => {
+                Box::pin(
+                    state
+                        .basic
+                        .check(&server, basic, facts.authorization, &attempts),
+                )
+                .await
+            }
+            AuthServerConfig::Token(tokens) => {
+                token::check(&state.vault, tokens, facts.authorization, &attempts)
+            }
+            AuthServerConfig::Oidc(config) => {
+                Box::pin(state.oidc.check(&server, config, &facts, &attempts)).await
+            }
         }
-        AuthServerConfig::Token(tokens) => {
-            token::check(&state.vault, tokens, facts.authorization, &attempts)
-        }
-        AuthServerConfig::Oidc(config) => {
-            Box::pin(state.oidc.check(&server, config, &facts, &attempts)).await
-        }
-    };
+    }
+    .instrument(tracing::debug_span!(
+        "authenticate",
+        kind = server.config.kind().as_str()
+    ))
+    .await;
     let response = match outcome {
         Outcome::Allow(identity) => {
             let checked = proxy::Checked {
@@ -674,9 +686,12 @@ async fn decide(
                 identity,
                 client: &client,
                 request_id,
+                trace,
                 upstreams: &state.upstreams,
             };
-            proxy::forward(req, body, checked).await
+            proxy::forward(req, body, checked)
+                .instrument(tracing::debug_span!("upstream"))
+                .await
         }
         Outcome::Deny(response) => response,
     };

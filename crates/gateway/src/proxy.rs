@@ -120,6 +120,7 @@ pub struct Checked<'a> {
     pub identity: Identity,
     pub client: &'a ClientView,
     pub request_id: &'a HeaderValue,
+    pub trace: &'a crate::trace::Trace,
     pub upstreams: &'a Upstreams,
 }
 
@@ -134,6 +135,7 @@ pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>)
         identity,
         client,
         request_id,
+        trace,
         upstreams,
     } = checked;
     let limits = route.limits;
@@ -184,6 +186,10 @@ pub async fn forward(mut parts: Parts, incoming: Incoming, checked: Checked<'_>)
         client.forwarded_for.clone(),
     );
     headers.insert(HeaderName::from_static("x-request-id"), request_id.clone());
+    headers.insert(HeaderName::from_static("traceparent"), trace.traceparent());
+    if let Some(state) = &trace.state {
+        headers.insert(HeaderName::from_static("tracestate"), state.clone());
+    }
     let mut set = |name: HeaderName, value: &str| {
         // One that is not a valid header value is not sent.
         if let Ok(v) = HeaderValue::from_str(value) {

@@ -38,10 +38,18 @@ pub(crate) async fn run(shared: Arc<Shared>, name: String) {
                 shared.counters.busy.fetch_add(1, Ordering::Relaxed);
                 // Every line of this work carries the cluster and the request that asked for
                 // it, so `LOG_FORMAT=json` lines join the request's own.
+                // The trace of the request that scheduled it, so a tracing back end shows the
+                // provisioning inside the request's story.
+                let (request_id, trace) = lease.operation.cause();
+                let trace_id = trace
+                    .and_then(telemetry::TraceContext::parse)
+                    .map(|t| t.trace_id_hex())
+                    .unwrap_or_default();
                 let span = tracing::info_span!(
                     "operation",
                     cluster_id = %lease.operation.cluster_id,
-                    request_id = lease.operation.request_id.as_deref().unwrap_or(""),
+                    request_id = request_id.unwrap_or(""),
+                    trace_id = %trace_id,
                 );
                 work_on(&shared, &name, lease).instrument(span).await;
                 shared.counters.busy.fetch_sub(1, Ordering::Relaxed);
@@ -187,7 +195,8 @@ async fn step_unless_shut_down(
     shared: &Shared,
     lease: &OperationLease,
 ) -> Option<Result<StepReport, ReconcileError>> {
-    let step = reconcile_step_report(&shared.ports, lease.operation.cluster_id);
+    let step = reconcile_step_report(&shared.ports, lease.operation.cluster_id)
+        .instrument(tracing::info_span!("reconcile_step"));
     tokio::pin!(step);
     tokio::select! {
         result = &mut step => Some(result),

@@ -131,6 +131,13 @@ pub struct Config {
     pub writes_per_organization: u32,
     /// `APPROVAL_TTL_MINUTES`: how long an approval waits for its person.
     pub approval_ttl_minutes: u32,
+    /// `PUBLIC_URL`: the server's public address, for the URLs `/mcp` gives out (approval
+    /// pages, its metadata document); unset, each request's own `Host`.
+    pub public_url: Option<String>,
+    /// `AUTHORIZATION_SERVER_URL`: the OAuth authorization server an MCP client signs its
+    /// person in with (the account platform's issuer), named in `/mcp`'s metadata document;
+    /// by default `ACCOUNT_PLATFORM_URL`.
+    pub authorization_server_url: Option<String>,
     /// Days an audit event, and a finished operation, is kept (`AUDIT_RETENTION_DAYS`; 0 keeps
     /// them forever).
     pub audit_retention_days: u32,
@@ -162,6 +169,13 @@ impl Config {
             },
             (None, true) => SecretsKey::Generated,
             (None, false) => return Err(ConfigError::Missing("SECRETS_KEY")),
+        };
+        let authorization_server_url = match absolute_url(src, "AUTHORIZATION_SERVER_URL")? {
+            Some(url) => Some(url),
+            None => match &identity {
+                Identity::Platform { url, .. } => Some(url.trim_end_matches('/').to_owned()),
+                Identity::Development => None,
+            },
         };
         Ok(Config {
             dev,
@@ -309,6 +323,8 @@ impl Config {
                 "a whole number of minutes",
             )?
             .max(1),
+            public_url: absolute_url(src, "PUBLIC_URL")?,
+            authorization_server_url,
             audit_retention_days: parse(
                 src,
                 "AUDIT_RETENTION_DAYS",
@@ -322,6 +338,27 @@ impl Config {
                 }
             })?,
         })
+    }
+}
+
+/// An optional `http(s)://` URL setting, without its trailing slash.
+fn absolute_url(src: &Source, name: &'static str) -> Result<Option<String>, ConfigError> {
+    match src.get(name) {
+        None => Ok(None),
+        Some(v) => {
+            let v = v.trim().trim_end_matches('/').to_owned();
+            let ok = (v.starts_with("http://") || v.starts_with("https://"))
+                && v.split("://").nth(1).is_some_and(|rest| !rest.is_empty())
+                && !v.contains(|c: char| c.is_whitespace() || c.is_control());
+            if ok {
+                Ok(Some(v))
+            } else {
+                Err(ConfigError::Invalid {
+                    name,
+                    message: "must be an http:// or https:// URL".into(),
+                })
+            }
+        }
     }
 }
 
@@ -393,5 +430,43 @@ mod tests {
         ));
         let c = Config::load(&Source::from_pairs(&[("TOKEN_CACHE_TTL_S", "0")]), true).ok();
         assert_eq!(c.map(|c| c.token_cache_ttl), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn the_assistants_addresses_are_urls_and_the_platform_is_its_authorization_server() {
+        let load = |pairs: &[(&str, &str)]| Config::load(&Source::from_pairs(pairs), true);
+        let c = load(&[]).ok();
+        assert_eq!(
+            c.map(|c| (c.public_url, c.authorization_server_url)),
+            Some((None, None))
+        );
+        let c = load(&[
+            ("ACCOUNT_PLATFORM_URL", "https://accounts.example.com/"),
+            ("ACCOUNT_PLATFORM_SERVICE_TOKEN", "t"),
+            ("PUBLIC_URL", "https://kubesvc.example.com/"),
+        ])
+        .ok();
+        assert_eq!(
+            c.map(|c| (c.public_url, c.authorization_server_url)),
+            Some((
+                Some("https://kubesvc.example.com".into()),
+                Some("https://accounts.example.com".into())
+            ))
+        );
+        let c = load(&[("AUTHORIZATION_SERVER_URL", "https://issuer.example.com")]).ok();
+        assert_eq!(
+            c.and_then(|c| c.authorization_server_url).as_deref(),
+            Some("https://issuer.example.com")
+        );
+        for bad in ["kubesvc.example.com", "ftp://x", "https://", "https://a b"] {
+            assert_eq!(
+                load(&[("PUBLIC_URL", bad)]).err(),
+                Some(ConfigError::Invalid {
+                    name: "PUBLIC_URL",
+                    message: "must be an http:// or https:// URL".into()
+                }),
+                "{bad}"
+            );
+        }
     }
 }

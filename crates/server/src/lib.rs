@@ -214,6 +214,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             .collect(),
     );
 
+    let assistant = mcp::Settings {
+        public_url: config.public_url.clone(),
+        authorization_servers: config.authorization_server_url.iter().cloned().collect(),
+    };
+
     let closing = draining.clone();
     let server = HttpServer::new(move || {
         let closing = closing.clone();
@@ -236,6 +241,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             })
             .wrap(from_fn(api::middleware::observe))
             .configure(console::configure(console_state.clone()))
+            // The assistant's MCP endpoint, before the API's routes and their fallback.
+            .configure(mcp::configure(assistant.clone()))
             .configure(api::configure(state.clone()))
     })
     // The process's own stop sequence (main.rs) decides when to stop accepting.

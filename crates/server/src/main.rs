@@ -11,9 +11,17 @@ fn init_tracing() {
     let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v == "json");
     // Colour only for a terminal: log files and CI logs stay plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    // `LOG_SPANS=close`: a line as each span ends (a use case, a change, a reconcile step, and
+    // at `debug` each query), with the time it took: where a slow request spent it.
+    let spans = if std::env::var("LOG_SPANS").is_ok_and(|v| v == "close") {
+        tracing_subscriber::fmt::format::FmtSpan::CLOSE
+    } else {
+        tracing_subscriber::fmt::format::FmtSpan::NONE
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_span_events(spans)
         .with_ansi(ansi);
     if json {
         builder.json().init()

@@ -391,8 +391,12 @@ impl PgStore {
         let pool = self.pool.clone();
         let reachability = self.reachability.clone();
         let span = tracing::Span::current();
+        // A span per query at `debug` (off at `info`, where its cost is one check): the
+        // store's function that ran, e.g. `clusters::cluster`.
+        let query = tracing::debug_span!(parent: &span, "query", name = query_name::<F>());
         let task = tokio::task::spawn_blocking(move || {
             let _entered = span.enter();
+            let _query = query.enter();
             let _permit = permit;
             let checkout = || {
                 // The atomic first: `state()` takes the pool's lock, only worth it in an outage.
@@ -425,5 +429,42 @@ impl PgStore {
                 "database task cancelled: {e}"
             ))),
         }
+    }
+}
+
+/// The store function a query closure belongs to, from its type's name
+/// (`store_postgres::clusters::<impl …>::cluster::{{closure}}` reads `clusters::cluster`).
+fn query_name<F>() -> String {
+    let full = std::any::type_name::<F>();
+    let mut rest = full;
+    while let Some(r) = rest.strip_suffix("::{{closure}}") {
+        rest = r;
+    }
+    let function = rest.rsplit("::").next().unwrap_or(rest);
+    let module = full
+        .strip_prefix("store_postgres::")
+        .and_then(|m| m.split("::").next())
+        .unwrap_or("store");
+    format!("{module}::{function}")
+}
+
+#[cfg(test)]
+mod query_names {
+    fn name_of<F>(_: &F) -> String {
+        super::query_name::<F>()
+    }
+
+    #[test]
+    fn a_query_is_named_by_its_module_and_function() {
+        let query = |n: u8| n;
+        assert_eq!(
+            name_of(&query),
+            "query_names::a_query_is_named_by_its_module_and_function"
+        );
+        let nested = || || 1;
+        assert_eq!(
+            name_of(&nested()),
+            "query_names::a_query_is_named_by_its_module_and_function"
+        );
     }
 }

@@ -92,7 +92,8 @@ async fn a_refused_pool_form_keeps_what_was_typed_and_says_why_beside_the_field(
     assert_eq!(page.attribute("default-max", "value").as_deref(), Some(""));
 
     // (the fields typed, the field marked, what is said beside it)
-    let table: [(&[(&str, &str)], &str, &str); 3] = [
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+    let table: [Case; 3] = [
         (
             &[("name", "gpu"), ("count", "201")],
             "new-pool-count",

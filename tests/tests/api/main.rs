@@ -14,6 +14,7 @@ mod console_approvals;
 mod console_auth_servers;
 mod console_cluster_pages;
 mod idempotency;
+mod mcp;
 mod monitoring;
 mod networking;
 mod node_pools;

@@ -6,6 +6,7 @@ mod auth;
 mod auth_servers;
 mod catalog;
 mod clusters;
+mod mcp;
 mod networking;
 mod pools;
 
@@ -35,6 +36,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::AuthServer(c) => auth_servers::run(&Session::open(global)?, c).await,
         Command::Audit(c) => activity::audit(&Session::open(global)?, c).await,
         Command::Approvals(c) => approvals::run(&Session::open(global)?, c).await,
+        Command::Mcp => mcp::serve(Session::open(global)?.api).await,
     }
 }
 

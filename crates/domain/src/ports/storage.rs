@@ -249,8 +249,36 @@ pub struct Operation {
     pub generation: i64,
     pub attempts: i32,
     pub last_error: Option<String>,
-    /// The request that last scheduled work on the cluster, when one did.
+    /// What last scheduled work on the cluster, as [`cause`] writes it: the request's id and,
+    /// when the request was traced, its trace context.
     pub request_id: Option<String>,
+}
+
+impl Operation {
+    /// The request id and the trace context (W3C `traceparent` text, opaque here) of what last
+    /// scheduled this work.
+    pub fn cause(&self) -> (Option<&str>, Option<&str>) {
+        match self.request_id.as_deref() {
+            None => (None, None),
+            Some(text) => match text.split_once(' ') {
+                Some((id, trace)) => (Some(id).filter(|id| *id != "-"), Some(trace)),
+                None => (Some(text), None),
+            },
+        }
+    }
+}
+
+/// The cause a change records for the provisioning work it schedules: the request id, then a
+/// space and the trace context when there is one. One text, so that the work queue keeps it in
+/// the column it always had; a request id never holds a space.
+pub fn cause(request_id: Option<&str>, trace: Option<&str>) -> Option<String> {
+    match (request_id, trace) {
+        (Some(id), Some(trace)) => Some(format!("{id} {trace}")),
+        (Some(id), None) => Some(id.to_owned()),
+        // Work a trace asked for without a request id is still part of the trace.
+        (None, Some(trace)) => Some(format!("- {trace}")),
+        (None, None) => None,
+    }
 }
 
 /// An operation claimed by one worker until `expires_at`.
@@ -510,4 +538,31 @@ pub trait ApprovalStore: Send + Sync {
         now: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<Approval>, StoreError>;
+}
+
+#[cfg(test)]
+mod cause_tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_keeps_the_request_id_and_the_trace_apart() {
+        const TRACE: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let cases: [(Option<&str>, Option<&str>); 4] = [
+            (Some("req-1"), Some(TRACE)),
+            (Some("req-1"), None),
+            (None, Some(TRACE)),
+            (None, None),
+        ];
+        for (request_id, trace) in cases {
+            let op = Operation {
+                id: Uuid::nil(),
+                cluster_id: Uuid::nil(),
+                generation: 1,
+                attempts: 0,
+                last_error: None,
+                request_id: cause(request_id, trace),
+            };
+            assert_eq!(op.cause(), (request_id, trace));
+        }
+    }
 }

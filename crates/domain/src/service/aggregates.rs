@@ -61,7 +61,7 @@ impl Aggregate for Cluster {
             reconcile: c.reconcile,
             zone_capacity: c.zone_capacity,
             idempotency: c.completion,
-            cause: s.request_id.as_deref().map(str::to_owned),
+            cause: s.cause(),
             audit: c.audit,
             operation: c.operation,
             at: s.ports.clock.now(),

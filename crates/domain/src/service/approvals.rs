@@ -26,6 +26,7 @@ impl Services {
     /// action's input and the person's right to make it are checked first: a bad input is the
     /// same validation error the API gives, a missing role the same refusal, and nothing is
     /// recorded. Otherwise a pending approval is recorded, with its audit event.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn request_approval(
         &self,
         caller: &Caller,
@@ -56,7 +57,38 @@ impl Services {
         Ok(approval)
     }
 
+    /// The assistant asks for `action` on behalf of `caller`, perhaps again: a client retries
+    /// the same call once its person has decided. The newest of `caller`'s approvals for
+    /// exactly this action, asked within the approval time, answers it (still waiting,
+    /// approved with what became of the action, or declined); without one, a new approval is
+    /// requested ([`Services::request_approval`]). So a retry never records a second
+    /// approval, and an approved action runs once however often it is asked for.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    pub async fn ask_approval(
+        &self,
+        caller: &Caller,
+        action: ApprovedAction,
+    ) -> Result<Asked, DomainError> {
+        let now = self.ports.clock.now();
+        let earlier = self
+            .approvals(caller)
+            .await?
+            .into_iter()
+            .find(|a| a.action == action && a.expires_at > now);
+        match earlier {
+            Some(a) if a.status == ApprovalStatus::Pending => Ok(Asked::Waiting(a)),
+            Some(a) if a.status == ApprovalStatus::Approved => {
+                Ok(Asked::Approved(self.approval_result(caller, a.id).await?))
+            }
+            Some(a) if a.status == ApprovalStatus::Declined => Ok(Asked::Declined(a)),
+            _ => Ok(Asked::Requested(
+                self.request_approval(caller, action).await?,
+            )),
+        }
+    }
+
     /// One of `caller`'s approvals. Anybody else's is not found: nothing about it is told.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn approval(&self, caller: &Caller, id: Uuid) -> Result<Approval, DomainError> {
         let mut a = self
             .ports
@@ -71,6 +103,7 @@ impl Services {
     }
 
     /// `caller`'s approvals, newest first.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn approvals(&self, caller: &Caller) -> Result<Vec<Approval>, DomainError> {
         let now = self.ports.clock.now();
         let mut all = self
@@ -88,6 +121,7 @@ impl Services {
     /// Approves one of `caller`'s pending approvals and runs its action, once, as `caller`
     /// (who must still have the right to make it): the answer holds what became of it. A
     /// second approval of the same one answers the same outcome and runs nothing again.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn approve(&self, caller: &Caller, id: Uuid) -> Result<Approval, DomainError> {
         // The assistant asks; it never decides, whatever token it holds.
         access::require_not_assistant(caller)?;
@@ -124,6 +158,7 @@ impl Services {
 
     /// Declines one of `caller`'s pending approvals: its action never runs. Declining one
     /// already declined changes nothing.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn decline(&self, caller: &Caller, id: Uuid) -> Result<Approval, DomainError> {
         access::require_not_assistant(caller)?;
         let a = self.approval(caller, id).await?;
@@ -157,6 +192,7 @@ impl Services {
     /// Where one of `caller`'s approvals stands, for the assistant asking again: once approved,
     /// what became of its action (running it if the run that followed the approval was cut
     /// short: under its key it still runs once).
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn approval_result(
         &self,
         caller: &Caller,
@@ -171,6 +207,7 @@ impl Services {
 
     /// Records the expiry of the pending approvals whose time ran out (their audit events
     /// say so); the count recorded.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn expire_approvals(&self) -> Result<u64, DomainError> {
         let now = self.ports.clock.now();
         let due = self
@@ -460,6 +497,19 @@ impl Services {
             approval: Some(a.id),
         }
     }
+}
+
+/// Where an assistant's ask stands ([`Services::ask_approval`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Asked {
+    /// Recorded now: the person has yet to decide.
+    Requested(Approval),
+    /// Asked before and still pending.
+    Waiting(Approval),
+    /// Approved: its outcome says what became of the action.
+    Approved(Approval),
+    /// Declined by the person: the action never runs.
+    Declined(Approval),
 }
 
 /// How an approval's run records its answer: what became of the action, which the next ask

@@ -78,6 +78,7 @@ impl Services {
     }
 
     /// Lists the organization's auth servers, optionally only those of one environment.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_auth_servers(
         &self,
         caller: &Caller,
@@ -98,6 +99,7 @@ impl Services {
     }
 
     /// Creates an auth server.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn create_auth_server(
         &self,
         cmd: Command<'_, Scheduled<AuthServerView>>,
@@ -151,6 +153,7 @@ impl Services {
     }
 
     /// Gets one auth server.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn get_auth_server(
         &self,
         caller: &Caller,
@@ -162,6 +165,7 @@ impl Services {
     }
 
     /// Changes an auth server: merges the given fields.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn patch_auth_server(
         &self,
         cmd: Command<'_, Scheduled<AuthServerView>>,
@@ -268,6 +272,7 @@ impl Services {
     }
 
     /// Deletes an auth server (only while it is as `expect` says).
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn delete_auth_server(
         &self,
         cmd: Command<'_, Scheduled<Deleted>>,
@@ -293,6 +298,7 @@ impl Services {
     }
 
     /// Adds a credential to an auth server: answers with the new entry.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn add_credential(
         &self,
         cmd: Command<'_, Scheduled<CredentialView>>,
@@ -419,6 +425,7 @@ impl Services {
 
     /// Removes a credential from an auth server; never the last one
     /// (`Conflict::LastCredential`).
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn remove_credential(
         &self,
         cmd: Command<'_, Scheduled<Deleted>>,

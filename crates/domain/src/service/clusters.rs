@@ -49,6 +49,7 @@ pub struct StateAnswer {
 
 impl Services {
     /// Lists the resolved organization's clusters, one page.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_clusters(
         &self,
         caller: &Caller,
@@ -84,6 +85,7 @@ impl Services {
 
     /// Creates a cluster: the organization is the one the create request names, never taken
     /// from anywhere else.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn create_cluster(
         &self,
         cmd: Command<'_, Scheduled<Cluster>>,
@@ -195,6 +197,7 @@ impl Services {
     }
 
     /// Gets one cluster, as current as asked (`Freshness`).
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn get_cluster(
         &self,
         caller: &Caller,
@@ -207,6 +210,7 @@ impl Services {
     }
 
     /// Changes a cluster's description and tags (only while it is as `expect` says).
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn patch_cluster(
         &self,
         cmd: Command<'_, Scheduled<Cluster>>,
@@ -250,6 +254,7 @@ impl Services {
     }
 
     /// Changes a cluster's exposure (only while it is as `expect` says).
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn change_exposure(
         &self,
         cmd: Command<'_, Scheduled<ExposureOutcome>>,
@@ -311,6 +316,7 @@ impl Services {
 
     /// Deletes a cluster: answers with the cluster in `Deleting`; a second deletion answers
     /// with the cluster as it is. Only while it is as `expect` says.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn delete_cluster(
         &self,
         cmd: Command<'_, Scheduled<Cluster>>,
@@ -350,6 +356,7 @@ impl Services {
 
     /// Waits for a cluster's state to change: answers at once when the cluster's version is
     /// past `since`, otherwise waits for a change or `timeout_seconds`.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn cluster_state(
         &self,
         caller: &Caller,

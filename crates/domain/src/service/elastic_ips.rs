@@ -34,6 +34,7 @@ impl Services {
     }
 
     /// Lists a cluster's Elastic IPs (the assistant may read these).
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_elastic_ips(
         &self,
         caller: &Caller,
@@ -50,6 +51,7 @@ impl Services {
     }
 
     /// Gets one Elastic IP of a cluster.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn get_elastic_ip(
         &self,
         caller: &Caller,
@@ -70,6 +72,7 @@ impl Services {
 
     /// Allocates an Elastic IP: answers with it `Pending`. Its address is reserved now, so an
     /// exhausted pool fails at once (`DomainError::CapacityExhausted`).
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn create_elastic_ip(
         &self,
         cmd: Command<'_, Scheduled<ElasticIpView>>,
@@ -172,6 +175,7 @@ impl Services {
 
     /// Releases an Elastic IP, only from `Ready` or `Failed` (`Conflict::InvalidState`
     /// otherwise).
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn release_elastic_ip(
         &self,
         cmd: Command<'_, Scheduled<ElasticIpView>>,

@@ -19,6 +19,7 @@ use crate::service::{
 
 impl Services {
     /// Lists a cluster's firewall rules.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_firewall_rules(
         &self,
         caller: &Caller,
@@ -34,6 +35,7 @@ impl Services {
     }
 
     /// Gets one firewall rule of a cluster.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn get_firewall_rule(
         &self,
         caller: &Caller,
@@ -55,6 +57,7 @@ impl Services {
     }
 
     /// Creates a firewall rule, only on a `Provisioned` cluster: answers with the rule `Pending`.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn create_firewall_rule(
         &self,
         cmd: Command<'_, Scheduled<FirewallRule>>,
@@ -132,6 +135,7 @@ impl Services {
     }
 
     /// Deletes a firewall rule: answers with the rule `Deleting`.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn delete_firewall_rule(
         &self,
         cmd: Command<'_, Scheduled<FirewallRule>>,

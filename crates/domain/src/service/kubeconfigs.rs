@@ -62,6 +62,7 @@ pub enum Reviewed {
 impl Services {
     /// The cluster's kubeconfig: ready from `ControlPlaneReady` on, `NotReady` before (with the
     /// delay to wait before asking again). With a lifetime, its credential is new, its own.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn kubeconfig(
         &self,
         caller: &Caller,
@@ -230,6 +231,7 @@ impl Services {
 
     /// A cluster's credentials of their own, newest first; any member may list them (they
     /// carry no token).
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_credentials(
         &self,
         caller: &Caller,
@@ -245,6 +247,7 @@ impl Services {
     }
 
     /// Revokes one credential: its holder may (any member), anyone else must be super_admin. A revoked credential stays revoked; revoking it again changes nothing.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn revoke_credential(
         &self,
         caller: &Caller,
@@ -303,6 +306,7 @@ impl Services {
 
     /// Revokes every credential of the cluster and rotates its standing one (a laptop was
     /// lost): super_admin only. Returns how many credentials of their own were revoked.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn rotate_credentials(&self, caller: &Caller, id: Uuid) -> Result<u64, DomainError> {
         let cluster: Cluster = self.authorized(caller, &Target::of(id)).await?;
         let standing = self
@@ -342,6 +346,7 @@ impl Services {
 
     /// What the cluster's API server asks before it accepts a bearer token: the standing
     /// credential as it is now, or an active credential of this cluster's own.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn review_token(
         &self,
         cluster_id: Uuid,

@@ -23,6 +23,7 @@ mod sessions;
 
 use std::sync::Arc;
 
+pub use self::approvals::Asked;
 pub use self::audit::AuditPage;
 pub use self::auth_servers::Deleted;
 pub use self::clusters::{ClusterPage, ExposureOutcome, StateAnswer};
@@ -109,6 +110,9 @@ pub struct Services {
     /// The request these use cases serve, when a face gave one: recorded as the cause of the
     /// provisioning work a change schedules.
     request_id: Option<Arc<str>>,
+    /// The trace the request is part of (W3C `traceparent` text, opaque here), passed on to
+    /// the provisioning work it schedules.
+    trace: Option<Arc<str>>,
     /// The face of the service these use cases serve, as the audit trail records it.
     via: Channel,
     /// Each organization's writes per minute (unlimited unless a face sets one).
@@ -158,6 +162,7 @@ impl Services {
             catalog: Arc::new(catalog),
             settings: Arc::new(settings),
             request_id: None,
+            trace: None,
             via: Channel::Api,
             writes: Arc::new(Unlimited),
             approval: None,
@@ -269,6 +274,20 @@ impl Services {
         }
     }
 
+    /// The same use cases as part of trace `trace` (a W3C `traceparent` naming the caller's
+    /// span): the provisioning work they schedule joins it.
+    pub fn traced(self, trace: &str) -> Services {
+        Services {
+            trace: Some(Arc::from(trace)),
+            ..self
+        }
+    }
+
+    /// What the provisioning work a change schedules records as its cause.
+    pub(crate) fn cause(&self) -> Option<String> {
+        crate::ports::storage::cause(self.request_id.as_deref(), self.trace.as_deref())
+    }
+
     pub fn catalog_data(&self) -> &Catalog {
         &self.catalog
     }
@@ -282,6 +301,7 @@ impl Services {
     }
 
     /// The caller a bearer token belongs to.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn authenticate(
         &self,
         token: &crate::model::secret::Secret,

@@ -33,6 +33,7 @@ fn pool_invalid_state(pool: &NodePool, operation: &'static str) -> DomainError {
 
 impl Services {
     /// Lists a cluster's node pools.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_node_pools(
         &self,
         caller: &Caller,
@@ -44,6 +45,7 @@ impl Services {
     }
 
     /// Adds a node pool: answers with the pool `Provisioning`.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn create_node_pool(
         &self,
         cmd: Command<'_, Scheduled<NodePool>>,
@@ -125,6 +127,7 @@ impl Services {
     }
 
     /// Changes a node pool: a new target replaces the old one, even while `Scaling`.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn patch_node_pool(
         &self,
         cmd: Command<'_, Scheduled<NodePool>>,
@@ -185,6 +188,7 @@ impl Services {
 
     /// Deletes a node pool: answers with the pool `Deleting`; never the last pool
     /// (`Conflict::LastPool`).
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn delete_node_pool(
         &self,
         cmd: Command<'_, Scheduled<NodePool>>,

@@ -18,6 +18,7 @@ use crate::service::{
 
 impl Services {
     /// Lists a cluster's nodes, or those of one of its pools.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_nodes(
         &self,
         caller: &Caller,
@@ -40,6 +41,7 @@ impl Services {
 
     /// Deletes a node: answers with the node `Deleting`; its pool keeps its count, so the node
     /// is replaced.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn delete_node(
         &self,
         cmd: Command<'_, Scheduled<Node>>,

@@ -18,6 +18,7 @@
 //!    releases the key, so a retry runs anew.
 
 use async_trait::async_trait;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::idempotency::{Answer, Held, Keyed};
@@ -271,38 +272,43 @@ impl Services {
         // 1. authorize.
         let mut current: A = self.authorized(caller, &target).await?;
         let org = current.organization_id();
+        let span = change_span(org, Some(target.id));
         // 2. claim the key; 7. settle it.
-        self.idempotently(org, cmd.key, async |held| {
-            if current.is_gone() {
-                return Err(DomainError::NotFound(A::RESOURCE));
-            }
-            for attempt in 0..MAX_ATTEMPTS {
-                // 3. load (again, after a lost race).
-                if attempt > 0 {
-                    current = A::load(self, target.id)
-                        .await?
-                        .filter(|a| !a.is_gone())
-                        .ok_or(DomainError::NotFound(A::RESOURCE))?;
+        let answer = self
+            .idempotently(org, cmd.key, async |held| {
+                if current.is_gone() {
+                    return Err(DomainError::NotFound(A::RESOURCE));
                 }
-                // 4. the precondition, on the object as it is stored.
-                let object = locate(&current).await?;
-                check(expect, object.shown())?;
-                // 5. decide.
-                let decided_on = current.for_decision(self);
-                let decision = decide(&decided_on, object).await?;
-                // 6. commit.
-                match self
-                    .commit(caller, org, Some(&current), decision, held, &target.naming)
-                    .await
-                {
-                    Ok(answer) => return Ok(answer),
-                    Err(Refused::Raced) => continue,
-                    Err(Refused::Failed(e)) => return Err(e),
+                for attempt in 0..MAX_ATTEMPTS {
+                    // 3. load (again, after a lost race).
+                    if attempt > 0 {
+                        current = A::load(self, target.id)
+                            .await?
+                            .filter(|a| !a.is_gone())
+                            .ok_or(DomainError::NotFound(A::RESOURCE))?;
+                    }
+                    // 4. the precondition, on the object as it is stored.
+                    let object = locate(&current).await?;
+                    check(expect, object.shown())?;
+                    // 5. decide.
+                    let decided_on = current.for_decision(self);
+                    let decision = decide(&decided_on, object).await?;
+                    // 6. commit.
+                    match self
+                        .commit(caller, org, Some(&current), decision, held, &target.naming)
+                        .await
+                    {
+                        Ok(answer) => return Ok(answer),
+                        Err(Refused::Raced) => continue,
+                        Err(Refused::Failed(e)) => return Err(e),
+                    }
                 }
-            }
-            Err(DomainError::Conflict(Conflict::ConcurrentModification))
-        })
-        .await
+                Err(DomainError::Conflict(Conflict::ConcurrentModification))
+            })
+            .instrument(span.clone())
+            .await;
+        record_operation(&span, &answer);
+        answer
     }
 
     /// Stage 1 of a change to `target`: the aggregate, once `caller` is known to be allowed to
@@ -358,19 +364,26 @@ impl Services {
         let org =
             access::resolve_create_org(self.ports.identity.as_ref(), caller, organization).await?;
         self.spend_write(&org.id)?;
-        self.idempotently(org.id, cmd.key, async |held| {
-            let decision = decide(&org).await?;
-            match self
-                .commit::<A, T>(caller, org.id, None, decision, held, &naming)
-                .await
-            {
-                Ok(answer) => Ok(answer),
-                // Nothing existed to race with: a duplicate is the only way a create loses.
-                Err(Refused::Raced) => Err(DomainError::Conflict(Conflict::ConcurrentModification)),
-                Err(Refused::Failed(e)) => Err(e),
-            }
-        })
-        .await
+        let span = change_span(org.id, None);
+        let answer = self
+            .idempotently(org.id, cmd.key, async |held| {
+                let decision = decide(&org).await?;
+                match self
+                    .commit::<A, T>(caller, org.id, None, decision, held, &naming)
+                    .await
+                {
+                    Ok(answer) => Ok(answer),
+                    // Nothing existed to race with: a duplicate is the only way a create loses.
+                    Err(Refused::Raced) => {
+                        Err(DomainError::Conflict(Conflict::ConcurrentModification))
+                    }
+                    Err(Refused::Failed(e)) => Err(e),
+                }
+            })
+            .instrument(span.clone())
+            .await;
+        record_operation(&span, &answer);
+        answer
     }
 
     /// Stage 6: the decision committed with its audit event, its operation and the answer on
@@ -434,5 +447,26 @@ impl Services {
         A::commit(self, commit).await?;
         held.inspect(|h| h.committed());
         Ok(value)
+    }
+}
+
+/// The span of one change inside its use case's: the organization and the object it is decided
+/// on (ids only: names are customer-written), and the operation it starts once committed.
+fn change_span(organization: Uuid, object: Option<Uuid>) -> tracing::Span {
+    tracing::info_span!(
+        "change",
+        organization = %organization,
+        object = object.map(tracing::field::display),
+        operation = tracing::field::Empty,
+    )
+}
+
+fn record_operation<T>(span: &tracing::Span, answer: &Result<Answer<Scheduled<T>>, DomainError>) {
+    if let Ok(Answer::Fresh(Scheduled {
+        operation: Some(op),
+        ..
+    })) = answer
+    {
+        span.record("operation", tracing::field::display(op.id));
     }
 }

@@ -11,6 +11,7 @@ use crate::model::session::{SessionStanding, SessionSubject};
 impl Services {
     /// Ends `session`: from now on it is refused wherever it is presented, by every process
     /// sharing the database.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn sign_out(&self, session: &SessionStanding) -> Result<(), DomainError> {
         let Some(id) = session.id else {
             // A session sealed before sessions had ids can only be ended with all of its
@@ -27,6 +28,7 @@ impl Services {
 
     /// Ends every session of `subject` issued until now; sessions last at most `longest`, so
     /// the record goes once the last of them would have expired.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn sign_out_everywhere(
         &self,
         subject: &SessionSubject,
@@ -42,6 +44,7 @@ impl Services {
     }
 
     /// Whether `session` has been ended by a sign-out.
+    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn session_ended(&self, session: &SessionStanding) -> Result<bool, DomainError> {
         self.ports
             .sessions

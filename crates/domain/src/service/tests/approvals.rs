@@ -4,6 +4,7 @@
 use super::*;
 use crate::model::approval::{Approval, ApprovalOutcome, ApprovalStatus, ApprovedAction};
 use crate::model::audit::Channel;
+use crate::service::Asked;
 use std::sync::{Arc, Mutex};
 
 fn assistant_of(c: crate::model::identity::Caller) -> crate::model::identity::Caller {
@@ -43,6 +44,18 @@ fn approvals_in_memory(m: &mut Mocks) -> Arc<Mutex<Vec<Approval>>> {
             a.decided_at = Some(at);
             Ok(true)
         });
+    let k = kept.clone();
+    m.approvals.expect_approvals_of().returning(move |user, _| {
+        let mut mine: Vec<Approval> = k
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|a| a.requested_by.user_id == user)
+            .cloned()
+            .collect();
+        mine.reverse();
+        Ok(mine)
+    });
     let k = kept.clone();
     m.approvals.expect_record_outcome().returning(move |id, o| {
         if let Some(a) = k.lock().unwrap().iter_mut().find(|a| a.id == id) {
@@ -167,4 +180,66 @@ fn a_declined_or_expired_approval_never_runs() {
         ..b.clone()
     };
     assert_eq!(later.status_at(b.created_at), ApprovalStatus::Expired);
+}
+
+#[test]
+fn asking_again_answers_from_the_same_approval_and_runs_once() {
+    let mut m = create_ready();
+    let kept = approvals_in_memory(&mut m);
+    m.idempotency
+        .expect_claim()
+        .times(1)
+        .returning(|_| Ok(ClaimOutcome::Claimed));
+    m.clusters.checkpoint();
+    let _writes = recording(&mut m);
+    let s = m.services();
+    let person = super_admin_a();
+    let assistant = assistant_of(person.clone());
+    let Asked::Requested(a) = block_on(s.ask_approval(&assistant, create())).unwrap() else {
+        panic!("the first ask records an approval");
+    };
+    // Asked again before the person decided: the same approval, nothing more recorded.
+    let again = block_on(s.ask_approval(&assistant, create())).unwrap();
+    assert_eq!(again, Asked::Waiting(a.clone()));
+    assert_eq!(kept.lock().unwrap().len(), 1);
+    block_on(s.approve(&person, a.id)).unwrap();
+    // Asked again once approved: what became of it, run once (the claim above is once).
+    for _ in 0..2 {
+        let Asked::Approved(done) = block_on(s.ask_approval(&assistant, create())).unwrap() else {
+            panic!("an approved ask answers its outcome");
+        };
+        assert_eq!(done.id, a.id);
+        assert!(matches!(done.outcome, Some(ApprovalOutcome::Done { .. })));
+    }
+    assert_eq!(kept.lock().unwrap().len(), 1);
+    // Another action is another approval.
+    let other = ApprovedAction::CreateCluster {
+        body: CreateClusterRequest {
+            name: Some("prod-2".into()),
+            ..cluster_body()
+        },
+    };
+    assert!(matches!(
+        block_on(s.ask_approval(&assistant, other)).unwrap(),
+        Asked::Requested(_)
+    ));
+}
+
+#[test]
+fn asking_again_after_a_decline_is_told_so_and_nothing_runs() {
+    let mut m = create_ready();
+    let kept = approvals_in_memory(&mut m);
+    m.idempotency.expect_claim().never();
+    let s = m.services();
+    let person = super_admin_a();
+    let assistant = assistant_of(person.clone());
+    let Asked::Requested(a) = block_on(s.ask_approval(&assistant, create())).unwrap() else {
+        panic!("the first ask records an approval");
+    };
+    block_on(s.decline(&person, a.id)).unwrap();
+    let Asked::Declined(d) = block_on(s.ask_approval(&assistant, create())).unwrap() else {
+        panic!("a declined ask is told so");
+    };
+    assert_eq!(d.id, a.id);
+    assert_eq!(kept.lock().unwrap().len(), 1);
 }

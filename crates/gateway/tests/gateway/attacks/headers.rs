@@ -620,3 +620,54 @@ async fn an_answer_framed_twice_reaches_the_client_framed_once() {
     assert_eq!((r.status, r.body.as_str()), (200, "hello world"), "{r:?}");
     assert_ne!(r.header("content-length"), Some("3"), "{r:?}");
 }
+
+/// The upstream receives the gateway's own `traceparent`: the client's trace continued with a
+/// span of the gateway's, or a new trace when the client's value does not parse (its bytes and
+/// its `tracestate` never pass then).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trace_context_is_continued_never_copied() {
+    const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let parent = format!("00-{TRACE}-00f067aa0ba902b7-01");
+    let h = token_route(&[]).await;
+    let send = async |traceparent: &str, tracestate: &str| {
+        let r = http()
+            .get(h.url("/token/x"))
+            .header("authorization", bearer())
+            .header("traceparent", traceparent)
+            .header("tracestate", tracestate)
+            .send()
+            .await
+            .unwrap();
+        let e = echo_of(r).await;
+        assert_eq!(e.status, 200, "{:?}", e.body);
+        (
+            e.header("traceparent").unwrap_or_default(),
+            e.header("tracestate"),
+        )
+    };
+
+    let (forwarded, state) = send(&parent, "vendor=abc").await;
+    let fields: Vec<&str> = forwarded.split('-').collect();
+    assert_eq!(fields.len(), 4, "{forwarded}");
+    assert_eq!((fields[0], fields[1], fields[3]), ("00", TRACE, "01"));
+    assert_ne!(
+        fields[2], "00f067aa0ba902b7",
+        "the gateway's span is the parent now"
+    );
+    assert_eq!(state.as_deref(), Some("vendor=abc"));
+
+    for hostile in [
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-and-more",
+        "<script>",
+    ] {
+        let (forwarded, state) = send(hostile, "vendor=abc").await;
+        assert_ne!(forwarded, hostile);
+        assert!(!forwarded.contains(TRACE), "{forwarded}");
+        assert_eq!(forwarded.len(), 55, "a fresh traceparent: {forwarded}");
+        assert_eq!(
+            state, None,
+            "tracestate without a valid traceparent: {hostile}"
+        );
+    }
+}
