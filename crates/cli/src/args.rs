@@ -133,7 +133,7 @@ pub enum Command {
     /// Serve the assistant's tools to a desktop assistant over standard input and output
     /// (the Model Context Protocol), as the saved context: its changes wait for your approval.
     #[command(
-        after_help = "The assistant starts it; for example, in Claude Desktop's claude_desktop_config.json:\n  {\"mcpServers\": {\"kubesvc\": {\"command\": \"kubesvc\", \"args\": [\"mcp\"]}}}\nThe token stays in kubesvc's saved context (kubesvc auth login): it is in no argument."
+        after_help = "The assistant starts it. Example, in Claude Desktop's claude_desktop_config.json:\n  {\"mcpServers\": {\"kubesvc\": {\"command\": \"kubesvc\", \"args\": [\"mcp\"]}}}\nThe token stays in kubesvc's saved context (kubesvc auth login): it is in no argument."
     )]
     Mcp,
     /// Print a shell completion script.
