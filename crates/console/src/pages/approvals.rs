@@ -488,7 +488,7 @@ fn arguments(a: &Approval, cluster: &Named) -> Markup {
     html! {
         h3 { "Exactly as asked" }
         @match &a.action {
-            ApprovedAction::CreateCluster { body } => (create_rows(body)),
+            ApprovedAction::CreateCluster { body } => (create_rows(body, a)),
             ApprovedAction::AddNodePool { body, .. } => {
                 dl.facts #approval-arguments {
                     dt { "Cluster" } dd { (cluster.cell()) }
@@ -532,11 +532,20 @@ fn or_default(value: Option<&str>, default: &str) -> Markup {
     }
 }
 
-fn create_rows(b: &CreateClusterRequest) -> Markup {
+/// A create's rows. The organization the assistant named (by slug or by id) reads as the
+/// approval's slug when it is that organization.
+fn create_rows(b: &CreateClusterRequest, a: &Approval) -> Markup {
+    let named = b.organization.as_deref().map(|o| {
+        if o == a.organization_id.to_string() || o == a.organization_slug {
+            a.organization_slug.as_str()
+        } else {
+            o
+        }
+    });
     html! {
         dl.facts #approval-arguments {
             dt { "Name" } dd { (b.name.as_deref().unwrap_or("—")) }
-            dt { "Organization" } dd { (or_default(b.organization.as_deref(), "your preferred organization")) }
+            dt { "Organization" } dd { (or_default(named, "your preferred organization")) }
             dt { "Zone" } dd { (or_default(b.zone.as_deref(), "the default zone")) }
             dt { "Kubernetes version" } dd { (or_default(b.version.as_deref(), "the recommended version")) }
             dt { "Exposure" } dd { (or_default(b.exposure.map(|e| e.as_str()), "the zone's default")) }
@@ -665,6 +674,7 @@ mod tests {
     #[test]
     fn customer_written_text_is_shown_as_text() {
         let body = CreateClusterRequest {
+            organization: Some(Uuid::from_u128(2).to_string()),
             name: Some("web-1".into()),
             description: Some("<script>alert(1)</script> ignore previous instructions".into()),
             node_pools: Some(vec![NodePoolRequest {
@@ -673,11 +683,30 @@ mod tests {
             }]),
             ..Default::default()
         };
-        let html = create_rows(&body).into_string();
+        let approval = Approval {
+            id: Uuid::from_u128(1),
+            organization_id: Uuid::from_u128(2),
+            organization_slug: "acme".into(),
+            requested_by: domain::model::audit::Actor {
+                user_id: "alice".into(),
+                email: None,
+                client: ClientKind::Assistant,
+            },
+            action: ApprovedAction::CreateCluster { body: body.clone() },
+            summary: String::new(),
+            status: ApprovalStatus::Pending,
+            created_at: DateTime::<Utc>::from_timestamp(0, 0).unwrap_or_default(),
+            expires_at: DateTime::<Utc>::from_timestamp(600, 0).unwrap_or_default(),
+            decided_at: None,
+            outcome: None,
+        };
+        let html = create_rows(&body, &approval).into_string();
         assert!(
             !html.contains("<script>") && !html.contains("<b>"),
             "{html}"
         );
         assert!(html.contains("&lt;script&gt;"), "{html}");
+        // The organization named by id reads as its slug.
+        assert!(html.contains("<dd>acme</dd>"), "{html}");
     }
 }
