@@ -477,3 +477,84 @@ async fn a_change_refused_as_it_runs_is_said_in_words_and_changes_nothing() {
     offers_no_decision(&after, &add.id.to_string());
     assert_eq!(app.count_rows("node_pools"), 1, "no pool was added");
 }
+
+/// The whole loop with the assistant's endpoint: `create_cluster` over `/mcp` answers the
+/// approval's console URL, the person approves on that page with a cookie-jar browser, and
+/// the assistant's retry of the same call answers the cluster made, which exists once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_asked_over_mcp_is_approved_on_its_console_page_and_runs_once() {
+    use reqwest::Method;
+    use serde_json::{Value, json};
+
+    let app = TestApp::spawn_api_only(&[]).await;
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "create_cluster",
+        "arguments": {"organization": "acme", "name": "via-mcp",
+            "node_pools": [{"name": "default", "size": "kube.c5.large", "count": 1}]}}});
+    let tool = |body: Value| {
+        app.request(Method::POST, "/mcp", Some(TOKEN_ACME_SUPER_ADMIN))
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2025-11-25")
+            .json(&body)
+    };
+    let asked = app.send(tool(call.clone())).await;
+    assert_eq!(asked.status, 200, "{}", asked.text());
+    let result = asked.json()["result"].clone();
+    assert_eq!(
+        result["structuredContent"]["code"], "approval_required",
+        "{result}"
+    );
+    let url = result["structuredContent"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = url.strip_prefix(&app.url).unwrap().to_owned();
+    assert!(path.starts_with("/console/approvals/"), "{url}");
+    let approval = path.rsplit('/').next().unwrap().to_owned();
+
+    // The link opened signed out comes back to the page after signing in.
+    let mut alice = Browser::new(&app);
+    let sent = alice.get(&path).await;
+    let location = sent.header("location").unwrap_or_default();
+    let form = alice.get(&location).await;
+    let nonce = form.field("nonce").unwrap_or_default();
+    let signed = alice
+        .post(
+            "/console/sign-in",
+            &[
+                ("nonce", &nonce),
+                ("token", TOKEN_ACME_SUPER_ADMIN),
+                ("next", &form.field("next").unwrap_or_default()),
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(signed.header("location").as_deref(), Some(path.as_str()));
+    let page = alice.get(&path).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.text_of("approval-summary")
+            .unwrap_or_default()
+            .starts_with("Create the cluster via-mcp in acme"),
+        "{}",
+        page.body
+    );
+    let approved = decide(&mut alice, &page, &approval, "approve").await;
+    assert_eq!(approved.status, 303, "{}", approved.body);
+    let again = decide(&mut alice, &page, &approval, "approve").await;
+    assert_eq!(again.status, 303, "{}", again.body);
+
+    // The assistant's retry answers the cluster its approved call made; it exists once.
+    let retried = app.send(tool(call)).await;
+    let result = retried.json()["result"].clone();
+    assert_ne!(result["isError"], true, "{result}");
+    assert_eq!(
+        result["structuredContent"]["approval"]["status"],
+        "approved"
+    );
+    assert_eq!(
+        result["structuredContent"]["cluster"]["name"], "via-mcp",
+        "{result}"
+    );
+    assert_eq!(clusters_named(&app, "via-mcp").await, 1);
+}
