@@ -6,7 +6,9 @@
 // downloads a kubeconfig that `kubectl config view --minify` accepts, uses the forms with
 // JavaScript off, deletes the cluster and signs out; a
 // member sees the same cluster with no control that changes it, and a delete forced past the
-// page is refused. Every page is scanned with axe-core: no serious or critical violation. Fails
+// page is refused; the assistant asks over /mcp to create a cluster, the member opening that
+// approval learns nothing, and the super_admin follows its link signed out, signs in, comes
+// back to it and approves it. Every page is scanned with axe-core: no serious or critical violation. Fails
 // on any script error, Content-Security-Policy violation or request leaving the server.
 // Usage: BASE_URL=http://127.0.0.1:8080 node check.mjs   (SCREENSHOTS=dir also saves pages)
 // CHROMIUM overrides the executable (default /usr/bin/chromium); KUBECTL the kubectl to use.
@@ -40,7 +42,9 @@ async function person(label) {
   const page = await context.newPage();
   page.on('pageerror', (e) => problems.push(`${label}: script error: ${e.message}`));
   page.on('console', (m) => {
-    if (m.type() === 'error' && !/status of (422|403)/.test(m.text())) {
+    // A refused status logs a console error too; the response listener below judges each one
+    // by its URL (only the ones a step provokes are expected).
+    if (m.type() === 'error' && !/status of (422|403|404)/.test(m.text())) {
       problems.push(`${label}: console error: ${m.text()}`);
     }
   });
@@ -74,6 +78,24 @@ async function scan(page, name) {
       problems.push(`${name}: axe ${v.impact}: ${v.id} (${v.help}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
     }
   }
+}
+
+// The assistant's side, as an MCP client over plain HTTP (the 2025-11-25 framing, no session),
+// with the demo super_admin's development token: one tool call, its result.
+const ASSISTANT_TOKEN = 'dev-only-token-acme-super-admin-7c1f0e9a4b2d4c8e9f3a6b5d';
+async function assistant(tool, args) {
+  const res = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${ASSISTANT_TOKEN}`,
+      Accept: 'application/json, text/event-stream',
+      'Content-Type': 'application/json',
+      'MCP-Protocol-Version': '2025-11-25',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: tool, arguments: args } }),
+  });
+  if (res.status !== 200) throw new Error(`/mcp ${tool} answered ${res.status}: ${await res.text()}`);
+  return (await res.json()).result;
 }
 
 async function signIn(page, who) {
@@ -253,6 +275,51 @@ try {
     maxRedirects: 0,
   });
   if (forced.status() !== 403) problems.push(`a member's forced delete answered ${forced.status()}, not 403`);
+
+  // The header's Approvals link: the member's own approvals (none).
+  await member.getByRole('link', { name: /^Approvals/ }).click();
+  await member.waitForURL('**/console/approvals**', { timeout: STEP_MS });
+  await member.getByText('Your assistant has not asked for anything yet').waitFor({ timeout: STEP_MS });
+  await scan(member, 'approvals');
+
+  // The assistant asks, over /mcp with the super_admin's token, to create a cluster: the tool
+  // answers with the approval's page (this client opens no URL itself).
+  const aiName = `${name}-ai`;
+  const create = { name: aiName, node_pools: [{ name: 'default', size: 'kube.c5.large', count: 1 }] };
+  const asked = await assistant('create_cluster', create);
+  const approvalUrl = asked?.structuredContent?.url;
+  if (asked?.structuredContent?.code !== 'approval_required' || !approvalUrl) {
+    throw new Error(`the assistant's create was not held for approval: ${JSON.stringify(asked)}`);
+  }
+  const approvalPath = new URL(approvalUrl).pathname;
+
+  // Another person opening it learns nothing: the same "not found" as no approval at all.
+  expected.add(`404 ${approvalPath}`);
+  await member.goto(`${base}${approvalPath}`, { timeout: STEP_MS });
+  await member.getByRole('heading', { name: 'Approval not found' }).waitFor({ timeout: STEP_MS });
+  if (await member.getByText(aiName).count()) problems.push("another person's approval page named the cluster");
+  await scan(member, 'approval-not-found');
+
+  // The person opens the link signed out, signs in, comes back to it, reads it and approves.
+  const approver = await person('approver');
+  await approver.goto(approvalUrl, { timeout: STEP_MS });
+  if (!approver.url().includes('/console/sign-in?next=')) problems.push(`a signed-out approval link went to ${approver.url()}`);
+  await approver.getByRole('button', { name: 'super_admin of acme (postpaid)' }).click();
+  await approver.waitForURL(`**${approvalPath}`, { timeout: STEP_MS });
+  const summary = await approver.locator('#approval-summary').innerText();
+  if (!summary.startsWith(`Create the cluster ${aiName} in acme`)) problems.push(`the approval page says: ${summary}`);
+  await scan(approver, 'approval');
+  await approver.getByRole('button', { name: 'Approve', exact: true }).click();
+  await approver.locator('#approval-status', { hasText: `Approved: the cluster ${aiName} is being created.` }).waitFor({ timeout: STEP_MS });
+  if (await approver.getByRole('button', { name: 'Approve', exact: true }).count()) problems.push('a decided approval still offers Approve');
+  await scan(approver, 'approval-approved');
+  await approver.getByRole('link', { name: 'Follow the cluster' }).click();
+  await approver.waitForURL(/\/console\/clusters\/[0-9a-f-]{36}$/, { timeout: STEP_MS });
+  // The assistant's retry answers what its approved change made.
+  const retried = await assistant('create_cluster', create);
+  if (retried?.isError || retried?.structuredContent?.approval?.status !== 'approved') {
+    problems.push(`the assistant's retry after approval answered ${JSON.stringify(retried)}`);
+  }
 
   // The super_admin deletes it, confirming with its name, and signs out.
   await admin.getByLabel(/Type the cluster's name/).fill(name);

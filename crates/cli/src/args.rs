@@ -126,10 +126,14 @@ pub enum Command {
     /// The organization's audit trail: who changed what, when.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// What your AI assistant asked to change: see it, approve it (it runs once, as you) or
+    /// decline it. Only your own approvals, in every organization.
+    #[command(subcommand, alias = "approval")]
+    Approvals(ApprovalsCommand),
     /// Serve the assistant's tools to a desktop assistant over standard input and output
     /// (the Model Context Protocol), as the saved context: its changes wait for your approval.
     #[command(
-        after_help = "The assistant starts it; for example, in Claude Desktop's claude_desktop_config.json:\n  {\"mcpServers\": {\"kubesvc\": {\"command\": \"kubesvc\", \"args\": [\"mcp\"]}}}\nThe token stays in kubesvc's saved context (kubesvc auth login): it is in no argument."
+        after_help = "The assistant starts it. Example, in Claude Desktop's claude_desktop_config.json:\n  {\"mcpServers\": {\"kubesvc\": {\"command\": \"kubesvc\", \"args\": [\"mcp\"]}}}\nThe token stays in kubesvc's saved context (kubesvc auth login): it is in no argument."
     )]
     Mcp,
     /// Print a shell completion script.
@@ -420,6 +424,42 @@ pub enum AuditCommand {
         /// Every matching event, page after page.
         #[arg(long)]
         all: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// Your approvals, newest first (at most the 100 newest).
+    #[command(
+        after_help = "Examples:\n  kubesvc approvals list\n  kubesvc approvals list --status pending -o name"
+    )]
+    List {
+        /// Only those in this status: pending, approved, declined or expired.
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// One approval: what will happen, in words and exactly as asked, and where it stands.
+    #[command(after_help = "Example:\n  kubesvc approvals show 6f1c…")]
+    Show {
+        /// The approval's id (`kubesvc approvals list` shows them).
+        approval: String,
+    },
+    /// Approve: the change runs once, as you, with your role; the answer says what became of
+    /// it. A change that deletes something asks first on a terminal.
+    #[command(
+        after_help = "Examples:\n  kubesvc approvals approve 6f1c…\n  kubesvc approvals approve 6f1c… --yes  # a deletion, without the question (scripts)"
+    )]
+    Approve {
+        /// The approval's id (`kubesvc approvals list` shows them).
+        approval: String,
+        #[command(flatten)]
+        yes: YesFlag,
+    },
+    /// Decline: the change never runs.
+    #[command(after_help = "Example:\n  kubesvc approvals decline 6f1c…")]
+    Decline {
+        /// The approval's id (`kubesvc approvals list` shows them).
+        approval: String,
     },
 }
 

@@ -40,6 +40,9 @@ pub struct Call {
     pub query: Vec<(&'static str, String)>,
     pub body: Option<Value>,
     pub idempotency_key: Option<String>,
+    /// The server does this write once however often it is sent, without a key (deciding an
+    /// approval: a second approval answers the first one's outcome).
+    pub idempotent: bool,
 }
 
 impl Call {
@@ -54,6 +57,7 @@ impl Call {
             query: Vec::new(),
             body: None,
             idempotency_key: None,
+            idempotent: false,
         }
     }
 
@@ -67,6 +71,12 @@ impl Call {
         self
     }
 
+    /// Marks a write the server does once however often it is sent, so it may be retried.
+    pub fn idempotent(mut self) -> Call {
+        self.idempotent = true;
+        self
+    }
+
     pub fn key(mut self, key: Option<&str>) -> Call {
         self.idempotency_key = key.map(str::to_owned);
         self
@@ -76,6 +86,7 @@ impl Call {
     /// the server deduplicates by its Idempotency-Key.
     fn retry_is_safe(&self) -> bool {
         self.idempotency_key.is_some()
+            || self.idempotent
             || matches!(
                 self.method,
                 Method::GET | Method::HEAD | Method::PUT | Method::DELETE

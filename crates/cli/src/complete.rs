@@ -1,5 +1,6 @@
 //! Shell completion that knows the organization: cluster, node pool, node, Elastic IP,
-//! firewall rule and auth server names come from the API, as `kubectl get pods <TAB>` does.
+//! firewall rule and auth server names, and the person's approval ids, come from the API, as
+//! `kubectl get pods <TAB>` does.
 //!
 //! The shell calls `kubesvc` back on each TAB (`COMPLETE=bash kubesvc -- kubesvc …`, the
 //! script `kubesvc completion SHELL` prints sets this up); the words typed so far pick the
@@ -53,6 +54,8 @@ enum Names {
     ElasticIps,
     FirewallRules,
     AuthServers,
+    /// The caller's own approvals, by id (they have no name).
+    Approvals,
 }
 
 impl Names {
@@ -65,6 +68,7 @@ impl Names {
             "eip" => Names::ElasticIps,
             "rule" => Names::FirewallRules,
             "server" => Names::AuthServers,
+            "approval" => Names::Approvals,
             _ => return None,
         })
     }
@@ -148,6 +152,14 @@ fn list(names: Names, typed: &[OsString]) -> Option<Vec<String>> {
         let items = match names {
             Names::Clusters => items(&api, "/v1/public/clusters?size=100".into()).await?,
             Names::AuthServers => items(&api, "/v1/public/gateway/auth-servers".into()).await?,
+            Names::Approvals => {
+                let all = items(&api, "/v1/public/approvals".into()).await?;
+                return Some(
+                    all.iter()
+                        .filter_map(|a| a["id"].as_str().map(str::to_owned))
+                        .collect(),
+                );
+            }
             Names::Pools | Names::Nodes | Names::ElasticIps | Names::FirewallRules => {
                 let cluster = resolve::cluster(&api, &cluster?).await.ok()?;
                 let collection = match names {

@@ -11,9 +11,10 @@ use crate::pages::layout;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
-    /// No live session: the answer is the sign-in page.
+    /// No live session: the answer is the sign-in page, which comes back to the page asked
+    /// for (a path of the console, checked) once signed in.
     #[error("sign-in needed")]
-    SignInNeeded,
+    SignInNeeded(Option<String>),
     /// A use case refused: shown with the API's status and words.
     #[error("{0}")]
     Domain(#[from] DomainError),
@@ -44,7 +45,7 @@ impl ConsoleError {
 impl ResponseError for ConsoleError {
     fn status_code(&self) -> StatusCode {
         match self {
-            ConsoleError::SignInNeeded => StatusCode::SEE_OTHER,
+            ConsoleError::SignInNeeded(_) => StatusCode::SEE_OTHER,
             ConsoleError::Domain(e) => api::problem::status_of(e),
             ConsoleError::BadForm(_) => StatusCode::BAD_REQUEST,
             ConsoleError::Forged => StatusCode::FORBIDDEN,
@@ -54,9 +55,13 @@ impl ResponseError for ConsoleError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        if let ConsoleError::SignInNeeded = self {
+        if let ConsoleError::SignInNeeded(back) = self {
+            let location = match back {
+                Some(back) => format!("{PREFIX}/sign-in?next={}", crate::pages::urlencode(back)),
+                None => format!("{PREFIX}/sign-in"),
+            };
             return HttpResponse::SeeOther()
-                .insert_header((header::LOCATION, format!("{PREFIX}/sign-in")))
+                .insert_header((header::LOCATION, location))
                 .finish();
         }
         if let ConsoleError::Internal(cause) | ConsoleError::Domain(DomainError::Internal(cause)) =

@@ -149,6 +149,16 @@ pub fn configure(state: ConsoleState) -> impl FnOnce(&mut ServiceConfig) {
                     "/clusters/{id}/exposure",
                     web::post().to(pages::cluster::exposure),
                 )
+                .route("/approvals", web::get().to(pages::approvals::list))
+                .route("/approvals/{id}", web::get().to(pages::approvals::detail))
+                .route(
+                    "/approvals/{id}/approve",
+                    web::post().to(pages::approvals::approve),
+                )
+                .route(
+                    "/approvals/{id}/decline",
+                    web::post().to(pages::approvals::decline),
+                )
                 .route("/auth-servers", web::get().to(pages::auth_servers::list))
                 .route(
                     "/auth-servers/new",

@@ -249,6 +249,9 @@ pub struct Signed {
     /// The use cases serving this request: the changes it makes name it (its id) in the
     /// audit trail and on the operations they start, as the API's do.
     pub services: Services,
+    /// How many of the person's approvals wait for their decision, for the header's link
+    /// (counted for whole pages only: a live fragment has no header).
+    pub pending_approvals: usize,
 }
 
 impl FromRequest for Signed {
@@ -263,12 +266,11 @@ impl FromRequest for Signed {
                 .cloned()
                 .ok_or_else(|| ConsoleError::Internal("console state missing".into()))?;
             let now = state.services().ports().clock.now();
-            let session = open(&state, &req, now).ok_or(ConsoleError::SignInNeeded)?;
+            let needed = || ConsoleError::SignInNeeded(crate::pages::sign_in::back_from(&req));
+            let session = open(&state, &req, now).ok_or_else(needed)?;
             let caller = match state.services().authenticate(&session.token).await {
                 Ok(caller) => caller,
-                Err(domain::DomainError::Unauthorized(_)) => {
-                    return Err(ConsoleError::SignInNeeded);
-                }
+                Err(domain::DomainError::Unauthorized(_)) => return Err(needed()),
                 Err(e) => return Err(ConsoleError::Domain(e)),
             };
             // A session signed out (here, in another tab, or everywhere) is over, though its
@@ -278,12 +280,19 @@ impl FromRequest for Signed {
                 .session_ended(&session.standing(&caller))
                 .await?
             {
-                return Err(ConsoleError::SignInNeeded);
+                return Err(needed());
             }
+            let services = api::extract::serving_services(state.services(), &req);
+            let pending_approvals = if req.headers().contains_key("hx-request") {
+                0
+            } else {
+                crate::pages::approvals::pending_count(&services, &caller).await
+            };
             Ok(Signed {
                 caller,
                 session,
-                services: api::extract::serving_services(state.services(), &req),
+                services,
+                pending_approvals,
             })
         })
     }

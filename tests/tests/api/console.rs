@@ -102,14 +102,20 @@ async fn without_a_session_every_page_sends_to_sign_in_and_a_forged_cookie_is_no
     let app = TestApp::spawn_api_only(&[]).await;
     let cluster = app.create_cluster("web").await;
     let mut browser = Browser::new(&app);
-    for path in [
-        "/console/clusters".to_owned(),
-        format!("/console/clusters/{}", id(&cluster)),
-    ] {
-        let page = browser.get(&path).await;
-        assert_eq!(page.status, 303, "{path}");
-        assert_eq!(page.header("location").as_deref(), Some("/console/sign-in"));
-    }
+    let page = browser.get("/console/clusters").await;
+    assert_eq!(page.status, 303);
+    assert_eq!(page.header("location").as_deref(), Some("/console/sign-in"));
+    // Any other page is come back to once signed in.
+    let path = format!("/console/clusters/{}", id(&cluster));
+    let page = browser.get(&path).await;
+    assert_eq!(page.status, 303, "{path}");
+    assert_eq!(
+        page.header("location"),
+        Some(format!(
+            "/console/sign-in?next={}",
+            path.replace('/', "%2F")
+        ))
+    );
     for forged in ["v1:AAAA", "garbage", "", TOKEN_ACME_SUPER_ADMIN] {
         browser.set_cookie(SESSION, forged);
         let page = browser.get("/console/clusters").await;

@@ -10,6 +10,7 @@ mod auth_servers;
 mod cli;
 mod clusters;
 mod console;
+mod console_approvals;
 mod console_auth_servers;
 mod console_cluster_pages;
 mod idempotency;

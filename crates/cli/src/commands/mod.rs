@@ -1,6 +1,7 @@
 //! One module per command group; [`run`] picks the one asked for.
 
 mod activity;
+mod approvals;
 mod auth;
 mod auth_servers;
 mod catalog;
@@ -34,6 +35,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::FirewallRule(c) => networking::rules(&Session::open(global)?, c).await,
         Command::AuthServer(c) => auth_servers::run(&Session::open(global)?, c).await,
         Command::Audit(c) => activity::audit(&Session::open(global)?, c).await,
+        Command::Approvals(c) => approvals::run(&Session::open(global)?, c).await,
         Command::Mcp => mcp::serve(Session::open(global)?.api).await,
     }
 }

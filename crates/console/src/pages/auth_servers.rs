@@ -58,6 +58,7 @@ fn chrome(
         acting,
         csrf: &signed.session.csrf,
         here: &here,
+        pending: signed.pending_approvals,
     };
     html_page(status, layout::page(title, Some(&nav), body))
 }

@@ -123,6 +123,7 @@ pub fn frame(
         acting: &acting,
         csrf: &signed.session.csrf,
         here: &here,
+        pending: signed.pending_approvals,
     };
     let body = html! {
         nav.crumbs aria-label="Breadcrumb" {

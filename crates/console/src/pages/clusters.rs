@@ -62,6 +62,7 @@ pub async fn list(signed: Signed, query: Query<ListQuery>) -> Result<HttpRespons
         acting: &acting,
         csrf: &signed.session.csrf,
         here: &here,
+        pending: signed.pending_approvals,
     };
     let pages = found.total.div_ceil(u64::from(PAGE_SIZE)).max(1);
     let link = |p: u64| {

@@ -328,6 +328,7 @@ fn draw(
         acting: &acting,
         csrf: &signed.session.csrf,
         here: &here,
+        pending: signed.pending_approvals,
     };
     let errors = match problem {
         Some(Problem::Fields(v)) => v

@@ -18,6 +18,8 @@ pub struct Nav<'a> {
     pub csrf: &'a str,
     /// The page the organization switcher reloads.
     pub here: &'a str,
+    /// How many approvals wait for the person's decision.
+    pub pending: usize,
 }
 
 pub fn page(title: &str, nav: Option<&Nav<'_>>, main: Markup) -> Markup {
@@ -54,6 +56,12 @@ fn header(nav: &Nav<'_>) -> Markup {
         nav aria-label="Console" {
             a href={ (PREFIX) "/clusters" (nav.acting.query()) } { "Clusters" }
             a href={ (PREFIX) "/auth-servers" (nav.acting.query()) } { "Auth servers" }
+            a href={ (PREFIX) "/approvals" (nav.acting.query()) } #nav-approvals {
+                "Approvals"
+                @if nav.pending > 0 {
+                    " " span.count { (nav.pending) } span.visually-hidden { " waiting for you" }
+                }
+            }
         }
         form.switcher method="get" action=(nav.here) {
             label for="organization" { "Organization" }

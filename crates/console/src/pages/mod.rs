@@ -1,6 +1,7 @@
 //! The console's pages, one module per page or group of pages, and what they share: which
 //! organization a page is about, and the check every form submission passes.
 
+pub mod approvals;
 pub mod auth_servers;
 pub mod cluster;
 pub mod clusters;

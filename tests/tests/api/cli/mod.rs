@@ -3,6 +3,7 @@
 //! session on a terminal. Helpers: `blackbox::cli`.
 
 mod activity;
+mod approvals;
 mod auth_servers;
 mod failures;
 mod lifecycle;
