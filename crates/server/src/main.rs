@@ -5,9 +5,16 @@ use std::process::ExitCode;
 
 use server::config::{Config, Source};
 
+/// What keeps the log's writer and the span exporter running; dropping it writes the lines and
+/// sends the spans still buffered.
+struct Telemetry {
+    _log: tracing_appender::non_blocking::WorkerGuard,
+    _export: Option<telemetry::export::Export>,
+}
+
 /// The log on standard error and, when `OTEL_EXPORTER_OTLP_ENDPOINT` names a collector, the
-/// spans exported to it; the answer keeps the exporter running until it is dropped.
-fn init_tracing() -> Option<telemetry::export::Export> {
+/// spans exported to it.
+fn init_tracing() -> Telemetry {
     use tracing_subscriber::EnvFilter;
     use tracing_subscriber::Layer;
     use tracing_subscriber::layer::SubscriberExt;
@@ -23,8 +30,14 @@ fn init_tracing() -> Option<telemetry::export::Export> {
     } else {
         tracing_subscriber::fmt::format::FmtSpan::NONE
     };
+    // Lines are written by a thread of their own, so no request waits on a write to the log
+    // (a write per access line was most of what logging at `info` cost); when its buffer is
+    // full the request waits rather than a line being lost.
+    let (writer, log) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .finish(std::io::stderr());
     let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_span_events(spans)
         .with_ansi(ansi);
     let fmt = if json {
@@ -52,7 +65,10 @@ fn init_tracing() -> Option<telemetry::export::Export> {
         .with(fmt)
         .with(otel)
         .init();
-    export
+    Telemetry {
+        _log: log,
+        _export: export,
+    }
 }
 
 /// `server --migrate`: what a deployment's migration Job runs before a release's replicas start.
