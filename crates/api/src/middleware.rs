@@ -84,13 +84,12 @@ pub async fn observe(
         state.metrics.record(&method, &route, status, latency);
     }
     let _inside = span.enter();
+    // Method, route and request id are the span's: every line carries them, this one included
+    // (written again here, they cost a tenth of a read's time to format).
     tracing::info!(
         target: "access",
-        method = %method,
-        route = %route,
         status,
         latency_ms = latency.as_secs_f64() * 1000.0,
-        request_id = %id.0,
         "request"
     );
     Ok(res)
