@@ -8,47 +8,9 @@
 use http::HeaderValue;
 use std::net::IpAddr;
 
-use ipnet::IpNet;
-
-/// The peers whose forwarding headers are believed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TrustedProxies(Vec<IpNet>);
-
-impl TrustedProxies {
-    /// A comma-separated list of CIDRs (`10.0.0.0/8, 192.168.1.7/32`); a bare address means
-    /// that one address.
-    pub fn parse(text: &str) -> Result<TrustedProxies, String> {
-        let mut nets = Vec::new();
-        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let net = match item.parse::<IpNet>() {
-                Ok(n) => n,
-                Err(_) => IpNet::from(
-                    item.parse::<IpAddr>()
-                        .map_err(|_| format!("{item:?} is not a CIDR or an IP address"))?,
-                ),
-            };
-            nets.push(net.trunc());
-        }
-        Ok(TrustedProxies(nets))
-    }
-
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        let ip = canonical_ip(ip);
-        self.0.iter().any(|n| n.contains(&ip))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-/// IPv4-mapped IPv6 addresses (`::ffff:10.0.0.1`) as the IPv4 address they are.
-pub fn canonical_ip(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
-        v4 => v4,
-    }
-}
+// The proxy-trust rule itself (which peers are believed, how far `X-Forwarded-For` is read, the
+// canonical spelling of an address) is the one the API server uses too.
+pub use forwarded::{TrustedProxies, canonical_ip};
 
 /// The forwarding headers of a request, as received (all values of each).
 #[derive(Debug, Default, Clone, Copy)]
@@ -82,8 +44,9 @@ pub fn client_view(
     claimed: Claimed<'_>,
     trusted: &TrustedProxies,
 ) -> ClientView {
-    let peer = canonical_ip(peer);
     let own_proto = if tls { "https" } else { "http" };
+    let chain = forwarded::resolve(peer, claimed.forwarded_for, trusted);
+    let peer = chain.peer;
     if !trusted.contains(peer) {
         return ClientView {
             addr: peer,
@@ -92,30 +55,7 @@ pub fn client_view(
             forwarded_for: header_value(peer.to_string()),
         };
     }
-    // The chain as the trusted proxy passed it on; an entry that is not an address ends what
-    // can be believed (everything left of it was written by someone unknown).
-    let mut chain: Vec<IpAddr> = Vec::new();
-    let entries: Vec<&str> = claimed
-        .forwarded_for
-        .iter()
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .collect();
-    for entry in entries.iter().rev() {
-        match parse_forwarded_addr(entry) {
-            Some(ip) => chain.push(ip),
-            None => break,
-        }
-    }
-    chain.reverse();
-    // The client is the nearest address that is not one of our proxies.
-    let addr = chain
-        .iter()
-        .rev()
-        .find(|ip| !trusted.contains(**ip))
-        .or(chain.first())
-        .copied()
-        .unwrap_or(peer);
+    let addr = chain.client;
     let proto = match claimed
         .forwarded_proto
         .map(|p| p.trim().to_ascii_lowercase())
@@ -130,7 +70,7 @@ pub fn client_view(
         .filter(|h| is_host_and_port(h))
         .or(own_host)
         .map(str::to_owned);
-    let mut forwarded_for: Vec<String> = chain.iter().map(IpAddr::to_string).collect();
+    let mut forwarded_for: Vec<String> = chain.believed.iter().map(IpAddr::to_string).collect();
     forwarded_for.push(peer.to_string());
     ClientView {
         addr,
@@ -143,17 +83,6 @@ pub fn client_view(
 /// Addresses and commas: always a valid header value.
 fn header_value(text: String) -> HeaderValue {
     HeaderValue::try_from(text).unwrap_or_else(|_| HeaderValue::from_static(""))
-}
-
-/// An `X-Forwarded-For` entry: an address, perhaps with a port (`1.2.3.4:5`, `[::1]:5`).
-fn parse_forwarded_addr(entry: &str) -> Option<IpAddr> {
-    if let Ok(ip) = entry.parse::<IpAddr>() {
-        return Some(canonical_ip(ip));
-    }
-    if let Ok(sock) = entry.parse::<std::net::SocketAddr>() {
-        return Some(canonical_ip(sock.ip()));
-    }
-    None
 }
 
 /// `host` or `host:port` and nothing else (RFC 9110 §7.2): a name of letters, digits and
