@@ -327,6 +327,17 @@ impl TestApp {
         a.json()
     }
 
+    /// Creates a cluster (as [`TestApp::create_cluster`]) and waits until it is `Provisioned`
+    /// (two minutes at most); its JSON then.
+    pub async fn provisioned_cluster(&self, name: &str) -> Value {
+        let made = self.create_cluster(name).await;
+        let path = format!("{CLUSTERS}/{}", id(&made));
+        self.wait_for(&path, Duration::from_secs(120), |c| {
+            c["phase"] == "Provisioned"
+        })
+        .await
+    }
+
     /// Polls a cluster until `pred` holds (or panics after `limit`).
     pub async fn wait_for(
         &self,

@@ -27,21 +27,7 @@ async fn main() -> ExitCode {
     use tracing_subscriber::util::SubscriberInitExt;
     // With OTEL_EXPORTER_OTLP_ENDPOINT, the spans also go to that collector (kept running, and
     // flushed, until `_export` is dropped at the end of main).
-    let endpoint = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .ok()
-        .filter(|e| !e.trim().is_empty());
-    let service = std::env::var("OTEL_SERVICE_NAME")
-        .ok()
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(|| "kubesvc-gateway".to_owned());
-    let (otel, _export) = match endpoint.map(|e| telemetry::export::layer(&e, &service)) {
-        Some(Ok((layer, export))) => (Some(layer), Some(export)),
-        Some(Err(e)) => {
-            eprintln!("gateway: {e}: spans are not exported");
-            (None, None)
-        }
-        None => (None, None),
-    };
+    let (otel, _export) = telemetry::export::from_env("gateway", "kubesvc-gateway");
     tracing_subscriber::registry()
         .with(log_filter())
         .with(tracing_subscriber::fmt::layer())

@@ -45,21 +45,7 @@ fn init_tracing() -> Telemetry {
     } else {
         fmt.compact().boxed()
     };
-    let endpoint = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .ok()
-        .filter(|e| !e.trim().is_empty());
-    let service = std::env::var("OTEL_SERVICE_NAME")
-        .ok()
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(|| "kubesvc".to_owned());
-    let (otel, export) = match endpoint.map(|e| telemetry::export::layer(&e, &service)) {
-        Some(Ok((layer, export))) => (Some(layer), Some(export)),
-        Some(Err(e)) => {
-            eprintln!("server: {e}: spans are not exported");
-            (None, None)
-        }
-        None => (None, None),
-    };
+    let (otel, export) = telemetry::export::from_env("server", "kubesvc");
     tracing_subscriber::registry()
         .with(filter)
         .with(fmt)

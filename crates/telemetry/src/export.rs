@@ -54,6 +54,32 @@ where
     ))
 }
 
+/// The export the environment asks for: `OTEL_EXPORTER_OTLP_ENDPOINT` (none when unset or
+/// empty) and `OTEL_SERVICE_NAME` (`service` otherwise). An endpoint that cannot be used is said
+/// on standard error by `program`, and nothing is exported.
+pub fn from_env<S>(program: &str, service: &str) -> (Option<impl Layer<S> + use<S>>, Option<Export>)
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+{
+    let Some(endpoint) = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .ok()
+        .filter(|e| !e.trim().is_empty())
+    else {
+        return (None, None);
+    };
+    let service = std::env::var("OTEL_SERVICE_NAME")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| service.to_owned());
+    match layer(&endpoint, &service) {
+        Ok((layer, export)) => (Some(layer), Some(export)),
+        Err(e) => {
+            eprintln!("{program}: {e}: spans are not exported");
+            (None, None)
+        }
+    }
+}
+
 /// Makes `span` part of the trace `parent` names (the caller's span, or the request that
 /// scheduled some work), or the root of a new trace; answers the span's own place in it, to
 /// be passed on. Without an exporter the span has no place of its own: a new span id under

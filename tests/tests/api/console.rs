@@ -615,12 +615,8 @@ async fn a_member_sees_every_tab_and_no_form_that_changes_anything() {
 #[tokio::test]
 async fn elastic_ips_are_allocated_and_released_from_the_networking_tab() {
     let app = TestApp::spawn().await;
-    let cluster = app.create_cluster("edge").await;
+    let cluster = app.provisioned_cluster("edge").await;
     let url = format!("/v1/public/clusters/{}", id(&cluster));
-    app.wait_for(&url, Duration::from_secs(60), |c| {
-        c["phase"] == "Provisioned"
-    })
-    .await;
     let tab = format!("/console/clusters/{}/networking", id(&cluster));
     let mut admin = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
     let page = admin.get(&tab).await;

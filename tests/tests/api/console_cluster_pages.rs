@@ -2,8 +2,6 @@
 //! reload, a refused form keeps what was typed and says why beside the field, and what
 //! destroys asks first, saying what follows.
 
-use std::time::Duration;
-
 use blackbox::console::{Browser, Page};
 use blackbox::{TOKEN_ACME_SUPER_ADMIN, TestApp, id};
 
@@ -184,12 +182,8 @@ async fn a_refused_pool_form_keeps_what_was_typed_and_says_why_beside_the_field(
 async fn deleting_a_node_asks_first_says_it_is_replaced_and_is_not_offered_twice() {
     // Slow steps: a deleted node stays Deleting long enough to be seen.
     let app = TestApp::spawn_with(&[("PROVISIONER_STEP_MS", "1500")]).await;
-    let cluster = app.create_cluster("nodes-page").await;
+    let cluster = app.provisioned_cluster("nodes-page").await;
     let url = format!("/v1/public/clusters/{}", id(&cluster));
-    app.wait_for(&url, Duration::from_secs(120), |c| {
-        c["phase"] == "Provisioned"
-    })
-    .await;
     let tab = format!("/console/clusters/{}/nodes", id(&cluster));
     let mut admin = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
     let page = admin.get(&tab).await;
