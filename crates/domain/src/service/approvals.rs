@@ -128,27 +128,8 @@ impl Services {
         let a = self.approval(caller, id).await?;
         match a.status {
             ApprovalStatus::Pending => {
-                let now = self.ports.clock.now();
-                let audit = self.approval_event(caller, &a, AuditAction::Approved);
-                let moved = self
-                    .ports
-                    .approvals
-                    .decide_approval(
-                        id,
-                        ApprovalStatus::Pending,
-                        ApprovalStatus::Approved,
-                        now,
-                        audit,
-                    )
-                    .await
-                    .map_err(store_error)?;
-                if !moved {
-                    // Decided meanwhile (another tab, the sweep): answer from what it is now.
-                    let now_is = self.approval(caller, id).await?;
-                    if now_is.status != ApprovalStatus::Approved {
-                        return Err(decided(now_is.status, "approved"));
-                    }
-                }
+                self.decide(caller, &a, ApprovalStatus::Approved, AuditAction::Approved)
+                    .await?
             }
             ApprovalStatus::Approved => {}
             other => return Err(decided(other, "approved")),
@@ -164,29 +145,39 @@ impl Services {
         let a = self.approval(caller, id).await?;
         match a.status {
             ApprovalStatus::Pending => {
-                let now = self.ports.clock.now();
-                let audit = self.approval_event(caller, &a, AuditAction::Declined);
-                let moved = self
-                    .ports
-                    .approvals
-                    .decide_approval(
-                        id,
-                        ApprovalStatus::Pending,
-                        ApprovalStatus::Declined,
-                        now,
-                        audit,
-                    )
-                    .await
-                    .map_err(store_error)?;
-                let now_is = self.approval(caller, id).await?;
-                if !moved && now_is.status != ApprovalStatus::Declined {
-                    return Err(decided(now_is.status, "declined"));
-                }
-                Ok(now_is)
+                self.decide(caller, &a, ApprovalStatus::Declined, AuditAction::Declined)
+                    .await?;
+                self.approval(caller, id).await
             }
             ApprovalStatus::Declined => Ok(a),
             other => Err(decided(other, "declined")),
         }
+    }
+
+    /// Moves pending approval `a` to `to` with its audit event. Decided meanwhile (another tab,
+    /// the sweep) the same way, that is no error; any other way it is.
+    async fn decide(
+        &self,
+        caller: &Caller,
+        a: &Approval,
+        to: ApprovalStatus,
+        action: AuditAction,
+    ) -> Result<(), DomainError> {
+        let audit = self.approval_event(caller, a, action);
+        let now = self.ports.clock.now();
+        let moved = self
+            .ports
+            .approvals
+            .decide_approval(a.id, ApprovalStatus::Pending, to, now, audit)
+            .await
+            .map_err(store_error)?;
+        if !moved {
+            let now_is = self.approval(caller, a.id).await?;
+            if now_is.status != to {
+                return Err(decided(now_is.status, to.as_str()));
+            }
+        }
+        Ok(())
     }
 
     /// Where one of `caller`'s approvals stands, for the assistant asking again: once approved,
