@@ -42,7 +42,7 @@ impl Question<'_> {
         let mut err = std::io::stderr().lock();
         let prompt = match self.answer {
             Answer::Name(name) => format!("Type {name} to confirm: "),
-            Answer::Yes => format!("{}? [y/N] ", capitalised(&self.action)),
+            Answer::Yes => format!("{}? [y/N] ", crate::output::capitalised(&self.action)),
         };
         // A failed write to the terminal only loses the question's words; the answer decides.
         let _ = write!(err, "{}\n{prompt}", self.consequence);
@@ -68,14 +68,6 @@ impl Question<'_> {
             Answer::Yes => matches!(typed.to_ascii_lowercase().as_str(), "y" | "yes"),
         }
     }
-}
-
-fn capitalised(s: &str) -> String {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

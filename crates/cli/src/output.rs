@@ -262,6 +262,15 @@ pub fn stamp(at: &chrono::DateTime<chrono::Utc>) -> String {
     format!("{} ({})", at.format("%Y-%m-%d %H:%M:%S UTC"), when(at))
 }
 
+/// `s` with its first letter upper case (a prompt's first word).
+pub fn capitalised(s: &str) -> String {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

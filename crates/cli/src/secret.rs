@@ -52,7 +52,7 @@ pub fn read_or(from: &From, what: &str, instead: &str) -> Result<String, CliErro
                     "no terminal to ask for the {what} on: use {instead}"
                 )));
             }
-            rpassword::prompt_password(format!("{}: ", capitalised(what)))
+            rpassword::prompt_password(format!("{}: ", crate::output::capitalised(what)))
                 .map_err(|e| CliError::Local(format!("reading the {what}: {e}")))?
         }
     };
@@ -60,14 +60,6 @@ pub fn read_or(from: &From, what: &str, instead: &str) -> Result<String, CliErro
         return Err(CliError::usage(format!("the {what} is empty")));
     }
     Ok(secret)
-}
-
-fn capitalised(s: &str) -> String {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -90,6 +82,6 @@ mod tests {
         let e = read(&From::Env("KUBESVC_TEST_UNSET_VARIABLE".into()), "password").err();
         assert_eq!(e.as_ref().map(CliError::exit_code), Some(2));
         assert!(e.is_some_and(|e| e.to_string().contains("KUBESVC_TEST_UNSET_VARIABLE")));
-        assert_eq!(capitalised("password"), "Password");
+        assert_eq!(crate::output::capitalised("password"), "Password");
     }
 }
