@@ -41,7 +41,7 @@ can switch on. A 422 also has `errors`: one `{field, message}` per problem, `fie
 
 | Status | `code` | When |
 |---|---|---|
-| 400 | `organization_required`, `invalid_idempotency_key`, `invalid_query`, `unknown_zone`, `unknown_version`, `unknown_machine_tier`, `phase_not_provisioned`, `public_exposure_unavailable` | what the caller cannot fix in the body |
+| 400 | `organization_required`, `invalid_idempotency_key`, `invalid_query`, `unknown_zone`, `unknown_version`, `unknown_machine_tier`, `phase_not_provisioned`, `public_exposure_unavailable`, `upgrade_not_allowed` | what the caller cannot fix in the body |
 | 401 | `unauthorized` | no usable bearer token (see Authentication); with `WWW-Authenticate: Bearer` |
 | 402 | `insufficient_credit` | a prepaid organization without credit adds nodes |
 | 403 | `forbidden`, `assistant_not_allowed` | not a member (reads) or not super_admin (writes); the AI assistant's limits |
@@ -195,6 +195,36 @@ itself. `GET /v1/public/clusters/{id}/operations` lists them newest first (`stat
 client sees its deletion succeed, and are kept as long as the audit trail. A change that only
 records something (a description, an auth server) has no operation: it is done when answered.
 
+### Upgrades and maintenance
+
+A cluster's `version` is its control plane's. `GET /v1/public/clusters/{id}/upgrades` (any
+member) lists the versions it may move to: newer ones only, at most one minor version ahead
+(Kubernetes' own skew policy), oldest first. `POST /v1/public/clusters/{id}/upgrade`
+`{"version": …}` (super_admin; `Idempotency-Key` and `If-Match` honoured) answers 202 with the
+cluster, its `upgrade` `{from, to, automatic}` set, and the operation that follows it. The
+control plane moves first; then each node pool in turn goes `Upgrading` (its `version` is the
+one its nodes move to) and replaces its nodes one at a time: a new node of the new version is
+`Ready` before an old one is drained and removed. A pool's `max_surge` (1-10, default 1) is how
+many nodes above its count it may go meanwhile, `max_unavailable` (0-10, default 0) how many
+below; both are set on the pool (create or PATCH) or for every pool by the upgrade's body. With
+the defaults a pool never has fewer `Ready` nodes than its count. Every node lists its own
+`version`; the state long-poll wakes on each step. A failed node creation is retried by itself
+(the old nodes keep serving); the operation's `last_error` says what failed in words to act on.
+Refused: a version not offered (400 `unknown_version`), the current one, an older one or one
+that skips a minor version (400 `upgrade_not_allowed`, naming the version to go to first), a
+cluster not `Provisioned` (409 `cluster_not_provisioned`), one with an upgrade, an exposure
+change or a pool's change still in flight (409 `change_in_flight`), a member (403). While a pool
+is `Upgrading` its size cannot change (409 `invalid_state`).
+
+`maintenance_window` (`day`: `any` or a weekday; `start_time`: `HH:MM` UTC; four hours long;
+any day at 00:00 unless set) and `auto_upgrade` (default false) are set on create and by
+`PATCH /v1/public/clusters/{id}`. With `auto_upgrade`, the newest patch of the cluster's minor
+version is applied inside the window, at most once a window, as the same upgrade (its operation
+and audit event name `maintenance-policy` as who asked, and `upgrade.automatic` is true). The
+upgrades answer shows `next_maintenance_window_start`: the window open now, else the next one.
+Unlike DigitalOcean and GKE, an automatic upgrade never moves to a new minor version (that is
+always a person's decision here), and surge nodes do not count against the zone's capacity.
+
 ### Registration reasons
 
 A cluster's `hub_registration` and `default_environment` carry a `reason` only when not ready,
@@ -247,6 +277,22 @@ wait_phase() {
         sleep 0.5
     done
     echo "cluster $id never reached $phase" >&2
+    return 1
+}
+
+# Waits until nothing is in flight on the cluster: every pool Ready, no exposure change, no
+# upgrade.
+wait_settled() {
+    local id=$1 i
+    for i in $(seq 1 240); do
+        curl -s -H "Authorization: Bearer $ADMIN" "$BASE/v1/public/clusters/$id" | python3 -c '
+import sys, json
+c = json.load(sys.stdin)
+busy = c["exposure_change"] or c["upgrade"] or any(p["status"] != "Ready" for p in c["node_pools"])
+sys.exit(1 if busy else 0)' && return 0
+        sleep 0.5
+    done
+    echo "cluster $id never settled" >&2
     return 1
 }
 
@@ -307,6 +353,15 @@ RULE=$(field '["id"]')
 run "GET /v1/public/clusters/{id}/firewall-rules" "${M[@]}" "$BASE/v1/public/clusters/$ID/firewall-rules"
 run "GET /v1/public/clusters/{id}/firewall-rules/{rule}" "${M[@]}" "$BASE/v1/public/clusters/$ID/firewall-rules/$RULE"
 run "DELETE /v1/public/clusters/{id}/firewall-rules/{rule} (202)" "${A[@]}" -X DELETE "$BASE/v1/public/clusters/$ID/firewall-rules/$RULE"
+
+echo -e "\n## Upgrades and maintenance" >>"$OUT"
+wait_settled "$ID"
+run "GET /v1/public/clusters/{id}/upgrades (newer versions, at most one minor ahead)" "${M[@]}" "$BASE/v1/public/clusters/$ID/upgrades"
+run "POST /v1/public/clusters/{id}/upgrade (202; the control plane first, then each pool node by node)" "${A[@]}" "${J[@]}" -H "Idempotency-Key: upgrade-demo-$SUFFIX" -X POST "$BASE/v1/public/clusters/$ID/upgrade" -d '{"version":"v1.32.6"}'
+wait_settled "$ID"
+run "GET /v1/public/clusters/{id}/nodes (every node replaced by one of the new version)" "${M[@]}" "$BASE/v1/public/clusters/$ID/nodes"
+run "POST /v1/public/clusters/{id}/upgrade to an older version: 400" "${A[@]}" "${J[@]}" -X POST "$BASE/v1/public/clusters/$ID/upgrade" -d '{"version":"v1.31.9"}'
+run "PATCH /v1/public/clusters/{id} (the maintenance window and automatic patch upgrades)" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID" -d '{"maintenance_window":{"day":"saturday","start_time":"03:00"},"auto_upgrade":true}'
 
 echo -e "\n## Exposure" >>"$OUT"
 run "PATCH /v1/public/clusters/{id}/exposure (202; the kubeconfig must be downloaded again after)" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID/exposure" -d '{"exposure":"private"}'

@@ -36,6 +36,7 @@ READS = {
     "list_elastic_ips",
     "list_firewall_rules",
     "list_operations",
+    "list_upgrades",
 }
 WRITES = {
     "create_cluster",
@@ -44,6 +45,7 @@ WRITES = {
     "delete_node_pool",
     "delete_node",
     "delete_cluster",
+    "upgrade_cluster",
 }
 NETWORK_CHANGES = [
     "create_elastic_ip",

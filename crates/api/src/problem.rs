@@ -20,7 +20,8 @@ pub fn status_of(e: &DomainError) -> StatusCode {
         | DomainError::UnknownVersion(_)
         | DomainError::UnknownMachineTier { .. }
         | DomainError::PhaseNotProvisioned(_)
-        | DomainError::PublicExposureUnavailable(_) => StatusCode::BAD_REQUEST,
+        | DomainError::PublicExposureUnavailable(_)
+        | DomainError::UpgradeRefused { .. } => StatusCode::BAD_REQUEST,
         DomainError::InsufficientCredit => StatusCode::PAYMENT_REQUIRED,
         DomainError::Forbidden(_) => StatusCode::FORBIDDEN,
         DomainError::NotFound(_) => StatusCode::NOT_FOUND,

@@ -80,6 +80,9 @@ pub enum Conflict {
     LastCredential,
     /// A concurrent change kept winning; the request changed nothing and can be retried.
     ConcurrentModification,
+    /// The cluster is still carrying out another change (an upgrade, an exposure change, a
+    /// pool's change) that must finish first.
+    ClusterBusy,
 }
 
 /// Forbidden, and why (never revealing whether an object exists).
@@ -126,6 +129,12 @@ pub enum DomainError {
     PhaseNotProvisioned(&'static str),
     #[error("public exposure is not available in zone {0:?}")]
     PublicExposureUnavailable(String),
+    /// The version is offered but the cluster cannot move to it (down, or more than one minor).
+    #[error("{}", .refusal.text(.to))]
+    UpgradeRefused {
+        to: String,
+        refusal: crate::model::upgrade::UpgradeRefusal,
+    },
 
     #[error("the organization's prepaid credit is used up: adding nodes needs credit")]
     InsufficientCredit,
@@ -217,6 +226,7 @@ fn conflict_text(c: &Conflict) -> String {
         Conflict::ConcurrentModification => {
             "the object was changed concurrently; retry the request".into()
         }
+        Conflict::ClusterBusy => "the cluster is still carrying out another change (an upgrade, an exposure change or a node pool's change): wait for its operation to finish".into(),
     }
 }
 
@@ -258,6 +268,7 @@ impl DomainError {
             DomainError::UnknownMachineTier { .. } => "unknown_machine_tier",
             DomainError::PhaseNotProvisioned(_) => "phase_not_provisioned",
             DomainError::PublicExposureUnavailable(_) => "public_exposure_unavailable",
+            DomainError::UpgradeRefused { .. } => "upgrade_not_allowed",
             DomainError::InsufficientCredit => "insufficient_credit",
             DomainError::Forbidden(Forbidden::AssistantNotAllowed) => "assistant_not_allowed",
             DomainError::Forbidden(_) => "forbidden",
@@ -275,6 +286,7 @@ impl DomainError {
                 Conflict::ClusterFailed => "cluster_failed",
                 Conflict::LastCredential => "last_credential",
                 Conflict::ConcurrentModification => "concurrent_modification",
+                Conflict::ClusterBusy => "change_in_flight",
             },
             DomainError::PreconditionFailed => "precondition_failed",
             DomainError::RateLimited { .. } => "rate_limited",

@@ -10,6 +10,10 @@ pub const MAX_FIREWALL_DESCRIPTION: usize = 255;
 pub const MAX_SOURCE_CIDRS: usize = 16;
 pub const DEFAULT_POOL_NAME: &str = "default";
 pub const DEFAULT_MIN_NODES: u32 = 1;
+/// How many nodes above its count a pool may go while an upgrade replaces nodes.
+pub const MAX_SURGE: u32 = 10;
+/// How many nodes below its count a pool may go while an upgrade replaces nodes.
+pub const MAX_UNAVAILABLE: u32 = 10;
 
 pub const PAGE_DEFAULT: u32 = 1;
 pub const SIZE_DEFAULT: u32 = 20;

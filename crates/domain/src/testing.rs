@@ -1,6 +1,8 @@
 //! Fixtures and mock wiring for tests of the domain and of the adapters (feature `mocks`):
 //! fixed time, predictable ids, callers, organizations, clusters, and a JSON renderer.
 
+use crate::model::maintenance_window::MaintenanceWindow;
+use crate::model::upgrade::SurgeSettings;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -112,6 +114,8 @@ pub fn pool(name: &str, count: u32) -> NodePool {
         labels: Default::default(),
         tags: Default::default(),
         root_volume_size_gib: 50,
+        version: "v1.32.4".into(),
+        surge: SurgeSettings::DEFAULT,
         status: PoolStatus::Ready,
         created_at: at(0),
         updated_at: at(0),
@@ -140,6 +144,10 @@ pub fn cluster(org: Uuid, phase: ClusterPhase) -> Cluster {
         hub_registration: Registration::PENDING,
         default_environment: Registration::PENDING,
         exposure_change: None,
+        upgrade: None,
+        maintenance_window: MaintenanceWindow::default(),
+        auto_upgrade: false,
+        last_auto_upgrade_window: None,
         created_at: at(0),
         updated_at: at(0),
         revision: 5,

@@ -54,15 +54,17 @@ enum Name {
     ListElasticIps,
     ListFirewallRules,
     ListOperations,
+    ListUpgrades,
     CreateCluster,
     AddNodePool,
     ScaleNodePool,
     DeleteNodePool,
     DeleteNode,
     DeleteCluster,
+    UpgradeCluster,
 }
 
-const ALL: [Name; 14] = [
+const ALL: [Name; 16] = [
     Name::GetCatalog,
     Name::ListClusters,
     Name::GetCluster,
@@ -71,12 +73,14 @@ const ALL: [Name; 14] = [
     Name::ListElasticIps,
     Name::ListFirewallRules,
     Name::ListOperations,
+    Name::ListUpgrades,
     Name::CreateCluster,
     Name::AddNodePool,
     Name::ScaleNodePool,
     Name::DeleteNodePool,
     Name::DeleteNode,
     Name::DeleteCluster,
+    Name::UpgradeCluster,
 ];
 
 impl Name {
@@ -90,12 +94,14 @@ impl Name {
             Name::ListElasticIps => "list_elastic_ips",
             Name::ListFirewallRules => "list_firewall_rules",
             Name::ListOperations => "list_operations",
+            Name::ListUpgrades => "list_upgrades",
             Name::CreateCluster => "create_cluster",
             Name::AddNodePool => "add_node_pool",
             Name::ScaleNodePool => "scale_node_pool",
             Name::DeleteNodePool => "delete_node_pool",
             Name::DeleteNode => "delete_node",
             Name::DeleteCluster => "delete_cluster",
+            Name::UpgradeCluster => "upgrade_cluster",
         }
     }
 
@@ -193,6 +199,14 @@ fn define(name: Name) -> Tool {
                 ob.inline::<wire::operation::OperationList>(),
                 read(),
             ),
+            Name::ListUpgrades => (
+                "The Kubernetes versions a cluster can be upgraded to (newer, at most one minor \
+                 version ahead), its upgrade in flight, and its maintenance window and the \
+                 next one's start.",
+                schema::object(vec![org(), cluster()], &["cluster"]),
+                ob.inline::<wire::cluster::ClusterUpgrades>(),
+                read(),
+            ),
             Name::CreateCluster => {
                 let mut body = ib.inline::<wire::request::cluster::CreateClusterRequest>();
                 // The organization may be left out here: the account's preferred one then.
@@ -271,6 +285,21 @@ fn define(name: Name) -> Tool {
                 write_output::<wire::cluster::Cluster>(&mut ob, "cluster"),
                 write(true, true),
             ),
+            Name::UpgradeCluster => {
+                let body = ib.inline::<wire::request::upgrade::UpgradeRequest>();
+                let mut props = vec![org(), cluster()];
+                for field in ["version", "max_surge", "max_unavailable"] {
+                    props.push((field, body["properties"][field].clone()));
+                }
+                (
+                    "Upgrades a cluster's Kubernetes version (one list_upgrades lists): the \
+                     control plane first, then every node pool, each node replaced by a new \
+                     one of the new version before the old one is removed.",
+                    schema::object(props, &["cluster", "version"]),
+                    write_output::<wire::cluster::Cluster>(&mut ob, "cluster"),
+                    write(false, true),
+                )
+            }
         };
     let writes = !annotations.read_only_hint.unwrap_or(false);
     let description = if writes {
@@ -517,6 +546,27 @@ async fn run(
                 }),
             )
         }
+        Name::ListUpgrades => {
+            let a: ClusterArgs = args(arguments)?;
+            let id = find_cluster(acting, &a.organization, &a.cluster).await?;
+            let o = s.list_upgrades(caller, id, Freshness::Recent).await?;
+            let versions: Vec<&str> = o.available.iter().map(|v| v.id.as_str()).collect();
+            done(
+                if versions.is_empty() {
+                    format!(
+                        "The cluster runs {}, the newest it can move to.",
+                        o.current_version
+                    )
+                } else {
+                    format!(
+                        "The cluster runs {} and can be upgraded to {}.",
+                        o.current_version,
+                        versions.join(", ")
+                    )
+                },
+                to_value(&wire::cluster::ClusterUpgrades::from(&o)),
+            )
+        }
         Name::CreateCluster => {
             let mut arguments = arguments;
             let named = arguments
@@ -593,6 +643,19 @@ async fn run(
                 url_elicitation,
             )
             .await
+        }
+        Name::UpgradeCluster => {
+            let mut arguments = arguments;
+            let organization = take_text(&mut arguments, "organization")?;
+            let cluster = take_text(&mut arguments, "cluster")?
+                .ok_or_else(|| DomainError::validation("cluster", "is required"))?;
+            let body: wire::request::upgrade::UpgradeRequest = args(arguments)?;
+            let id = find_cluster(acting, &organization, &cluster).await?;
+            let action = ApprovedAction::UpgradeCluster {
+                cluster: id,
+                body: body.into(),
+            };
+            ask(acting, action, url_elicitation).await
         }
     }
 }
@@ -801,7 +864,9 @@ async fn ran(acting: &Acting, a: &Approval) -> Result<Answer, DomainError> {
     // The object's name within its cluster (`<cluster id>/<name>`).
     let named = id.rsplit('/').next().unwrap_or_default().to_owned();
     let (field, object) = match &a.action {
-        ApprovedAction::CreateCluster { .. } | ApprovedAction::DeleteCluster { .. } => (
+        ApprovedAction::CreateCluster { .. }
+        | ApprovedAction::DeleteCluster { .. }
+        | ApprovedAction::UpgradeCluster { .. } => (
             "cluster",
             s.get_cluster(caller, cluster_id, Freshness::Latest)
                 .await

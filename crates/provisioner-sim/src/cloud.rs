@@ -22,6 +22,8 @@ pub struct SimCluster {
     /// created it).
     pub name: Option<String>,
     pub endpoint: Option<Endpoint>,
+    /// The control plane's Kubernetes version, once created or upgraded by this process.
+    pub version: Option<String>,
     /// Node name → pool name.
     pub nodes: BTreeMap<String, String>,
     /// Elastic IP id → attached address.
@@ -148,6 +150,7 @@ impl SimulatedCloud {
                 cluster_id,
                 cluster_name,
                 exposure,
+                version,
                 ..
             } => {
                 let credentials = credentials::issue(&cluster_name).map_err(|e| {
@@ -158,6 +161,7 @@ impl SimulatedCloud {
                 let c = inv.clusters.entry(cluster_id).or_default();
                 c.name = Some(cluster_name);
                 c.endpoint = Some(endpoint.clone());
+                c.version = Some(version);
                 StepOutcome::ControlPlane {
                     endpoint,
                     credentials,
@@ -253,6 +257,13 @@ impl SimulatedCloud {
                 if let Some(c) = self.lock().clusters.get_mut(&cluster_id) {
                     c.firewall_rules.remove(&rule_id);
                 }
+                StepOutcome::Done
+            }
+            Step::UpgradeControlPlane {
+                cluster_id,
+                version,
+            } => {
+                self.lock().clusters.entry(cluster_id).or_default().version = Some(version);
                 StepOutcome::Done
             }
             Step::DestroyCluster { cluster_id } => {
@@ -606,12 +617,14 @@ mod tests {
                 pool: "p".into(),
                 node: "p-1".into(),
                 size: "s".into(),
+                version: "v1.32.4".into(),
             },
             Step::CreateNode {
                 cluster_id: id,
                 pool: "p".into(),
                 node: "p-2".into(),
                 size: "s".into(),
+                version: "v1.32.4".into(),
             },
             // Repeated after a crash: no harm.
             Step::CreateNode {
@@ -619,6 +632,7 @@ mod tests {
                 pool: "p".into(),
                 node: "p-2".into(),
                 size: "s".into(),
+                version: "v1.32.4".into(),
             },
             Step::DeleteNode {
                 cluster_id: id,

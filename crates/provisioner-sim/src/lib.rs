@@ -64,6 +64,7 @@ pub(crate) mod test_steps {
                 pool: "default".into(),
                 node: "default-abc12".into(),
                 size: "kube.c5.xlarge".into(),
+                version: "v1.32.4".into(),
             },
             Step::DeleteNode {
                 cluster_id,

@@ -63,6 +63,23 @@ pub fn spawn_approval_expiry(services: domain::service::Services) {
     });
 }
 
+/// Starts the automatic upgrades that are due (owners who asked for them, inside their
+/// maintenance windows), every minute: a four-hour window is never missed, and a replica
+/// that loses the race to another on a cluster leaves it alone.
+pub fn spawn_automatic_upgrades(services: domain::service::Services) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            tick.tick().await;
+            match services.start_automatic_upgrades().await {
+                Ok(n) if n > 0 => tracing::info!(started = n, "automatic upgrades started"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "automatic upgrades failed"),
+            }
+        }
+    });
+}
+
 /// Forgets sign-outs whose sessions would have expired by now anyway, hourly.
 pub fn spawn_session_purge(store: PgStore) {
     tokio::spawn(async move {

@@ -630,6 +630,22 @@ impl ClusterRepository for PgStore {
         .await
     }
 
+    async fn auto_upgrade_candidates(&self, limit: u32) -> Result<Vec<Uuid>, StoreError> {
+        self.run_blocking(move |conn| {
+            clusters::table
+                .filter(clusters::auto_upgrade.eq(true))
+                .filter(clusters::deleted_at.is_null())
+                .filter(clusters::phase.eq(ClusterPhase::Provisioned.as_str()))
+                .filter(clusters::upgrade_to.is_null())
+                .order((clusters::updated_at.asc(), clusters::id.asc()))
+                .limit(i64::from(limit))
+                .select(clusters::id)
+                .load(conn)
+                .map_err(map)
+        })
+        .await
+    }
+
     async fn firewall_rules(&self, cluster_id: Uuid) -> Result<Vec<FirewallRule>, StoreError> {
         self.run_blocking(move |conn| {
             let rows: Vec<FirewallRuleRow> = firewall_rules::table

@@ -20,8 +20,12 @@ use domain::model::elastic_ip::{ElasticIp, ElasticIpStatus};
 use domain::model::firewall::{
     Direction, FirewallRule, FirewallRuleStatus, Ipv4Cidr, PortRange, Protocol,
 };
+use domain::model::maintenance_window::{
+    MaintenanceDay, MaintenanceWindow, format_start_time, parse_start_time,
+};
 use domain::model::node::{Node, NodeStatus};
 use domain::model::node_pool::{NodePool, PoolStatus};
+use domain::model::upgrade::{SurgeSettings, UpgradeInFlight};
 use domain::names::{DnsLabel, NodeName};
 use domain::ports::storage::StoreError;
 use serde_json::Value;
@@ -95,6 +99,13 @@ pub(crate) struct ClusterRow {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub deleted_at: Option<DateTime<Utc>>,
+    pub upgrade_from: Option<String>,
+    pub upgrade_to: Option<String>,
+    pub upgrade_automatic: bool,
+    pub maintenance_day: String,
+    pub maintenance_start_time: String,
+    pub auto_upgrade: bool,
+    pub last_auto_upgrade_window: Option<DateTime<Utc>>,
 }
 
 impl ClusterRow {
@@ -125,6 +136,13 @@ impl ClusterRow {
             created_at: c.created_at,
             updated_at: c.updated_at,
             deleted_at: c.deleted_at,
+            upgrade_from: c.upgrade.as_ref().map(|u| u.from.clone()),
+            upgrade_to: c.upgrade.as_ref().map(|u| u.to.clone()),
+            upgrade_automatic: c.upgrade.as_ref().is_some_and(|u| u.automatic),
+            maintenance_day: c.maintenance_window.day.as_str().to_owned(),
+            maintenance_start_time: format_start_time(c.maintenance_window.start_time),
+            auto_upgrade: c.auto_upgrade,
+            last_auto_upgrade_window: c.last_auto_upgrade_window,
         }
     }
 
@@ -167,6 +185,28 @@ impl ClusterRow {
                 }),
                 None => None,
             },
+            upgrade: match (self.upgrade_from, self.upgrade_to) {
+                (Some(from), Some(to)) => Some(UpgradeInFlight {
+                    from,
+                    to,
+                    automatic: self.upgrade_automatic,
+                }),
+                _ => None,
+            },
+            maintenance_window: MaintenanceWindow {
+                day: parsed(
+                    MaintenanceDay::parse(&self.maintenance_day),
+                    "maintenance day",
+                    &self.maintenance_day,
+                )?,
+                start_time: parsed(
+                    parse_start_time(&self.maintenance_start_time),
+                    "maintenance start time",
+                    &self.maintenance_start_time,
+                )?,
+            },
+            auto_upgrade: self.auto_upgrade,
+            last_auto_upgrade_window: self.last_auto_upgrade_window,
             created_at: self.created_at,
             updated_at: self.updated_at,
             revision: self.revision,
@@ -199,6 +239,13 @@ pub(crate) struct ClusterUpdate {
     pub default_environment_reason: Option<String>,
     pub exposure_change_to: Option<String>,
     pub updated_at: DateTime<Utc>,
+    pub upgrade_from: Option<String>,
+    pub upgrade_to: Option<String>,
+    pub upgrade_automatic: bool,
+    pub maintenance_day: String,
+    pub maintenance_start_time: String,
+    pub auto_upgrade: bool,
+    pub last_auto_upgrade_window: Option<DateTime<Utc>>,
 }
 
 impl From<ClusterRow> for ClusterUpdate {
@@ -223,6 +270,13 @@ impl From<ClusterRow> for ClusterUpdate {
             default_environment_reason: r.default_environment_reason,
             exposure_change_to: r.exposure_change_to,
             updated_at: r.updated_at,
+            upgrade_from: r.upgrade_from,
+            upgrade_to: r.upgrade_to,
+            upgrade_automatic: r.upgrade_automatic,
+            maintenance_day: r.maintenance_day,
+            maintenance_start_time: r.maintenance_start_time,
+            auto_upgrade: r.auto_upgrade,
+            last_auto_upgrade_window: r.last_auto_upgrade_window,
         }
     }
 }
@@ -248,6 +302,9 @@ pub(crate) struct PoolRow {
     pub status: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    pub version: String,
+    pub max_surge: i32,
+    pub max_unavailable: i32,
 }
 
 fn map_to_json(m: &BTreeMap<String, String>) -> Value {
@@ -278,6 +335,9 @@ impl PoolRow {
             status: p.status.as_str().to_owned(),
             created_at: p.created_at,
             updated_at: p.updated_at,
+            version: p.version.clone(),
+            max_surge: to_i32(p.surge.max_surge, "max_surge")?,
+            max_unavailable: to_i32(p.surge.max_unavailable, "max_unavailable")?,
         })
     }
 
@@ -292,6 +352,11 @@ impl PoolRow {
             labels: json_to_map(self.labels, "pool labels")?,
             tags: json_to_map(self.tags, "pool tags")?,
             root_volume_size_gib: to_u32(self.root_volume_size_gib, "root volume size")?,
+            version: self.version,
+            surge: SurgeSettings {
+                max_surge: to_u32(self.max_surge, "max_surge")?,
+                max_unavailable: to_u32(self.max_unavailable, "max_unavailable")?,
+            },
             status: parsed(PoolStatus::parse(&self.status), "pool status", &self.status)?,
             created_at: self.created_at,
             updated_at: self.updated_at,
@@ -311,6 +376,7 @@ pub(crate) struct NodeRow {
     pub pool: String,
     pub status: String,
     pub created_at: DateTime<Utc>,
+    pub version: String,
 }
 
 impl NodeRow {
@@ -321,6 +387,7 @@ impl NodeRow {
             pool: n.pool.as_str().to_owned(),
             status: n.status.as_str().to_owned(),
             created_at: n.created_at,
+            version: n.version.clone(),
         }
     }
 
@@ -329,6 +396,7 @@ impl NodeRow {
             name: NodeName::parse(&self.name).map_err(|_| corrupt("node name", &self.name))?,
             pool: DnsLabel::from_trusted(self.pool),
             status: parsed(NodeStatus::parse(&self.status), "node status", &self.status)?,
+            version: self.version,
             created_at: self.created_at,
         })
     }

@@ -27,6 +27,13 @@ diesel::table! {
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
         deleted_at -> Nullable<Timestamptz>,
+        upgrade_from -> Nullable<Text>,
+        upgrade_to -> Nullable<Text>,
+        upgrade_automatic -> Bool,
+        maintenance_day -> Text,
+        maintenance_start_time -> Text,
+        auto_upgrade -> Bool,
+        last_auto_upgrade_window -> Nullable<Timestamptz>,
     }
 }
 
@@ -45,6 +52,9 @@ diesel::table! {
         status -> Text,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        version -> Text,
+        max_surge -> Int4,
+        max_unavailable -> Int4,
     }
 }
 
@@ -55,6 +65,7 @@ diesel::table! {
         pool -> Text,
         status -> Text,
         created_at -> Timestamptz,
+        version -> Text,
     }
 }
 

@@ -32,10 +32,26 @@ pub struct Zone {
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct KubernetesVersion {
+    /// `v<major>.<minor>.<patch>`.
     pub id: String,
     pub label: String,
     pub recommended: bool,
+    /// `stable` or `rapid` in the built-in catalog; an operator's catalog may name others.
     pub channel: String,
+    /// The last day the service supports the version; null when not announced.
+    pub end_of_support: Option<chrono::NaiveDate>,
+}
+
+impl From<&model::KubernetesVersion> for KubernetesVersion {
+    fn from(k: &model::KubernetesVersion) -> Self {
+        KubernetesVersion {
+            id: k.id.clone(),
+            label: k.label.clone(),
+            recommended: k.recommended,
+            channel: k.channel.clone(),
+            end_of_support: k.end_of_support,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -99,12 +115,7 @@ impl From<&model::CatalogView> for CatalogView {
             kubernetes_versions: v
                 .kubernetes_versions
                 .iter()
-                .map(|k| KubernetesVersion {
-                    id: k.id.clone(),
-                    label: k.label.clone(),
-                    recommended: k.recommended,
-                    channel: k.channel.clone(),
-                })
+                .map(KubernetesVersion::from)
                 .collect(),
             machine_tiers: v
                 .machine_tiers

@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use domain::model::cluster as model;
+use domain::model::maintenance_window as window;
 use domain::model::node::{Node as DomainNode, NodeStatus};
 use domain::model::node_pool::{NodePool as DomainPool, PoolStatus};
+use domain::model::upgrade::UpgradeInFlight;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -43,8 +45,53 @@ pub struct Cluster {
     pub hub_registration: Registration,
     pub default_environment: Registration,
     pub exposure_change: Option<ExposureChange>,
+    /// The Kubernetes upgrade in flight, null otherwise. Meanwhile `version` is the control
+    /// plane's, each pool's `version` the one its nodes move to, each node's its own.
+    pub upgrade: Option<Upgrade>,
+    pub maintenance_window: MaintenanceWindow,
+    /// Whether the newest patch of the cluster's minor version is applied by itself inside the
+    /// maintenance window.
+    pub auto_upgrade: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// An upgrade in flight.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Upgrade {
+    /// The version the cluster ran when it started.
+    pub from: String,
+    pub to: String,
+    /// Whether the maintenance policy started it (`auto_upgrade`), rather than a person.
+    pub automatic: bool,
+}
+
+impl From<&UpgradeInFlight> for Upgrade {
+    fn from(u: &UpgradeInFlight) -> Self {
+        Upgrade {
+            from: u.from.clone(),
+            to: u.to.clone(),
+            automatic: u.automatic,
+        }
+    }
+}
+
+/// Four hours from `start_time` (UTC) on `day`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct MaintenanceWindow {
+    #[schema(value_type = enums::MaintenanceDay)]
+    pub day: String,
+    /// `HH:MM`, UTC.
+    pub start_time: String,
+}
+
+impl From<window::MaintenanceWindow> for MaintenanceWindow {
+    fn from(w: window::MaintenanceWindow) -> Self {
+        MaintenanceWindow {
+            day: w.day.as_str().to_owned(),
+            start_time: window::format_start_time(w.start_time),
+        }
+    }
 }
 
 impl From<&model::Cluster> for Cluster {
@@ -69,6 +116,9 @@ impl From<&model::Cluster> for Cluster {
             hub_registration: c.hub_registration.into(),
             default_environment: c.default_environment.into(),
             exposure_change: c.exposure_change.map(Into::into),
+            upgrade: c.upgrade.as_ref().map(Into::into),
+            maintenance_window: c.maintenance_window.into(),
+            auto_upgrade: c.auto_upgrade,
             created_at: c.created_at,
             updated_at: c.updated_at,
         }
@@ -127,6 +177,12 @@ pub struct NodePool {
     pub tags: BTreeMap<String, String>,
     /// The tier's disk size.
     pub root_volume_size_gib: u32,
+    /// The Kubernetes version its nodes run, or move to while `Upgrading`.
+    pub version: String,
+    /// How many nodes above its count the pool may go while an upgrade replaces its nodes.
+    pub max_surge: u32,
+    /// How many nodes below its count the pool may go while an upgrade replaces its nodes.
+    pub max_unavailable: u32,
     #[schema(value_type = enums::PoolStatus)]
     pub status: PoolStatus,
     pub created_at: DateTime<Utc>,
@@ -145,6 +201,9 @@ impl From<&DomainPool> for NodePool {
             labels: p.labels.clone(),
             tags: p.tags.clone(),
             root_volume_size_gib: p.root_volume_size_gib,
+            version: p.version.clone(),
+            max_surge: p.surge.max_surge,
+            max_unavailable: p.surge.max_unavailable,
             status: p.status,
             created_at: p.created_at,
             updated_at: p.updated_at,
@@ -159,6 +218,8 @@ pub struct Node {
     pub pool: String,
     #[schema(value_type = enums::NodeStatus)]
     pub status: NodeStatus,
+    /// The Kubernetes version it runs.
+    pub version: String,
     pub created_at: DateTime<Utc>,
 }
 
@@ -168,6 +229,7 @@ impl From<&DomainNode> for Node {
             name: n.name.to_string(),
             pool: n.pool.to_string(),
             status: n.status,
+            version: n.version.clone(),
             created_at: n.created_at,
         }
     }
@@ -190,6 +252,37 @@ pub struct NodePoolList {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct NodeList {
     pub items: Vec<Node>,
+}
+
+/// `GET /v1/public/clusters/{id}/upgrades`: where the cluster stands and where it may go.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ClusterUpgrades {
+    pub cluster_id: Uuid,
+    /// The control plane's version.
+    pub current_version: String,
+    /// Versions `POST …/upgrade` accepts: newer, at most one minor version ahead, oldest first.
+    /// Empty while the cluster runs the newest one.
+    pub available_versions: Vec<crate::catalog::KubernetesVersion>,
+    /// The upgrade in flight, null otherwise.
+    pub upgrade: Option<Upgrade>,
+    pub maintenance_window: MaintenanceWindow,
+    pub auto_upgrade: bool,
+    /// When the maintenance window that is open, or the next one, starts.
+    pub next_maintenance_window_start: DateTime<Utc>,
+}
+
+impl From<&domain::service::UpgradeOptions> for ClusterUpgrades {
+    fn from(o: &domain::service::UpgradeOptions) -> Self {
+        ClusterUpgrades {
+            cluster_id: o.cluster_id,
+            current_version: o.current_version.clone(),
+            available_versions: o.available.iter().map(Into::into).collect(),
+            upgrade: o.upgrade.as_ref().map(Into::into),
+            maintenance_window: o.maintenance_window.into(),
+            auto_upgrade: o.auto_upgrade,
+            next_maintenance_window_start: o.next_window_start,
+        }
+    }
 }
 
 /// The state long-poll's answer.

@@ -62,7 +62,8 @@ string_enums! {
     RegistrationReason = domain::model::cluster::RegistrationReason;
     /// State of an exposure change. Only one is ever in flight: a second is 409.
     ExposureChangeStatus = domain::model::cluster::ExposureChangeStatus;
-    /// `Provisioning`, `Ready`, `Scaling`, `Deleting`.
+    /// `Provisioning`, `Ready`, `Scaling`, `Upgrading` (nodes being replaced by nodes of a
+    /// new Kubernetes version), `Deleting`.
     PoolStatus = domain::model::node_pool::PoolStatus;
     /// `Provisioning`, `Ready`, `Deleting`.
     NodeStatus = domain::model::node::NodeStatus;
@@ -92,6 +93,8 @@ string_enums! {
     CredentialStatus = domain::model::kubeconfig::CredentialStatus;
     /// The kind of client the actor's token belongs to, as the account platform says.
     ClientKind = domain::model::identity::ClientKind;
+    /// The day a maintenance window opens on (UTC); `any`: every day.
+    MaintenanceDay = domain::model::maintenance_window::MaintenanceDay;
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ fn every_route(cluster: &str, node: &str, auth_server: &str, credential: &str) -
                     json!({"name": "extra", "size": "kube.c5.large", "count": 1})
                 }
                 ("PATCH", p) if p.ends_with("/node-pools/{pool}") => json!({"count": 3}),
+                ("POST", p) if p.ends_with("/upgrade") => json!({"version": "v1.32.6"}),
                 ("POST", p) if p.ends_with("/elastic-ips") => {
                     json!({"name": "web", "exposure": "private"})
                 }

@@ -15,6 +15,7 @@ pub mod networking;
 pub mod node_pools;
 pub mod operations;
 pub mod system;
+pub mod upgrades;
 
 use actix_web::http::Method;
 use actix_web::web::{self, ServiceConfig};
@@ -251,6 +252,8 @@ routes! {
     clusters::change_exposure, SuperAdmin, Object, Body, IfMatch, StartsWork, StateRules;
     clusters::cluster_state, Member, Object, Query;
     clusters::kubeconfig, Member, Object, Query, StateRules;
+    upgrades::list_upgrades, Member, Object;
+    upgrades::upgrade_cluster, SuperAdmin, Object, Idempotent, Body, IfMatch, StartsWork, StateRules;
     credentials::list_credentials, Member, Object;
     credentials::rotate_credentials, SuperAdmin, Object;
     credentials::revoke_credential, Member, Object;

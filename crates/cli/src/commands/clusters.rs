@@ -53,6 +53,7 @@ pub async fn run(s: &Session, command: ClusterCommand) -> Result<(), CliError> {
                 network_mode: network_mode
                     .map(|m| spelled::<NetworkMode>("--network-mode", &m, "intranet or internet"))
                     .transpose()?,
+                ..CreateClusterRequest::default()
             };
             let call = Call::new(Method::POST, CLUSTERS)
                 .body(to_json(&body)?)
@@ -144,6 +145,7 @@ pub async fn run(s: &Session, command: ClusterCommand) -> Result<(), CliError> {
                     (true, true) => Some(Some(Vec::new())),
                     (true, false) => None,
                 },
+                ..ClusterPatch::default()
             };
             if patch.description.is_none() && patch.tags.is_none() {
                 return Err(CliError::usage(
@@ -599,6 +601,7 @@ mod tests {
         let clear = ClusterPatch {
             description: Some(None),
             tags: None,
+            ..ClusterPatch::default()
         };
         assert_eq!(
             to_json(&clear).unwrap_or_default(),

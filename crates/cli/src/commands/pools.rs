@@ -48,6 +48,7 @@ pub async fn pools(s: &Session, command: NodePoolCommand) -> Result<(), CliError
                 tags: (!tags.is_empty())
                     .then(|| pairs("--tag", &tags))
                     .transpose()?,
+                ..NodePoolRequest::default()
             };
             let call = Call::new(Method::POST, format!("{}/node-pools", cluster.path()))
                 .body(to_json(&body)?)

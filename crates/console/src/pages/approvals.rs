@@ -324,6 +324,7 @@ fn title(action: &ApprovedAction) -> &'static str {
         ApprovedAction::DeleteNodePool { .. } => "Delete a node pool",
         ApprovedAction::DeleteNode { .. } => "Replace a node",
         ApprovedAction::DeleteCluster { .. } => "Delete a cluster",
+        ApprovedAction::UpgradeCluster { .. } => "Upgrade a cluster",
     }
 }
 
@@ -456,6 +457,10 @@ fn done_words(action: &ApprovedAction, cluster: &Named) -> String {
             format!("the node {node} of the cluster {c} is being replaced.")
         }
         ApprovedAction::DeleteCluster { .. } => format!("the cluster {c} is being deleted."),
+        ApprovedAction::UpgradeCluster { body, .. } => format!(
+            "the cluster {c} is being upgraded to {}.",
+            body.version.as_deref().unwrap_or("")
+        ),
     }
 }
 
@@ -465,7 +470,9 @@ fn done_link(action: &ApprovedAction, cluster_id: Uuid) -> String {
         | ApprovedAction::ScaleNodePool { .. }
         | ApprovedAction::DeleteNodePool { .. } => "/node-pools",
         ApprovedAction::DeleteNode { .. } => "/nodes",
-        ApprovedAction::CreateCluster { .. } | ApprovedAction::DeleteCluster { .. } => "",
+        ApprovedAction::CreateCluster { .. }
+        | ApprovedAction::DeleteCluster { .. }
+        | ApprovedAction::UpgradeCluster { .. } => "",
     };
     format!("{PREFIX}/clusters/{cluster_id}{tail}")
 }
@@ -476,9 +483,9 @@ fn done_link_words(action: &ApprovedAction) -> &'static str {
         | ApprovedAction::ScaleNodePool { .. }
         | ApprovedAction::DeleteNodePool { .. } => "See its node pools",
         ApprovedAction::DeleteNode { .. } => "See its nodes",
-        ApprovedAction::CreateCluster { .. } | ApprovedAction::DeleteCluster { .. } => {
-            "Follow the cluster"
-        }
+        ApprovedAction::CreateCluster { .. }
+        | ApprovedAction::DeleteCluster { .. }
+        | ApprovedAction::UpgradeCluster { .. } => "Follow the cluster",
     }
 }
 
@@ -517,6 +524,14 @@ fn arguments(a: &Approval, cluster: &Named) -> Markup {
             ApprovedAction::DeleteCluster { .. } => {
                 dl.facts #approval-arguments {
                     dt { "Cluster" } dd { (cluster.cell()) }
+                }
+            }
+            ApprovedAction::UpgradeCluster { body, .. } => {
+                dl.facts #approval-arguments {
+                    dt { "Cluster" } dd { (cluster.cell()) }
+                    dt { "Kubernetes version" } dd { (body.version.as_deref().unwrap_or("—")) }
+                    dt { "Surge" } dd { (or_default(body.max_surge.map(|s| s.to_string()).as_deref(), "each pool's own (1 unless set)")) }
+                    dt { "Unavailable" } dd { (or_default(body.max_unavailable.map(|s| s.to_string()).as_deref(), "each pool's own (0 unless set)")) }
                 }
             }
         }

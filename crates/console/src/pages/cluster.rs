@@ -273,6 +273,7 @@ pub async fn edit(
     let patch = ClusterPatch {
         description: Some(description),
         tags: Some(Some(tags)),
+        ..ClusterPatch::default()
     };
     let outcome = signed
         .services

@@ -148,6 +148,7 @@ impl Fields {
                 max_nodes: number(format!("node_pools[{i}].max_nodes"), &p.max),
                 labels: None,
                 tags: None,
+                ..NodePoolRequest::default()
             })
             .collect();
         let tags: Vec<String> = self
@@ -171,6 +172,7 @@ impl Fields {
                 .into_iter()
                 .find(|m| m.as_str() == self.network_mode),
             node_pools: Some(pools),
+            ..CreateClusterRequest::default()
         };
         v.into_result(draft)
     }

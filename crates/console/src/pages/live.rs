@@ -279,6 +279,7 @@ mod tests {
             name: NodeName::parse(&format!("{pool}-n{i}")).unwrap_or_else(|e| panic!("{e}")),
             pool: DnsLabel::parse(pool).unwrap_or_else(|e| panic!("{e}")),
             status,
+            version: "v1.32.4".into(),
             created_at: chrono::Utc::now(),
         };
         (0..ready)

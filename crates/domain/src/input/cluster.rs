@@ -1,11 +1,13 @@
-//! Cluster inputs: create, change (description and tags only), exposure change.
+//! Cluster inputs: create, change (description, tags, maintenance policy), exposure change.
 
 use std::collections::HashSet;
 
 use crate::access::OrgSelector;
 use crate::input::check_len;
 use crate::input::node_pool::{NodePoolRequest, PoolSpec};
+use crate::input::upgrade::MaintenanceWindowRequest;
 use crate::model::cluster::{Exposure, NetworkMode};
+use crate::model::maintenance_window::MaintenanceWindow;
 use crate::names::{DnsLabel, OrgRef, is_dns_label};
 use crate::ports::storage::{Freshness, PageRequest};
 use crate::rules::{MAX_CLUSTER_DESCRIPTION, MAX_CLUSTER_TAGS, MAX_POOLS, MIN_POOLS};
@@ -29,6 +31,10 @@ pub struct CreateClusterRequest {
     /// Default `intranet`; immutable.
     pub network_mode: Option<NetworkMode>,
     pub node_pools: Option<Vec<NodePoolRequest>>,
+    /// Any day at 00:00 UTC when omitted.
+    pub maintenance_window: Option<MaintenanceWindowRequest>,
+    /// Default false.
+    pub auto_upgrade: Option<bool>,
 }
 
 /// A create request that passed every input rule; zone, version and tiers are checked against
@@ -45,6 +51,8 @@ pub struct ClusterSpec {
     pub exposure: Option<Exposure>,
     pub network_mode: Option<NetworkMode>,
     pub node_pools: Vec<PoolSpec>,
+    pub maintenance_window: MaintenanceWindow,
+    pub auto_upgrade: bool,
 }
 
 /// Tags: DNS labels, at most 64.
@@ -99,6 +107,10 @@ impl CreateClusterRequest {
             check_len(&mut v, "description", d, MAX_CLUSTER_DESCRIPTION);
         }
         let tags = check_tags(&mut v, "tags", self.tags.as_deref().unwrap_or_default());
+        let maintenance_window = match &self.maintenance_window {
+            Some(w) => w.check(&mut v, "maintenance_window", MaintenanceWindow::default()),
+            None => MaintenanceWindow::default(),
+        };
         let mut pools = Vec::new();
         match &self.node_pools {
             None => v.push(
@@ -145,19 +157,26 @@ impl CreateClusterRequest {
                 exposure: self.exposure,
                 network_mode: self.network_mode,
                 node_pools: pools,
+                maintenance_window,
+                auto_upgrade: self.auto_upgrade.unwrap_or(false),
             }),
             _ => Err(v),
         }
     }
 }
 
-/// Changing a cluster: `description` and `tags` only.
+/// Changing a cluster: its description, tags and maintenance policy. What the cluster is
+/// (name, zone, version, network mode) is not changed here.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterPatch {
     /// A new description; null clears it.
     pub description: Option<Option<String>>,
     /// Replaces the tags whole; null is refused (send `[]` to clear).
     pub tags: Option<Option<Vec<String>>>,
+    /// Changes the window; a part not sent stays; null is refused.
+    pub maintenance_window: Option<Option<MaintenanceWindowRequest>>,
+    /// Null is refused.
+    pub auto_upgrade: Option<Option<bool>>,
 }
 
 /// A validated cluster change.
@@ -165,16 +184,47 @@ pub struct ClusterPatch {
 pub struct ClusterChanges {
     pub description: Option<Option<String>>,
     pub tags: Option<Vec<DnsLabel>>,
+    /// Checked against the current window by [`ClusterChanges::window`].
+    pub maintenance_window: Option<MaintenanceWindowRequest>,
+    pub auto_upgrade: Option<bool>,
+}
+
+impl ClusterChanges {
+    /// The window the cluster gets from `current`; the parts were checked by `validate`.
+    pub fn window(&self, current: MaintenanceWindow) -> MaintenanceWindow {
+        match &self.maintenance_window {
+            Some(w) => w.check(&mut Violations::new(), "maintenance_window", current),
+            None => current,
+        }
+    }
 }
 
 impl ClusterPatch {
     pub fn validate(&self) -> Result<ClusterChanges, Violations> {
         let mut v = Violations::new();
-        if self.description.is_none() && self.tags.is_none() {
+        if self.description.is_none()
+            && self.tags.is_none()
+            && self.maintenance_window.is_none()
+            && self.auto_upgrade.is_none()
+        {
             v.push(
                 "",
-                "the body must change at least one field: description or tags",
+                "the body must change at least one field: description, tags, maintenance_window or auto_upgrade",
             );
+        }
+        let maintenance_window = match &self.maintenance_window {
+            None => None,
+            Some(None) => {
+                v.push("maintenance_window", "must not be null");
+                None
+            }
+            Some(Some(w)) => {
+                w.check(&mut v, "maintenance_window", MaintenanceWindow::default());
+                Some(w.clone())
+            }
+        };
+        if self.auto_upgrade == Some(None) {
+            v.push("auto_upgrade", "must not be null (true or false)");
         }
         if let Some(Some(d)) = &self.description {
             check_len(&mut v, "description", d, MAX_CLUSTER_DESCRIPTION);
@@ -190,6 +240,8 @@ impl ClusterPatch {
         v.into_result(ClusterChanges {
             description: self.description.clone(),
             tags,
+            maintenance_window,
+            auto_upgrade: self.auto_upgrade.flatten(),
         })
     }
 }

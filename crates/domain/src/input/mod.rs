@@ -11,6 +11,7 @@ pub mod elastic_ip;
 pub mod firewall;
 pub mod node_pool;
 pub mod precondition;
+pub mod upgrade;
 
 pub(crate) fn check_len(
     v: &mut crate::validation::Violations,

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::input::upgrade::{check_surge, surge_or};
+use crate::model::upgrade::SurgeSettings;
 use crate::names::DnsLabel;
 use crate::rules::{DEFAULT_MIN_NODES, DEFAULT_POOL_NAME, MAX_NODES_PER_POOL};
 use crate::validation::Violations;
@@ -23,6 +25,10 @@ pub struct NodePoolRequest {
     pub max_nodes: Option<i64>,
     pub labels: Option<BTreeMap<String, String>>,
     pub tags: Option<BTreeMap<String, String>>,
+    /// 1-10, default 1: how many nodes above its count the pool may go during an upgrade.
+    pub max_surge: Option<i64>,
+    /// 0-10, default 0: how many nodes below its count the pool may go during an upgrade.
+    pub max_unavailable: Option<i64>,
 }
 
 /// Changing a node pool: any of count, auto_scale, min_nodes, max_nodes, labels, tags.
@@ -36,6 +42,8 @@ pub struct NodePoolPatch {
     pub labels: Option<Option<BTreeMap<String, String>>>,
     /// Replaces the tags whole; null is refused.
     pub tags: Option<Option<BTreeMap<String, String>>>,
+    pub max_surge: Option<Option<i64>>,
+    pub max_unavailable: Option<Option<i64>>,
 }
 
 /// The sizing of a pool once every rule holds.
@@ -56,6 +64,7 @@ pub struct PoolSpec {
     pub sizing: Sizing,
     pub labels: BTreeMap<String, String>,
     pub tags: BTreeMap<String, String>,
+    pub surge: SurgeSettings,
 }
 
 fn in_range(v: &mut Violations, field: &str, value: i64, min: i64, max: i64) -> Option<u32> {
@@ -174,6 +183,8 @@ impl NodePoolRequest {
             self.min_nodes,
             self.max_nodes,
         );
+        let (max_surge, max_unavailable) =
+            check_surge(v, prefix, self.max_surge, self.max_unavailable);
         if v.len() > before {
             return None;
         }
@@ -183,6 +194,7 @@ impl NodePoolRequest {
             sizing: sizing?,
             labels: self.labels.clone().unwrap_or_default(),
             tags: self.tags.clone().unwrap_or_default(),
+            surge: surge_or(SurgeSettings::DEFAULT, max_surge, max_unavailable),
         })
     }
 }
@@ -205,6 +217,11 @@ impl NodePoolPatch {
             ("max_nodes", matches!(self.max_nodes, Some(None))),
             ("labels", matches!(self.labels, Some(None))),
             ("tags", matches!(self.tags, Some(None))),
+            ("max_surge", matches!(self.max_surge, Some(None))),
+            (
+                "max_unavailable",
+                matches!(self.max_unavailable, Some(None)),
+            ),
         ];
         for (field, is_null) in nulls {
             if is_null {

@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use crate::input::cluster::CreateClusterRequest;
 use crate::input::node_pool::{NodePoolPatch, NodePoolRequest};
+use crate::input::upgrade::{MaintenanceWindowRequest, UpgradeRequest};
 use crate::model::audit::Actor;
 use crate::model::cluster::{Exposure, NetworkMode};
 
@@ -60,6 +61,10 @@ pub enum ApprovedAction {
     DeleteCluster {
         cluster: Uuid,
     },
+    UpgradeCluster {
+        cluster: Uuid,
+        body: UpgradeRequest,
+    },
 }
 
 impl ApprovedAction {
@@ -72,6 +77,7 @@ impl ApprovedAction {
             ApprovedAction::DeleteNodePool { .. } => "delete_node_pool",
             ApprovedAction::DeleteNode { .. } => "delete_node",
             ApprovedAction::DeleteCluster { .. } => "delete_cluster",
+            ApprovedAction::UpgradeCluster { .. } => "upgrade_cluster",
         }
     }
 
@@ -83,7 +89,8 @@ impl ApprovedAction {
             | ApprovedAction::ScaleNodePool { cluster, .. }
             | ApprovedAction::DeleteNodePool { cluster, .. }
             | ApprovedAction::DeleteNode { cluster, .. }
-            | ApprovedAction::DeleteCluster { cluster } => Some(*cluster),
+            | ApprovedAction::DeleteCluster { cluster }
+            | ApprovedAction::UpgradeCluster { cluster, .. } => Some(*cluster),
         }
     }
 
@@ -117,6 +124,9 @@ impl ApprovedAction {
                 json!({"cluster": cluster, "node": node})
             }
             ApprovedAction::DeleteCluster { cluster } => json!({"cluster": cluster}),
+            ApprovedAction::UpgradeCluster { cluster, body } => {
+                json!({"cluster": cluster, "upgrade": upgrade_json(body)})
+            }
         }
     }
 
@@ -148,6 +158,10 @@ impl ApprovedAction {
             },
             "delete_cluster" => ApprovedAction::DeleteCluster {
                 cluster: cluster()?,
+            },
+            "upgrade_cluster" => ApprovedAction::UpgradeCluster {
+                cluster: cluster()?,
+                body: upgrade_from(&arguments["upgrade"])?,
             },
             _ => return None,
         })
@@ -257,7 +271,58 @@ fn create_json(b: &CreateClusterRequest) -> Value {
             .as_ref()
             .map(|p| Value::Array(p.iter().map(pool_json).collect())),
     );
+    put(
+        "maintenance_window",
+        b.maintenance_window.as_ref().map(window_json),
+    );
+    put("auto_upgrade", b.auto_upgrade.map(Value::Bool));
     Value::Object(m)
+}
+
+fn window_json(w: &MaintenanceWindowRequest) -> Value {
+    let mut m = serde_json::Map::new();
+    if let Some(d) = &w.day {
+        m.insert("day".into(), json!(d));
+    }
+    if let Some(t) = &w.start_time {
+        m.insert("start_time".into(), json!(t));
+    }
+    Value::Object(m)
+}
+
+fn window_from(v: &Value) -> Option<MaintenanceWindowRequest> {
+    let text = |k: &str| -> Option<Option<String>> {
+        match v.get(k) {
+            None => Some(None),
+            Some(t) => Some(Some(t.as_str()?.to_owned())),
+        }
+    };
+    Some(MaintenanceWindowRequest {
+        day: text("day")?,
+        start_time: text("start_time")?,
+    })
+}
+
+fn upgrade_json(b: &UpgradeRequest) -> Value {
+    let mut m = serde_json::Map::new();
+    if let Some(v) = &b.version {
+        m.insert("version".into(), json!(v));
+    }
+    if let Some(s) = b.max_surge {
+        m.insert("max_surge".into(), json!(s));
+    }
+    if let Some(u) = b.max_unavailable {
+        m.insert("max_unavailable".into(), json!(u));
+    }
+    Value::Object(m)
+}
+
+fn upgrade_from(v: &Value) -> Option<UpgradeRequest> {
+    Some(UpgradeRequest {
+        version: v.get("version").and_then(Value::as_str).map(str::to_owned),
+        max_surge: v.get("max_surge").and_then(Value::as_i64),
+        max_unavailable: v.get("max_unavailable").and_then(Value::as_i64),
+    })
 }
 
 fn create_from(v: &Value) -> Option<CreateClusterRequest> {
@@ -289,6 +354,11 @@ fn create_from(v: &Value) -> Option<CreateClusterRequest> {
                     .collect::<Option<Vec<_>>>()?,
             ),
         },
+        maintenance_window: match v.get("maintenance_window") {
+            None => None,
+            Some(w) => Some(window_from(w)?),
+        },
+        auto_upgrade: v.get("auto_upgrade").and_then(Value::as_bool),
     })
 }
 
@@ -307,6 +377,8 @@ fn pool_json(p: &NodePoolRequest) -> Value {
     put("max_nodes", p.max_nodes.map(|c| json!(c)));
     put("labels", p.labels.as_ref().map(|l| json!(l)));
     put("tags", p.tags.as_ref().map(|t| json!(t)));
+    put("max_surge", p.max_surge.map(|c| json!(c)));
+    put("max_unavailable", p.max_unavailable.map(|c| json!(c)));
     Value::Object(m)
 }
 
@@ -327,6 +399,8 @@ fn pool_from(v: &Value) -> Option<NodePoolRequest> {
         max_nodes: v.get("max_nodes").and_then(Value::as_i64),
         labels: map("labels")?,
         tags: map("tags")?,
+        max_surge: v.get("max_surge").and_then(Value::as_i64),
+        max_unavailable: v.get("max_unavailable").and_then(Value::as_i64),
     })
 }
 
@@ -344,6 +418,8 @@ fn patch_json(p: &NodePoolPatch) -> Value {
     put("max_nodes", p.max_nodes.map(|c| json!(c)));
     put("labels", p.labels.as_ref().map(|l| json!(l)));
     put("tags", p.tags.as_ref().map(|t| json!(t)));
+    put("max_surge", p.max_surge.map(|c| json!(c)));
+    put("max_unavailable", p.max_unavailable.map(|c| json!(c)));
     Value::Object(m)
 }
 
@@ -362,6 +438,8 @@ fn patch_from(v: &Value) -> Option<NodePoolPatch> {
         max_nodes: field(v, "max_nodes")?,
         labels: field(v, "labels")?,
         tags: field(v, "tags")?,
+        max_surge: field(v, "max_surge")?,
+        max_unavailable: field(v, "max_unavailable")?,
     })
 }
 

@@ -1,9 +1,11 @@
 //! The catalog: what a zone offers (versions, machine tiers, defaults) and the constraints every
 //! create is checked against. Loaded from data, so operators can replace it (`CATALOG_FILE`).
 
+use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
 use crate::model::cluster::{Exposure, NetworkMode};
+use crate::model::upgrade::KubeVersion;
 use crate::names::{DNS_LABEL_MAX, DNS_LABEL_PATTERN};
 use crate::rules;
 
@@ -30,10 +32,15 @@ pub struct Zone {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KubernetesVersion {
+    /// `v<major>.<minor>.<patch>`.
     pub id: String,
     pub label: String,
     pub recommended: bool,
+    /// `stable`, `rapid`, or another name the operator's catalog gives.
     pub channel: String,
+    /// The last day the service supports the version; none when not announced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_of_support: Option<NaiveDate>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -151,7 +158,8 @@ impl Catalog {
     }
 
     /// Parses and checks a catalog: the default zone exists, every zone offers at least one
-    /// version and tier, exactly one version is recommended, and the active control-plane
+    /// version and tier, every version id is `v<major>.<minor>.<patch>` (upgrades compare
+    /// them) and listed once, exactly one version is recommended, and the active control-plane
     /// option is one of the listed ones.
     pub fn from_json(text: &str) -> Result<Self, CatalogError> {
         let catalog: Catalog = serde_json::from_str(text)?;
@@ -167,6 +175,21 @@ impl Catalog {
                 return Err(CatalogError::Inconsistent(format!(
                     "zone {id} offers no version or no machine tier"
                 )));
+            }
+            let mut seen = std::collections::HashSet::new();
+            for v in &z.kubernetes_versions {
+                if KubeVersion::parse(&v.id).is_none() {
+                    return Err(CatalogError::Inconsistent(format!(
+                        "zone {id}: version id {:?} is not v<major>.<minor>.<patch>",
+                        v.id
+                    )));
+                }
+                if !seen.insert(v.id.as_str()) {
+                    return Err(CatalogError::Inconsistent(format!(
+                        "zone {id}: version {} is listed twice",
+                        v.id
+                    )));
+                }
             }
             if z.kubernetes_versions
                 .iter()
@@ -245,6 +268,19 @@ mod tests {
         assert_eq!(z.recommended_version().id, "v1.32.4");
         assert_eq!(z.recommended_version().label, "1.32.4");
         assert_eq!(z.recommended_version().channel, "stable");
+        // The recommended version is listed first; the others are a patch of it, the next
+        // minor and the previous minor, so every upgrade path has a version to go to.
+        let ids: Vec<_> = z
+            .kubernetes_versions
+            .iter()
+            .map(|v| v.id.as_str())
+            .collect();
+        assert_eq!(ids, ["v1.32.4", "v1.33.2", "v1.32.6", "v1.31.9"]);
+        assert!(
+            z.kubernetes_versions
+                .iter()
+                .all(|v| v.end_of_support.is_some())
+        );
         let ids: Vec<_> = z.machine_tiers.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(
             ids,
@@ -282,6 +318,20 @@ mod tests {
         assert_eq!(c.cluster_name.max_length, 63);
         assert_eq!(v.zone.id, "zone-1");
         assert!(!v.active_control_plane_option_id.is_empty());
+    }
+
+    #[test]
+    fn catalog_with_a_version_id_upgrades_cannot_compare_is_refused() {
+        for bad in ["\"id\": \"1.31.9\"", "\"id\": \"v1.32.4\""] {
+            let text = BUILTIN_CATALOG_JSON.replacen("\"id\": \"v1.31.9\"", bad, 1);
+            assert!(
+                matches!(
+                    Catalog::from_json(&text),
+                    Err(CatalogError::Inconsistent(_))
+                ),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -5,7 +5,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::model::node_pool::NodePool;
+use crate::model::maintenance_window::MaintenanceWindow;
+use crate::model::node_pool::{NodePool, PoolStatus};
+use crate::model::upgrade::UpgradeInFlight;
 use crate::names::DnsLabel;
 
 /// Where the cluster's API endpoint is reachable from.
@@ -299,6 +301,15 @@ pub enum ExposureRefusal {
     Failed,
 }
 
+/// Why an upgrade request is refused, before the version itself is looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpgradeBlocker {
+    /// Upgrades need `Provisioned`.
+    NotProvisioned(ClusterPhase),
+    /// An upgrade, an exposure change or a pool's change is still being carried out.
+    ChangeInFlight,
+}
+
 /// A cluster and its node pools.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cluster {
@@ -326,6 +337,15 @@ pub struct Cluster {
     pub hub_registration: Registration,
     pub default_environment: Registration,
     pub exposure_change: Option<ExposureChange>,
+    /// The Kubernetes upgrade in flight; `version` shows the control plane's meanwhile.
+    pub upgrade: Option<UpgradeInFlight>,
+    pub maintenance_window: MaintenanceWindow,
+    /// Whether the newest patch of the cluster's minor version is applied by itself, inside
+    /// the maintenance window.
+    pub auto_upgrade: bool,
+    /// The start of the last window in which an automatic upgrade began: one a window, even
+    /// when it failed.
+    pub last_auto_upgrade_window: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// The change counter of the state long-poll: raised by every change of the
@@ -386,6 +406,20 @@ impl Cluster {
             to,
             status: ExposureChangeStatus::InProgress,
         }))
+    }
+
+    /// Whether an upgrade may start now: `Provisioned`, and nothing else in flight (an
+    /// upgrade replaces every node, so it waits for other node work to finish).
+    pub fn upgrade_blocker(&self) -> Option<UpgradeBlocker> {
+        if self.phase != ClusterPhase::Provisioned {
+            return Some(UpgradeBlocker::NotProvisioned(self.phase));
+        }
+        let busy_pool = self
+            .node_pools
+            .iter()
+            .any(|p| p.status != PoolStatus::Ready);
+        (self.upgrade.is_some() || self.exposure_change.is_some() || busy_pool)
+            .then_some(UpgradeBlocker::ChangeInFlight)
     }
 
     /// Completes the exposure change in flight: `exposure` takes the target and the change

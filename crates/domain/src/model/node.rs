@@ -70,6 +70,8 @@ pub struct Node {
     /// The pool's name.
     pub pool: DnsLabel,
     pub status: NodeStatus,
+    /// The Kubernetes version it runs (its kubelet's).
+    pub version: String,
     pub created_at: DateTime<Utc>,
 }
 

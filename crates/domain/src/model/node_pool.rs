@@ -5,23 +5,27 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::model::upgrade::SurgeSettings;
 use crate::names::DnsLabel;
 
-/// `Provisioning`, `Ready`, `Scaling`, `Deleting`.
+/// `Provisioning`, `Ready`, `Scaling`, `Upgrading`, `Deleting`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PoolStatus {
     Provisioning,
     Ready,
     Scaling,
+    /// Its nodes are being replaced by nodes of a new Kubernetes version.
+    Upgrading,
     Deleting,
 }
 
 impl PoolStatus {
     /// Every value, in declaration order.
-    pub const ALL: [PoolStatus; 4] = [
+    pub const ALL: [PoolStatus; 5] = [
         PoolStatus::Provisioning,
         PoolStatus::Ready,
         PoolStatus::Scaling,
+        PoolStatus::Upgrading,
         PoolStatus::Deleting,
     ];
 }
@@ -32,6 +36,8 @@ pub enum PoolEvent {
     Settled,
     /// A new target (count, autoscaling bounds).
     Resize,
+    /// Its nodes start moving to a new Kubernetes version.
+    StartUpgrade,
     Delete,
 }
 
@@ -48,6 +54,7 @@ impl PoolStatus {
             PoolStatus::Provisioning => "Provisioning",
             PoolStatus::Ready => "Ready",
             PoolStatus::Scaling => "Scaling",
+            PoolStatus::Upgrading => "Upgrading",
             PoolStatus::Deleting => "Deleting",
         }
     }
@@ -57,6 +64,7 @@ impl PoolStatus {
             "Provisioning" => PoolStatus::Provisioning,
             "Ready" => PoolStatus::Ready,
             "Scaling" => PoolStatus::Scaling,
+            "Upgrading" => PoolStatus::Upgrading,
             "Deleting" => PoolStatus::Deleting,
             _ => return None,
         })
@@ -67,16 +75,18 @@ impl PoolStatus {
     }
 
     /// A resize while `Scaling` is accepted and replaces the target; a pool still being
-    /// provisioned keeps `Provisioning` with the new target; a deleting pool takes no change.
+    /// provisioned keeps `Provisioning` with the new target; a deleting pool takes no change;
+    /// an upgrading pool is not resized (the upgrade keeps its count while it replaces nodes).
     pub fn apply(self, event: PoolEvent) -> Result<PoolStatus, PoolTransitionError> {
         use PoolEvent::*;
         use PoolStatus::*;
         match (self, event) {
-            (Provisioning | Scaling, Settled) => Ok(Ready),
+            (Provisioning | Scaling | Upgrading, Settled) => Ok(Ready),
+            (Ready, StartUpgrade) => Ok(Upgrading),
             (Ready, Settled) => Ok(Ready),
             (Ready | Scaling, Resize) => Ok(Scaling),
             (Provisioning, Resize) => Ok(Provisioning),
-            (Provisioning | Ready | Scaling, Delete) => Ok(Deleting),
+            (Provisioning | Ready | Scaling | Upgrading, Delete) => Ok(Deleting),
             (from, event) => Err(PoolTransitionError { from, event }),
         }
     }
@@ -98,6 +108,10 @@ pub struct NodePool {
     pub tags: BTreeMap<String, String>,
     /// The tier's disk size.
     pub root_volume_size_gib: u32,
+    /// The Kubernetes version its nodes run, or move to while `Upgrading`.
+    pub version: String,
+    /// How far above and below its count the pool may go while an upgrade replaces nodes.
+    pub surge: SurgeSettings,
     pub status: PoolStatus,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -120,6 +134,17 @@ mod tests {
         assert!(Deleting.apply(Resize).is_err());
         assert!(Deleting.apply(Delete).is_err());
         assert!(Deleting.apply(Settled).is_err());
+    }
+
+    #[test]
+    fn pool_status_only_a_ready_pool_starts_an_upgrade_and_is_not_resized_meanwhile() {
+        assert_eq!(Ready.apply(StartUpgrade), Ok(Upgrading));
+        for s in [Provisioning, Scaling, Upgrading, Deleting] {
+            assert!(s.apply(StartUpgrade).is_err(), "{s:?}");
+        }
+        assert!(Upgrading.apply(Resize).is_err());
+        assert_eq!(Upgrading.apply(Settled), Ok(Ready));
+        assert_eq!(Upgrading.apply(Delete), Ok(Deleting));
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub enum Step {
         pool: String,
         node: String,
         size: String,
+        /// The Kubernetes version its kubelet runs.
+        version: String,
     },
     DeleteNode {
         cluster_id: Uuid,
@@ -60,6 +62,12 @@ pub enum Step {
         cluster_name: String,
         to: Exposure,
     },
+    /// Moves the control plane to `version`; the nodes follow one by one (`CreateNode` of the
+    /// new version, `DeleteNode` of an old one, which drains it first).
+    UpgradeControlPlane {
+        cluster_id: Uuid,
+        version: String,
+    },
     DestroyCluster {
         cluster_id: Uuid,
     },
@@ -79,6 +87,7 @@ impl Step {
             Step::ApplyFirewallRule { .. } => "apply_firewall_rule",
             Step::RemoveFirewallRule { .. } => "remove_firewall_rule",
             Step::SetExposure { .. } => "set_exposure",
+            Step::UpgradeControlPlane { .. } => "upgrade_control_plane",
             Step::DestroyCluster { .. } => "destroy_cluster",
         }
     }

@@ -194,6 +194,9 @@ pub trait ClusterRepository: Send + Sync {
     async fn nodes(&self, cluster_id: Uuid, pool: Option<String>) -> Result<Vec<Node>, StoreError>;
     async fn elastic_ips(&self, cluster_id: Uuid) -> Result<Vec<ElasticIp>, StoreError>;
     async fn firewall_rules(&self, cluster_id: Uuid) -> Result<Vec<FirewallRule>, StoreError>;
+    /// Live clusters whose owners asked for automatic upgrades and that are `Provisioned` with
+    /// no upgrade in flight: at most `limit`, the least recently changed first.
+    async fn auto_upgrade_candidates(&self, limit: u32) -> Result<Vec<Uuid>, StoreError>;
     /// Addresses held by alive Elastic IPs of this exposure, across all clusters.
     async fn addresses_in_use(&self, exposure: Exposure) -> Result<HashSet<Ipv4Addr>, StoreError>;
     /// Nodes the live clusters of a zone ask for (sum of pool targets).

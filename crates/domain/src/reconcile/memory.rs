@@ -211,6 +211,21 @@ impl ClusterRepository for MemoryClusters {
         Ok(self.read()?.elastic_ips.clone())
     }
 
+    async fn auto_upgrade_candidates(&self, _: u32) -> Result<Vec<Uuid>, StoreError> {
+        Ok(self
+            .read()?
+            .cluster
+            .iter()
+            .filter(|c| {
+                c.auto_upgrade
+                    && !c.is_gone()
+                    && c.phase == crate::model::cluster::ClusterPhase::Provisioned
+                    && c.upgrade.is_none()
+            })
+            .map(|c| c.id)
+            .collect())
+    }
+
     async fn firewall_rules(&self, _: Uuid) -> Result<Vec<FirewallRule>, StoreError> {
         Ok(self.read()?.firewall_rules.clone())
     }

@@ -112,6 +112,7 @@ fn doing(step: &str) -> &'static str {
         "create_node" => "creating a node",
         "delete_node" => "deleting a node",
         "destroy_cluster" => "deleting the cluster",
+        "upgrade_control_plane" => "upgrading the control plane",
         _ => "working on the cluster",
     }
 }

@@ -56,6 +56,14 @@ pub enum Work {
     SettlePool { pool: NodePool },
     /// Every pool settled: `ControlPlaneReady → Provisioned`.
     FinishProvisioning,
+    /// The upgrade in flight moves the control plane: `Step::UpgradeControlPlane`, then the
+    /// cluster's `version` is the new one.
+    UpgradeControlPlane { to: String },
+    /// The control plane runs the new version and `pool` is the next one still on the old:
+    /// it takes the new version and goes `Upgrading` (a commit only).
+    StartPoolUpgrade { pool: NodePool },
+    /// Every pool runs the new version: the upgrade is over (a commit only).
+    FinishUpgrade,
     /// The cluster is `Deleting`: `Step::DestroyCluster`, then the cluster is gone.
     DestroyCluster,
 }
@@ -79,6 +87,9 @@ impl Work {
             Work::DeletePool { .. } => "delete_pool",
             Work::SettlePool { .. } => "settle_pool",
             Work::FinishProvisioning => "finish_provisioning",
+            Work::UpgradeControlPlane { .. } => "upgrade_control_plane",
+            Work::StartPoolUpgrade { .. } => "start_pool_upgrade",
+            Work::FinishUpgrade => "finish_upgrade",
             Work::DestroyCluster => "destroy_cluster",
         }
     }
@@ -89,7 +100,9 @@ impl Work {
 /// Order: the cluster's own phase first (deletion wins over everything); then, once the
 /// control plane is up, the hub registration and the default environment; then the quick,
 /// user-visible changes (exposure, firewall rules, Elastic IPs) before node work, which may
-/// take many steps; the cluster is `Provisioned` once every pool has settled.
+/// take many steps; the cluster is `Provisioned` once every pool has settled. An upgrade moves
+/// the control plane before any node (a node is never newer than its control plane), then one
+/// pool at a time.
 pub fn next_work(state: &ClusterState) -> Option<Work> {
     let cluster = &state.cluster;
     if cluster.is_gone() {
@@ -119,8 +132,24 @@ pub fn next_work(state: &ClusterState) -> Option<Work> {
     if let Some(work) = elastic_ip_work(&state.elastic_ips) {
         return Some(work);
     }
+    let upgrade = cluster
+        .upgrade
+        .as_ref()
+        .filter(|_| cluster.phase == ClusterPhase::Provisioned);
+    if let Some(up) = upgrade
+        && cluster.version != up.to
+    {
+        return Some(Work::UpgradeControlPlane { to: up.to.clone() });
+    }
     if let Some(work) = node_work(cluster, &state.nodes) {
         return Some(work);
+    }
+    if let Some(up) = upgrade {
+        // Every pool has settled: the next one still on the old version, else done.
+        return Some(match cluster.live_pools().find(|p| p.version != up.to) {
+            Some(pool) => Work::StartPoolUpgrade { pool: pool.clone() },
+            None => Work::FinishUpgrade,
+        });
     }
     let settled = cluster.live_pools().all(|p| p.status == PoolStatus::Ready);
     (cluster.phase == ClusterPhase::ControlPlaneReady && settled)
@@ -168,6 +197,9 @@ fn node_work(cluster: &Cluster, nodes: &[Node]) -> Option<Work> {
     }
     for pool in cluster.live_pools() {
         let mine: Vec<&Node> = nodes_of(nodes, pool).collect();
+        if pool.status == PoolStatus::Upgrading {
+            return Some(upgrade_work(pool, &mine));
+        }
         let target = usize::try_from(pool.count).unwrap_or(usize::MAX);
         if mine.len() > target
             && let Some(node) = surplus_node(&mine)
@@ -191,6 +223,56 @@ fn node_work(cluster: &Cluster, nodes: &[Node]) -> Option<Work> {
         }
     }
     None
+}
+
+/// The next step of a pool replacing its nodes by nodes of `pool.version`. A node of the new
+/// version being created is brought up first; an old node not up yet serves nothing and goes
+/// next; then an old node is removed while the pool keeps `count - max_unavailable` nodes
+/// `Ready`, else a new node is added while the pool stays within `count + max_surge`. With the
+/// default settings (surge 1, unavailable 0) a new node is `Ready` before an old one is
+/// drained and removed, and the pool never has fewer than its count `Ready`.
+fn upgrade_work(pool: &NodePool, mine: &[&Node]) -> Work {
+    let count = usize::try_from(pool.count).unwrap_or(usize::MAX);
+    let surge = usize::try_from(pool.surge.max_surge.max(1)).unwrap_or(1);
+    let unavailable = usize::try_from(pool.surge.max_unavailable).unwrap_or(0);
+    let create = |node: Option<&Node>| Work::CreateNode {
+        pool: pool.clone(),
+        node: node.cloned(),
+    };
+    let is_old = |n: &Node| n.version != pool.version;
+    if let Some(n) = mine
+        .iter()
+        .find(|n| !is_old(n) && n.status == NodeStatus::Provisioning)
+    {
+        return create(Some(n));
+    }
+    let old: Vec<&Node> = mine.iter().copied().filter(|n| is_old(n)).collect();
+    if let Some(n) = old.iter().find(|n| n.status == NodeStatus::Provisioning) {
+        return Work::DeleteNode { node: (*n).clone() };
+    }
+    let total = mine.len();
+    // The oldest goes first, as node pools age out their longest-running machines.
+    let Some(victim) = old.iter().min_by_key(|n| (n.created_at, n.name.clone())) else {
+        return if total < count {
+            create(None)
+        } else if let Some(n) = (total > count).then(|| surplus_node(mine)).flatten() {
+            Work::DeleteNode { node: n.clone() }
+        } else {
+            Work::SettlePool { pool: pool.clone() }
+        };
+    };
+    let ready = mine
+        .iter()
+        .filter(|n| n.status == NodeStatus::Ready)
+        .count();
+    let may_remove = ready > count.saturating_sub(unavailable);
+    if may_remove || total >= count + surge {
+        Work::DeleteNode {
+            node: (*victim).clone(),
+        }
+    } else {
+        create(None)
+    }
 }
 
 fn nodes_of<'n>(nodes: &'n [Node], pool: &'n NodePool) -> impl Iterator<Item = &'n Node> {

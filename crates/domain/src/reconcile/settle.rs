@@ -100,6 +100,7 @@ pub fn settle(op: &ClusterOperation, state: Option<&ClusterState>) -> Option<Set
             }
         }
         OperationKind::Create if cluster.phase != ClusterPhase::Provisioned => None,
+        OperationKind::Upgrade if cluster.upgrade.is_some() => None,
         _ => Some(Settled::of(op, Succeeded, None)),
     }
 }

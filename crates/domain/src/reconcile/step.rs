@@ -283,6 +283,38 @@ impl Run<'_> {
                 let next = self.advanced(PhaseEvent::NodesReady)?;
                 self.commit_done(vec![Change::UpdateCluster(next)]).await
             }
+            Work::UpgradeControlPlane { to } => {
+                let step = Step::UpgradeControlPlane {
+                    cluster_id: self.cluster().id,
+                    version: to.clone(),
+                };
+                if let Err(reason) = self.execute(step).await? {
+                    return Err(self.permanent(reason));
+                }
+                let mut next = self.cluster().clone();
+                next.version = to;
+                next.updated_at = self.now;
+                self.commit_done(vec![Change::UpdateCluster(next)]).await
+            }
+            Work::StartPoolUpgrade { pool } => {
+                let Some(to) = self.cluster().upgrade.as_ref().map(|u| u.to.clone()) else {
+                    return Err(internal("no upgrade in flight"));
+                };
+                let mut next = pool;
+                next.status = next
+                    .status
+                    .apply(PoolEvent::StartUpgrade)
+                    .map_err(internal)?;
+                next.version = to;
+                next.updated_at = self.now;
+                self.commit_done(vec![Change::UpdatePool(next)]).await
+            }
+            Work::FinishUpgrade => {
+                let mut next = self.cluster().clone();
+                next.upgrade = None;
+                next.updated_at = self.now;
+                self.commit_done(vec![Change::UpdateCluster(next)]).await
+            }
             Work::DestroyCluster => {
                 if let Err(reason) = self
                     .execute(Step::DestroyCluster {
@@ -460,6 +492,7 @@ impl Run<'_> {
                     name: self.fresh_node_name(&pool)?,
                     pool: pool.name.clone(),
                     status: NodeStatus::Provisioning,
+                    version: pool.version.clone(),
                     created_at: self.now,
                 };
                 if !self.commit(vec![Change::InsertNode(node.clone())]).await? {
@@ -473,6 +506,7 @@ impl Run<'_> {
             pool: pool.name.as_str().to_owned(),
             node: node.name.as_str().to_owned(),
             size: pool.size.clone(),
+            version: node.version.clone(),
         };
         if let Err(reason) = self.execute(step).await? {
             // Before `Provisioned` a node that cannot be created fails the cluster; after, the

@@ -311,6 +311,14 @@ impl Services {
                 let cmd = keyed(&assistant, &key, fingerprint, &record);
                 settle(services.delete_cluster(cmd, cluster, None).await, &record)
             }
+            ApprovedAction::UpgradeCluster { cluster, body } => {
+                let record = Outcomes(|c: &Scheduled<Cluster>| done("cluster", c.id, c.id));
+                let cmd = keyed(&assistant, &key, fingerprint, &record);
+                settle(
+                    services.upgrade_cluster(cmd, cluster, body, None).await,
+                    &record,
+                )
+            }
         };
         let outcome = ran?;
         self.ports
@@ -458,6 +466,17 @@ impl Services {
                     plural(c.live_pools().count() as u32),
                     nodes,
                     plural(nodes)
+                )
+            }
+            ApprovedAction::UpgradeCluster { body, .. } => {
+                let spec = body.validate()?;
+                // Refused now, as it would be when it runs, rather than asked of a person.
+                self.start_upgrade(&c, &spec.version, false)?;
+                format!(
+                    "Upgrade the cluster {} from Kubernetes {} to {}: the control plane first, then every node pool, replacing each node by a new one.",
+                    c.name.as_str(),
+                    c.version,
+                    spec.version
                 )
             }
             ApprovedAction::CreateCluster { .. } => String::new(),

@@ -15,6 +15,7 @@ use crate::model::cluster::{
     Cluster, ClusterPhase, Exposure, ExposureDecision, ExposureRefusal, PhaseEvent, Registration,
 };
 use crate::model::identity::Caller;
+use crate::model::maintenance_window::format_start_time;
 use crate::model::node_pool::{NodePool, PoolStatus};
 use crate::ports::storage::{Change, Freshness, Page, Wake, ZoneCapacity};
 use crate::service::idempotency::Answer;
@@ -126,6 +127,8 @@ impl Services {
                     labels: p.labels.clone(),
                     tags: p.tags.clone(),
                     root_volume_size_gib: tier.disk_gib,
+                    version: version.id.clone(),
+                    surge: p.surge,
                     status: PoolStatus::Provisioning,
                     created_at: now,
                     updated_at: now,
@@ -165,6 +168,10 @@ impl Services {
                 hub_registration: Registration::PENDING,
                 default_environment: Registration::PENDING,
                 exposure_change: None,
+                upgrade: None,
+                maintenance_window: spec.maintenance_window,
+                auto_upgrade: spec.auto_upgrade,
+                last_auto_upgrade_window: None,
                 created_at: now,
                 updated_at: now,
                 revision: 1,
@@ -209,7 +216,8 @@ impl Services {
         Ok(cluster)
     }
 
-    /// Changes a cluster's description and tags (only while it is as `expect` says).
+    /// Changes a cluster's description, tags and maintenance policy (only while it is as
+    /// `expect` says).
     #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn patch_cluster(
         &self,
@@ -236,6 +244,18 @@ impl Services {
                 if let Some(t) = &changes.tags {
                     next.tags = t.clone();
                     changed.insert("tags".into(), json!(t));
+                }
+                if changes.maintenance_window.is_some() {
+                    next.maintenance_window = changes.window(c.maintenance_window);
+                    let w = next.maintenance_window;
+                    changed.insert(
+                        "maintenance_window".into(),
+                        json!({"day": w.day.as_str(), "start_time": format_start_time(w.start_time)}),
+                    );
+                }
+                if let Some(a) = changes.auto_upgrade {
+                    next.auto_upgrade = a;
+                    changed.insert("auto_upgrade".into(), json!(a));
                 }
                 next.updated_at = now;
                 Ok(Decision::record(

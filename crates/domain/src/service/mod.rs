@@ -20,6 +20,7 @@ mod nodes;
 mod operations;
 mod pipeline;
 mod sessions;
+mod upgrades;
 
 use std::sync::Arc;
 
@@ -32,6 +33,7 @@ pub use self::kubeconfigs::{KubeconfigAnswer, KubeconfigRequest, Reviewed};
 pub use self::operations::OperationPage;
 pub use self::pipeline::Command;
 pub(crate) use self::pipeline::{Decision, Target};
+pub use self::upgrades::UpgradeOptions;
 
 use uuid::Uuid;
 

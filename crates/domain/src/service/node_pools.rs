@@ -7,6 +7,7 @@ use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
 use crate::input::node_pool::{NodePoolPatch, NodePoolRequest, check_sizing};
 use crate::input::precondition::Expect;
+use crate::input::upgrade::{check_surge, surge_or};
 use crate::model::audit::{Audit, AuditAction, AuditResource};
 use crate::model::cluster::Cluster;
 use crate::model::identity::Caller;
@@ -98,6 +99,9 @@ impl Services {
                     labels: spec.labels.clone(),
                     tags: spec.tags.clone(),
                     root_volume_size_gib: tier.disk_gib,
+                    // New nodes run what the control plane runs, even mid-upgrade.
+                    version: c.version.clone(),
+                    surge: spec.surge,
                     status: PoolStatus::Provisioning,
                     created_at: now,
                     updated_at: now,
@@ -286,6 +290,12 @@ pub(crate) fn merge_patch(
     };
     let mut v = Violations::new();
     let sizing = check_sizing(&mut v, "", Some(count), auto_scale, Some(min), max);
+    let (max_surge, max_unavailable) = check_surge(
+        &mut v,
+        "",
+        patch.max_surge.flatten(),
+        patch.max_unavailable.flatten(),
+    );
     let sizing = match sizing {
         Some(s) if v.is_empty() => s,
         _ => return Err(DomainError::Validation(v)),
@@ -301,5 +311,6 @@ pub(crate) fn merge_patch(
     if let Some(Some(tags)) = &patch.tags {
         next.tags = tags.clone();
     }
+    next.surge = surge_or(current.surge, max_surge, max_unavailable);
     Ok(next)
 }

@@ -230,6 +230,10 @@ impl ClusterRepository for CachedStore {
         self.store.firewall_rules(cluster_id).await
     }
 
+    async fn auto_upgrade_candidates(&self, limit: u32) -> Result<Vec<Uuid>, StoreError> {
+        self.store.auto_upgrade_candidates(limit).await
+    }
+
     async fn addresses_in_use(&self, exposure: Exposure) -> Result<HashSet<Ipv4Addr>, StoreError> {
         self.store.addresses_in_use(exposure).await
     }

@@ -12,6 +12,7 @@ fn node(name: &str, pool: &str) -> Node {
         name: NodeName::parse(name).unwrap(),
         pool: label(pool),
         status: NodeStatus::Provisioning,
+        version: "v1.32.4".into(),
         created_at: now(),
     }
 }

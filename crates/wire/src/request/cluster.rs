@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 
 use crate::enums;
 use crate::request::node_pool::NodePoolRequest;
+use crate::request::upgrade::MaintenanceWindowRequest;
 use crate::request::{nullable, schema::DnsLabelText};
 
 /// `POST /v1/public/clusters`. A control-plane pick is an unknown field (422).
@@ -50,6 +51,13 @@ pub struct CreateClusterRequest {
     #[schema(required = true, nullable = false, min_items = 1, max_items = 20)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_pools: Option<Vec<NodePoolRequest>>,
+    /// When the service may upgrade the cluster by itself; any day at 00:00 UTC when omitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maintenance_window: Option<MaintenanceWindowRequest>,
+    /// Apply the newest patch of the cluster's minor version inside the maintenance window;
+    /// default false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auto_upgrade: Option<bool>,
 }
 
 impl From<CreateClusterRequest> for draft::CreateClusterRequest {
@@ -66,11 +74,14 @@ impl From<CreateClusterRequest> for draft::CreateClusterRequest {
             node_pools: b
                 .node_pools
                 .map(|pools| pools.into_iter().map(Into::into).collect()),
+            maintenance_window: b.maintenance_window.map(Into::into),
+            auto_upgrade: b.auto_upgrade,
         }
     }
 }
 
-/// `PATCH /v1/public/clusters/{id}`: `description` and `tags` only.
+/// `PATCH /v1/public/clusters/{id}`: `description`, `tags` and the maintenance policy. Name,
+/// zone, version (see `POST …/upgrade`) and network mode are not changed here.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterPatch {
@@ -84,6 +95,16 @@ pub struct ClusterPatch {
     #[schema(value_type = Vec<DnsLabelText>, required = false, max_items = 64)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<Option<Vec<String>>>,
+    /// Changes the window; a part left out stays; null is refused.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = MaintenanceWindowRequest, required = false)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maintenance_window: Option<Option<MaintenanceWindowRequest>>,
+    /// Null is refused.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = bool, required = false)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auto_upgrade: Option<Option<bool>>,
 }
 
 impl From<ClusterPatch> for draft::ClusterPatch {
@@ -91,6 +112,8 @@ impl From<ClusterPatch> for draft::ClusterPatch {
         draft::ClusterPatch {
             description: b.description,
             tags: b.tags,
+            maintenance_window: b.maintenance_window.map(|w| w.map(Into::into)),
+            auto_upgrade: b.auto_upgrade,
         }
     }
 }

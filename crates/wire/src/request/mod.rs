@@ -10,6 +10,7 @@ pub mod auth_server;
 pub mod cluster;
 pub mod networking;
 pub mod node_pool;
+pub mod upgrade;
 
 use serde::{Deserialize, Deserializer};
 

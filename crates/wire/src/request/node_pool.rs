@@ -45,6 +45,18 @@ pub struct NodePoolRequest {
     pub labels: Option<BTreeMap<String, String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<BTreeMap<String, String>>,
+    /// 1-10, default 1: how many nodes above its count the pool may go while an upgrade
+    /// replaces its nodes.
+    #[schema(minimum = 1, maximum = 10)]
+    #[serde(default, deserialize_with = "opt_integer")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_surge: Option<i64>,
+    /// 0-10, default 0: how many nodes below its count the pool may go while an upgrade
+    /// replaces its nodes.
+    #[schema(minimum = 0, maximum = 10)]
+    #[serde(default, deserialize_with = "opt_integer")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<i64>,
 }
 
 impl From<NodePoolRequest> for draft::NodePoolRequest {
@@ -58,6 +70,8 @@ impl From<NodePoolRequest> for draft::NodePoolRequest {
             max_nodes: b.max_nodes,
             labels: b.labels,
             tags: b.tags,
+            max_surge: b.max_surge,
+            max_unavailable: b.max_unavailable,
         }
     }
 }
@@ -92,6 +106,14 @@ pub struct NodePoolPatch {
     #[schema(required = false, value_type = BTreeMap<String, String>)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<Option<BTreeMap<String, String>>>,
+    #[serde(default, deserialize_with = "nullable_integer")]
+    #[schema(required = false, value_type = i64, minimum = 1, maximum = 10)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_surge: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "nullable_integer")]
+    #[schema(required = false, value_type = i64, minimum = 0, maximum = 10)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<Option<i64>>,
 }
 
 impl From<NodePoolPatch> for draft::NodePoolPatch {
@@ -103,6 +125,8 @@ impl From<NodePoolPatch> for draft::NodePoolPatch {
             max_nodes: b.max_nodes,
             labels: b.labels,
             tags: b.tags,
+            max_surge: b.max_surge,
+            max_unavailable: b.max_unavailable,
         }
     }
 }

@@ -156,6 +156,7 @@ fn body_of(route: &RouteSpec, fx: &Fixture, n: usize) -> Option<Value> {
         ("POST", CLUSTERS) => cluster_body(fx.org, &name),
         ("PATCH", "/v1/public/clusters/{id}") => json!({"description": "x"}),
         ("PATCH", "/v1/public/clusters/{id}/exposure") => json!({"exposure": "private"}),
+        ("POST", "/v1/public/clusters/{id}/upgrade") => json!({"version": "v1.32.6"}),
         ("POST", "/v1/public/clusters/{id}/node-pools") => {
             json!({"name": name, "size": "kube.c5.large", "count": 1})
         }

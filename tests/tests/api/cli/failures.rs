@@ -190,7 +190,7 @@ impl Scripted {
 
 const UNAVAILABLE: &str = r#"{"type":"about:blank","title":"Service Unavailable","status":503,"code":"service_unavailable","detail":"the database is unreachable","request_id":"r"}"#;
 const EMPTY_LIST: &str = r#"{"items":[],"page":1,"size":100,"total":0}"#;
-const POOL: &str = r#"{"name":"p","size":"kube.c5.large","count":1,"auto_scale":false,"min_nodes":1,"max_nodes":null,"labels":{},"tags":{},"root_volume_size_gib":50,"status":"Provisioning","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}"#;
+const POOL: &str = r#"{"name":"p","size":"kube.c5.large","count":1,"auto_scale":false,"min_nodes":1,"max_nodes":null,"labels":{},"tags":{},"root_volume_size_gib":50,"version":"v1.32.4","max_surge":1,"max_unavailable":0,"status":"Provisioning","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}"#;
 const CLUSTER_ID: &str = "5f0c1c52-8f43-4c1e-9d6a-0d7b8c9e1f20";
 
 #[tokio::test]

@@ -7,3 +7,4 @@ mod credentials;
 mod limits;
 mod progress;
 mod reads;
+mod upgrades;

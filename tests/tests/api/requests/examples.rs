@@ -30,7 +30,7 @@ async fn every_example_body_succeeds_as_it_is() {
         .await
         .json();
     let all = examples(&doc);
-    assert_eq!(all.len(), 10, "the writes that take a body");
+    assert_eq!(all.len(), 11, "the writes that take a body");
     for (method, path, example) in &all {
         assert!(example.is_object(), "{method} {path} has no example");
     }
@@ -93,6 +93,20 @@ async fn every_example_body_succeeds_as_it_is() {
     ] {
         send(m, p, &concrete).await;
     }
+    // An upgrade waits for every other change of the cluster to finish.
+    app.wait_for(&path, Duration::from_secs(60), |c| {
+        c["exposure_change"].is_null()
+            && c["node_pools"]
+                .as_array()
+                .is_some_and(|ps| ps.iter().all(|p| p["status"] == "Ready"))
+    })
+    .await;
+    send(
+        "POST",
+        "/v1/public/clusters/{id}/upgrade",
+        &format!("{path}/upgrade"),
+    )
+    .await;
 
     // An auth server from its example, then its own changes.
     let server = send(

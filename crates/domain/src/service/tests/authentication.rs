@@ -33,6 +33,7 @@ fn node_delete_marks_it_deleting_and_unknown_names_are_404() {
             name: crate::names::NodeName::parse("prod-1-default-abcde").unwrap(),
             pool: crate::names::DnsLabel::from_trusted("default".into()),
             status: crate::model::node::NodeStatus::Ready,
+            version: "v1.32.4".into(),
             created_at: at(0),
         }])
     });

@@ -26,6 +26,7 @@ fn patch_replaces_tags_and_description() {
     let patch = ClusterPatch {
         description: Some(Some("new".into())),
         tags: Some(Some(vec!["team-a".into()])),
+        ..ClusterPatch::default()
     };
     let c = fresh(block_on(m.services().patch_cluster(
         Command::new(&super_admin_a()),

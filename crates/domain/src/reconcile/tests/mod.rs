@@ -44,6 +44,7 @@ fn node(name: &str, pool: &str, status: NodeStatus, created: i64) -> Node {
         name: NodeName::parse(name).unwrap(),
         pool: DnsLabel::from_trusted(pool.into()),
         status,
+        version: "v1.32.4".into(),
         created_at: at(created),
     }
 }
@@ -519,12 +520,14 @@ impl SecretVault for FakeVault {
 struct World {
     store: Arc<MemoryClusters>,
     cloud: Arc<FakeCloud>,
+    clock: Arc<FixedClock>,
     ports: Ports,
 }
 
 fn world(state: ClusterState, cloud: FakeCloud) -> World {
     let store = Arc::new(MemoryClusters::new(state));
     let cloud = Arc::new(cloud);
+    let clock = Arc::new(FixedClock::default());
     let m = Mocks::new();
     let ports = Ports {
         clusters: store.clone(),
@@ -539,12 +542,13 @@ fn world(state: ClusterState, cloud: FakeCloud) -> World {
         identity: Arc::new(m.identity),
         cloud: cloud.clone(),
         vault: Arc::new(FakeVault),
-        clock: Arc::new(FixedClock::default()),
+        clock: clock.clone(),
         ids: Arc::new(SequentialIds::default()),
     };
     World {
         store,
         cloud,
+        clock,
         ports,
     }
 }
@@ -566,6 +570,13 @@ impl World {
 
     fn cluster(&self) -> Cluster {
         self.store.db().cluster.clone().unwrap()
+    }
+
+    /// Moves the clock to `at(secs)`.
+    fn ports_clock_to(&self, secs: i64) {
+        self.clock
+            .0
+            .store(secs as u64, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn last_changes(&self) -> Vec<Change> {
@@ -1237,3 +1248,5 @@ fn a_failed_step_is_told_in_words_a_customer_can_act_on() {
     let internal = ReconcileError::Internal("sealing failed: key mismatch".into());
     assert!(!internal.customer_message().contains("key mismatch"));
 }
+
+mod upgrade;
