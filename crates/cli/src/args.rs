@@ -362,6 +362,62 @@ pub enum ClusterCommand {
     /// The kubeconfig credentials downloads asked for with a lifetime.
     #[command(subcommand)]
     Credential(KubeconfigCredentialCommand),
+    /// The Kubernetes versions a cluster can be upgraded to, and its maintenance policy.
+    #[command(after_help = "Example:\n  kubesvc cluster upgrades prod-1")]
+    Upgrades {
+        /// The cluster's name or id.
+        cluster: String,
+    },
+    /// Upgrade a cluster's Kubernetes version: the control plane first, then each node pool,
+    /// node by node (a new node is Ready before an old one is removed).
+    // `--version` names the Kubernetes version here, not the CLI's own.
+    #[command(
+        disable_version_flag = true,
+        after_help = "Examples:\n  kubesvc cluster upgrade prod-1 --version v1.32.6 --wait\n  kubesvc cluster upgrade prod-1 --version v1.33.2 --max-surge 3"
+    )]
+    Upgrade {
+        /// The cluster's name or id.
+        cluster: String,
+        /// A version `kubesvc cluster upgrades` lists.
+        #[arg(long)]
+        version: String,
+        /// How many nodes above its count each pool may go meanwhile (1-10; default: each
+        /// pool's own, 1 unless set).
+        #[arg(long)]
+        max_surge: Option<u32>,
+        /// How many nodes below its count each pool may go meanwhile (0-10; default: each
+        /// pool's own, 0 unless set).
+        #[arg(long)]
+        max_unavailable: Option<u32>,
+        #[command(flatten)]
+        wait: WaitFlags,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+    /// When the service may upgrade a cluster by itself.
+    #[command(subcommand)]
+    Maintenance(MaintenanceCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MaintenanceCommand {
+    /// Set the maintenance window (four hours from --start, UTC) and automatic patch upgrades.
+    #[command(
+        after_help = "Examples:\n  kubesvc cluster maintenance set prod-1 --day saturday --start 03:00 --auto-upgrade on\n  kubesvc cluster maintenance set prod-1 --auto-upgrade off"
+    )]
+    Set {
+        /// The cluster's name or id.
+        cluster: String,
+        /// any, or a weekday (monday … sunday).
+        #[arg(long)]
+        day: Option<String>,
+        /// HH:MM in UTC.
+        #[arg(long, value_name = "HH:MM")]
+        start: Option<String>,
+        /// on: apply the newest patch of the cluster's minor version inside the window; off: never.
+        #[arg(long, value_name = "on|off")]
+        auto_upgrade: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

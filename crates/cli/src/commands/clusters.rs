@@ -206,6 +206,9 @@ pub async fn run(s: &Session, command: ClusterCommand) -> Result<(), CliError> {
             super::activity::operations(s, &cluster, status).await
         }
         ClusterCommand::Credential(c) => super::activity::credentials(s, c).await,
+        ClusterCommand::Upgrades { .. }
+        | ClusterCommand::Upgrade { .. }
+        | ClusterCommand::Maintenance(_) => super::upgrades::run(s, command).await,
         ClusterCommand::Exposure(ExposureCommand::Set {
             cluster,
             exposure: to,
@@ -364,7 +367,7 @@ pub fn follow<'a>(
     }
 }
 
-async fn show_cluster(s: &Session, cluster: &ClusterRef) -> Result<(), CliError> {
+pub(super) async fn show_cluster(s: &Session, cluster: &ClusterRef) -> Result<(), CliError> {
     let answer = s.api.send(&Call::get(cluster.path())).await?;
     print_cluster(s, answer.json()?)
 }

@@ -9,6 +9,7 @@ mod clusters;
 mod mcp;
 mod networking;
 mod pools;
+mod upgrades;
 
 use serde_json::Value;
 

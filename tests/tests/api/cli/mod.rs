@@ -8,6 +8,7 @@ mod auth_servers;
 mod failures;
 mod lifecycle;
 mod terminal;
+mod upgrades;
 
 use blackbox::cli::{CliUser, Run};
 use blackbox::*;

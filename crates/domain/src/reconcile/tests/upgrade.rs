@@ -259,7 +259,12 @@ fn an_automatic_upgrade_is_due_once_a_window_with_the_newest_patch() {
     let catalog = Catalog::builtin();
     let zone = catalog.default_zone();
     let window = at(2 * HOUR);
-    type Case = (&'static str, Box<dyn Fn(&mut Cluster)>, i64, Option<&'static str>);
+    type Case = (
+        &'static str,
+        Box<dyn Fn(&mut Cluster)>,
+        i64,
+        Option<&'static str>,
+    );
     let table: [Case; 7] = [
         ("inside the window", Box::new(|_| {}), 3 * HOUR, Some(TO)),
         ("before it opens", Box::new(|_| {}), HOUR, None),
