@@ -149,6 +149,14 @@ pub fn configure(state: ConsoleState) -> impl FnOnce(&mut ServiceConfig) {
                     "/clusters/{id}/exposure",
                     web::post().to(pages::cluster::exposure),
                 )
+                .route(
+                    "/clusters/{id}/upgrade",
+                    web::post().to(pages::upgrade::upgrade),
+                )
+                .route(
+                    "/clusters/{id}/maintenance",
+                    web::post().to(pages::upgrade::maintenance),
+                )
                 .route("/approvals", web::get().to(pages::approvals::list))
                 .route("/approvals/{id}", web::get().to(pages::approvals::detail))
                 .route(

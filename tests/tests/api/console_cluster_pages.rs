@@ -221,3 +221,100 @@ async fn deleting_a_node_asks_first_says_it_is_replaced_and_is_not_offered_twice
         "the page follows the replacement"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_upgrades_a_cluster_shows_each_pools_progress_and_saves_the_window() {
+    // Slow steps, so the upgrade is seen in flight.
+    let app = TestApp::spawn_with(&[("PROVISIONER_STEP_MS", "300")]).await;
+    let cluster = app.provisioned_cluster("upgrade-page").await;
+    let overview = format!("/console/clusters/{}", id(&cluster));
+    let mut admin = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let page = admin.get(&overview).await;
+    assert!(
+        page.body.contains("<option value=\"v1.32.6\">"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("<option value=\"v1.33.2\">"));
+    assert!(
+        !page.body.contains("<option value=\"v1.31.9\">"),
+        "never down"
+    );
+    let csrf = page.field("csrf").unwrap_or_default();
+    let action = format!("{overview}/upgrade");
+
+    let refused = admin
+        .post(&action, &[("csrf", &csrf), ("version", "v1.31.9")], &[])
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(
+        refused.body.contains("never downgraded"),
+        "{}",
+        refused.body
+    );
+
+    let started = admin
+        .post(
+            &action,
+            &[("csrf", &csrf), ("version", "v1.32.6"), ("max_surge", "2")],
+            &[],
+        )
+        .await;
+    assert_eq!(started.status, 303, "{}", started.body);
+    let page = admin.get(&overview).await;
+    let progress = page.text_of("upgrade-progress").unwrap_or_default();
+    assert!(
+        progress.starts_with("Upgrading to v1.32.6"),
+        "{}",
+        page.body
+    );
+    let url = format!("/v1/public/clusters/{}", id(&cluster));
+    let done = app
+        .wait_for(&url, std::time::Duration::from_secs(120), |c| {
+            c["upgrade"].is_null()
+        })
+        .await;
+    assert_eq!(done["version"], "v1.32.6");
+    assert_eq!(done["node_pools"][0]["max_surge"], 2);
+
+    let saved = admin
+        .post(
+            &format!("{overview}/maintenance"),
+            &[
+                ("csrf", &csrf),
+                ("day", "sunday"),
+                ("start_time", "04:30:00"),
+                ("auto_upgrade", "on"),
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let c = app.get(&url, TOKEN_ACME_SUPER_ADMIN).await.json();
+    assert_eq!(c["maintenance_window"]["day"], "sunday");
+    assert_eq!(c["maintenance_window"]["start_time"], "04:30");
+    assert_eq!(c["auto_upgrade"], true);
+    let wrong = admin
+        .post(
+            &format!("{overview}/maintenance"),
+            &[("csrf", &csrf), ("day", "someday"), ("start_time", "04:30")],
+            &[],
+        )
+        .await;
+    assert_eq!(wrong.status, 422, "{}", wrong.body);
+    assert!(
+        wrong.body.contains("weekday") || wrong.body.contains("monday"),
+        "{}",
+        wrong.body
+    );
+
+    // A member reads the window but is offered neither form.
+    let mut member = Browser::signed_in(&app, blackbox::TOKEN_ACME_MEMBER).await;
+    let theirs = member.get(&overview).await;
+    assert!(
+        theirs.body.contains("sunday from 04:30 UTC"),
+        "{}",
+        theirs.body
+    );
+    assert!(!theirs.body.contains(&format!("action=\"{action}\"")));
+}

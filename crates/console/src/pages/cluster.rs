@@ -8,6 +8,7 @@ use api::extract::Id;
 use domain::DomainError;
 use domain::input::cluster::{ClusterPatch, ExposurePatch};
 use domain::model::cluster::{Cluster, Exposure, NetworkMode};
+use domain::model::maintenance_window::format_start_time;
 use domain::ports::storage::Freshness;
 use domain::service::KubeconfigAnswer;
 use maud::{Markup, html};
@@ -18,6 +19,7 @@ use crate::error::ConsoleError;
 use crate::pages::clusters::{phase_badge, when};
 use crate::pages::layout::{self, Nav};
 use crate::pages::live::{self, Around};
+use crate::pages::upgrade;
 use crate::pages::{Acting, check_form, html_page, see_other};
 use crate::session::Signed;
 use domain::service::Command;
@@ -156,6 +158,10 @@ async fn page(
     problem: Option<&str>,
 ) -> Result<HttpResponse, ConsoleError> {
     let around = Around::of(signed, c).await?;
+    let upgrades = signed
+        .services
+        .list_upgrades(&signed.caller, c.id, Freshness::Recent)
+        .await?;
     Ok(frame(
         signed,
         c,
@@ -169,6 +175,8 @@ async fn page(
                 (facts(c, false))
                 p { a.button href={ (PREFIX) "/clusters/" (c.id) "/kubeconfig" } { "Download kubeconfig" } }
                 @if may_change {
+                    (upgrade::upgrade_card(c, &upgrades, &signed.session.csrf))
+                    (upgrade::maintenance_card(c, &upgrades, &signed.session.csrf))
                     (exposure_form(c, &signed.session.csrf))
                     (edit_form(c, &signed.session.csrf))
                     (delete_form(c, &signed.session.csrf))
@@ -184,7 +192,14 @@ fn facts(c: &Cluster, oob: bool) -> Markup {
         dl.facts #cluster-facts hx-swap-oob=[oob.then_some("true")] {
             dt { "Phase" } dd { (c.phase.as_str()) @if let Some(r) = &c.failure_reason { " — " (r) } }
             dt { "Zone" } dd { (c.zone) }
-            dt { "Kubernetes version" } dd { (c.version) }
+            dt { "Kubernetes version" } dd {
+                (c.version)
+                @if let Some(progress) = upgrade::upgrade_progress(c) { " (upgrading " (progress) ")" }
+            }
+            dt { "Maintenance window" } dd {
+                (c.maintenance_window.day.as_str()) " from " (format_start_time(c.maintenance_window.start_time)) " UTC"
+                @if c.auto_upgrade { ", patch upgrades applied automatically" }
+            }
             dt { "Exposure" } dd {
                 (c.exposure.as_str())
                 @if let Some(change) = &c.exposure_change { " (changing to " (change.to.as_str()) ")" }
@@ -317,7 +332,7 @@ pub async fn exposure(
 }
 
 /// Back to the Overview after a change; a refusal shows it there with its words.
-async fn refused_or_back(
+pub(super) async fn refused_or_back(
     signed: &Signed,
     id: uuid::Uuid,
     outcome: Result<(), DomainError>,

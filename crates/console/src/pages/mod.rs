@@ -12,6 +12,7 @@ pub mod live;
 pub mod networking;
 pub mod pools;
 pub mod sign_in;
+pub mod upgrade;
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse};

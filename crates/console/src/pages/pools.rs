@@ -231,6 +231,11 @@ pub fn pool_facts(p: &NodePool, oob: bool) -> Markup {
             dl.facts {
                 dt { "Machine tier" } dd { (p.size) " (fixed)" }
                 dt { "Nodes" } dd { (p.count) }
+                dt { "Kubernetes version" } dd { (p.version) }
+                dt { "During upgrades" } dd {
+                    "up to " (p.surge.max_surge) " extra, "
+                    (p.surge.max_unavailable) " unavailable"
+                }
                 dt { "Autoscale" } dd {
                     @if p.auto_scale {
                         (p.min_nodes) " to " (p.max_nodes.map(|m| m.to_string()).unwrap_or_default())
@@ -486,7 +491,7 @@ pub fn node_tables(c: &Cluster, nodes: &[Node], may_change: bool, csrf: &str, oo
                 h3 { "Pool " (p.name.as_str()) }
                 table.nodes {
                     thead { tr {
-                        th scope="col" { "Node" } th scope="col" { "Status" } th scope="col" { "Created" }
+                        th scope="col" { "Node" } th scope="col" { "Status" } th scope="col" { "Version" } th scope="col" { "Created" }
                         @if may_change { th scope="col" { span.visually-hidden { "Actions" } } }
                     } }
                     tbody {
@@ -494,6 +499,7 @@ pub fn node_tables(c: &Cluster, nodes: &[Node], may_change: bool, csrf: &str, oo
                             tr {
                                 th scope="row" { (n.name.as_str()) }
                                 td { (n.status.as_str()) }
+                                td { (n.version) }
                                 td { (crate::pages::clusters::when(n.created_at)) }
                                 @if may_change { td {
                                     @if n.status == NodeStatus::Deleting {

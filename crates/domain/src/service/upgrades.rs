@@ -93,18 +93,21 @@ impl Services {
             expect,
             async |c: &Cluster| Ok(c.clone()),
             async |_, c: Cluster| {
-                let next = self.start_upgrade(&c, &spec.version, false)?;
-                let mut next = next;
-                for pool in &mut next.node_pools {
-                    pool.surge = surge_or(pool.surge, spec.max_surge, spec.max_unavailable);
-                }
+                let mut next = self.start_upgrade(&c, &spec.version, false)?;
                 next.updated_at = now;
+                let mut changes = Vec::new();
+                // The surge given for this upgrade stays each pool's own for later ones.
+                for pool in &mut next.node_pools {
+                    let surge = surge_or(pool.surge, spec.max_surge, spec.max_unavailable);
+                    if surge != pool.surge {
+                        pool.surge = surge;
+                        pool.updated_at = now;
+                        changes.push(Change::UpdatePool(pool.clone()));
+                    }
+                }
+                changes.insert(0, Change::UpdateCluster(next.clone()));
                 let audit = upgrade_audit(&c, &spec.version, false);
-                Ok(Decision::schedule(
-                    vec![Change::UpdateCluster(next.clone())],
-                    audit,
-                    next,
-                ))
+                Ok(Decision::schedule(changes, audit, next))
             },
         )
         .await
