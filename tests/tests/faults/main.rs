@@ -425,3 +425,4 @@ mod replicas;
 mod secrets;
 mod sigkill;
 mod two_servers;
+mod upgrade_kill;
