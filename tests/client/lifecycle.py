@@ -18,7 +18,10 @@ from kubesvc_client.api.clusters import (
     cluster_state,
     create_cluster,
     delete_cluster,
+    get_cluster,
     kubeconfig,
+    list_upgrades,
+    upgrade_cluster,
 )
 from kubesvc_client.api.gateway_auth_servers import create_auth_server, get_auth_server
 from kubesvc_client.models import (
@@ -28,6 +31,7 @@ from kubesvc_client.models import (
     Cluster,
     ClusterPhase,
     ClusterState,
+    ClusterUpgrades,
     CreateBasicAuthServerRequest,
     CreateBasicAuthServerRequestType,
     CreateClusterRequest,
@@ -42,6 +46,7 @@ from kubesvc_client.models import (
     Problem,
     TokenAuthServerView,
     TokenConfigRequest,
+    UpgradeRequest,
 )
 
 URL = os.environ["KUBESVC_URL"]
@@ -116,6 +121,29 @@ def main() -> None:
     kubectl_accepts(yaml)
     as_json = kubeconfig.sync_detailed(cluster.id, client=admin, format_=KubeconfigFormat.JSON)
     expect(as_json.headers["content-type"].startswith("application/json"), "format=json")
+
+    step("list the versions it can move to, upgrade, and follow the state long-poll to the end")
+    options = list_upgrades.sync(cluster.id, client=admin)
+    expect(isinstance(options, ClusterUpgrades), f"upgrades answered {options!r}")
+    offered = [v.id for v in options.available_versions]
+    expect("v1.32.6" in offered, f"offered: {offered}")
+    started = upgrade_cluster.sync_detailed(
+        cluster.id,
+        client=admin,
+        body=UpgradeRequest(version="v1.32.6"),
+        idempotency_key=f"upgrade-{name}",
+    )
+    expect(started.status_code == 202, f"upgrade: {started.status_code} {started.content!r}")
+    expect(isinstance(started.parsed, Cluster), f"upgrade answered {started.parsed!r}")
+    expect(started.parsed.upgrade.to == "v1.32.6", f"upgrade: {started.parsed.upgrade!r}")
+    for _ in range(60):
+        state = cluster_state.sync(cluster.id, client=admin, since=version, timeout_seconds=5)
+        version = state.version
+        now = get_cluster.sync(cluster.id, client=admin)
+        if now.upgrade is None:
+            break
+    expect(now.upgrade is None and now.version == "v1.32.6", f"never upgraded: {now.version}")
+    expect(all(p.version == "v1.32.6" for p in now.node_pools), "every pool on the new version")
 
     step("an auth server of each type, with typed config")
     bodies = [

@@ -255,6 +255,21 @@ pub struct Items {
     pub cache_rss: Option<CacheRss>,
     #[serde(default)]
     pub faces: Option<Faces>,
+    #[serde(default)]
+    pub upgrade: Option<Upgrade>,
+}
+
+/// Item 10: an upgrade of a 3-pool, 9-node cluster, its simulated steps at the default delay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Upgrade {
+    pub pools: u32,
+    pub nodes: u32,
+    /// `PROVISIONER_STEP_MS` of the run (the server's default).
+    pub step_ms: u64,
+    /// From the 202 to the cluster showing no upgrade in flight.
+    pub seconds: f64,
+    /// CPU of the server and of PostgreSQL for the whole upgrade, per node replaced.
+    pub cpu_per_node: PhaseCpu,
 }
 
 /// Item 9: one read through the assistant's face beside the API's, and the API's with its

@@ -11,7 +11,7 @@ use anyhow::{Context, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
 /// The items of the report, numbered as its rows are.
-pub const ITEMS: [(u8, &str); 9] = [
+pub const ITEMS: [(u8, &str); 10] = [
     (1, "GET /v1/public/clusters/{id} next to pgbench -S"),
     (2, "a page of 100 of BENCH_CLUSTERS clusters"),
     (3, "creates with Idempotency-Key, then their replays"),
@@ -32,6 +32,10 @@ pub const ITEMS: [(u8, &str); 9] = [
     (
         9,
         "a read through /mcp beside the API's, and the API's with its spans at info beside warn",
+    ),
+    (
+        10,
+        "a 3-pool, 9-node cluster upgraded at the default step time: its duration and CPU per node replaced",
     ),
 ];
 
@@ -425,7 +429,7 @@ mod tests {
 
     #[test]
     fn refuses_what_cannot_be_measured() {
-        assert!(with(&[("BENCH_ONLY", "10")]).is_err());
+        assert!(with(&[("BENCH_ONLY", "11")]).is_err());
         assert!(with(&[("BENCH_ONLY", "x")]).is_err());
         assert!(with(&[("BENCH_CONNECTIONS", "")]).is_err());
         assert!(with(&[("BENCH_CONNECTIONS", "1 0")]).is_err());

@@ -22,6 +22,7 @@ pub mod platform;
 pub mod process;
 pub mod seed;
 pub mod server;
+pub mod upgrade;
 pub mod websocket;
 pub mod wrk;
 
@@ -368,6 +369,10 @@ async fn run(
     }
     if runs(9) {
         results.items.faces = Some(faces::run(&b).await?);
+        b.save(&results)?;
+    }
+    if runs(10) {
+        results.items.upgrade = Some(upgrade::run(&b).await?);
         b.save(&results)?;
     }
     stub.stop().await?;

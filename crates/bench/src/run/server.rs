@@ -101,6 +101,19 @@ impl ServerEnv {
         token_cache_ttl_s: u32,
         rust_log: &str,
     ) -> anyhow::Result<Server> {
+        self.start_with(name, token_cache_ttl_s, rust_log, &[])
+            .await
+    }
+
+    /// [`Env::start_logging`] with `extra` settings over the bench's own (provisioning workers
+    /// on, say).
+    pub async fn start_with(
+        &self,
+        name: &str,
+        token_cache_ttl_s: u32,
+        rust_log: &str,
+        extra: &[(&str, &str)],
+    ) -> anyhow::Result<Server> {
         let port = free_port()?;
         let url = format!("http://127.0.0.1:{port}");
         crate::say!("starting server {name} on {url} (TOKEN_CACHE_TTL_S={token_cache_ttl_s})");
@@ -123,6 +136,7 @@ impl ServerEnv {
             ("RATE_LIMIT_WRITES_PER_ORGANIZATION", "0"),
             ("RUST_LOG", rust_log),
         ]);
+        cmd.envs(extra.iter().copied());
         let mut proc = Proc::spawn(&format!("server-{name}"), cmd, &self.logs)?;
         proc.wait_ok(
             &self.http,
