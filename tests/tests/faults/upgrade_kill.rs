@@ -62,17 +62,19 @@ async fn sigkill_in_the_middle_of_a_pools_upgrade_finishes_it_once_never_below_i
     .await;
 
     let watch = Watch::start(&app.db.url);
-    let key = [("Idempotency-Key", "upgrade-under-kill-01")];
     let upgrade = format!("{CLUSTERS}/{cluster}/upgrade");
-    let started = http
-        .send(
+    // The same keyed request, before the kill and once the upgrade is over.
+    let ask = async || {
+        http.send(
             Method::POST,
             &upgrade,
             Some(TOKEN_ACME_SUPER_ADMIN),
-            &key,
+            &[("Idempotency-Key", "upgrade-under-kill-01")],
             Some(&json!({"version": TO})),
         )
-        .await;
+        .await
+    };
+    let started = ask().await;
     assert_eq!(started.status, 202, "{}", started.text());
 
     // Kill once pool a is half replaced: some nodes on the new version, some on the old.
@@ -141,15 +143,7 @@ async fn sigkill_in_the_middle_of_a_pools_upgrade_finishes_it_once_never_below_i
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(settled["status"], "succeeded", "{settled}");
-    let again = http
-        .send(
-            Method::POST,
-            &upgrade,
-            Some(TOKEN_ACME_SUPER_ADMIN),
-            &key,
-            Some(&json!({"version": TO})),
-        )
-        .await;
+    let again = ask().await;
     assert_eq!(again.status, 202, "{}", again.text());
     assert_eq!(again.body, started.body, "the replay is the first answer");
     assert_eq!(
