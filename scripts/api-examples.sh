@@ -190,7 +190,8 @@ says what it is (`kind`, the object as `resource` and `resource_id`), who asked
 out, then `succeeded`, `failed` (with `last_error`: the object's own failure reason) or
 `cancelled` (the cluster was deleted first). While it runs, `attempts` counts the failed tries
 of the work and `last_error` says the last one in words to act on; failed work is retried by
-itself. `GET /v1/public/clusters/{id}/operations` lists them newest first (`status` filters,
+itself. An upgrade's operation also says its last step in `progress` (the control plane, then
+each pool's nodes replaced one by one). `GET /v1/public/clusters/{id}/operations` lists them newest first (`status` filters,
 `page`/`size` as every list). Operations stay readable after their cluster is deleted, so a
 client sees its deletion succeed, and are kept as long as the audit trail. A change that only
 records something (a description, an auth server) has no operation: it is done when answered.

@@ -6,6 +6,7 @@ ALTER TABLE approvals
         ('create_cluster', 'add_node_pool', 'scale_node_pool', 'delete_node_pool', 'delete_node',
          'delete_cluster'));
 ALTER TABLE cluster_operations
+    DROP COLUMN progress,
     DROP CONSTRAINT cluster_operations_kind_check,
     ADD CONSTRAINT cluster_operations_kind_check CHECK (kind IN
         ('create', 'delete', 'exposure_change', 'node_pool_create', 'node_pool_change',

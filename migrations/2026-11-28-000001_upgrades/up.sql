@@ -43,7 +43,10 @@ ALTER TABLE nodes
     ALTER COLUMN version SET NOT NULL,
     ADD CONSTRAINT nodes_version_check CHECK (version <> '');
 
+-- The last step provisioning took for an operation, in a customer's words (an upgrade's
+-- progress: the control plane, then each pool's nodes).
 ALTER TABLE cluster_operations
+    ADD COLUMN progress text,
     DROP CONSTRAINT cluster_operations_kind_check,
     ADD CONSTRAINT cluster_operations_kind_check CHECK (kind IN
         ('create', 'delete', 'exposure_change', 'node_pool_create', 'node_pool_change',

@@ -260,6 +260,7 @@ pub fn running_operation(
         status: crate::model::operation::OperationStatus::Running,
         attempts: 0,
         last_error: None,
+        progress: None,
         created_at: at(0),
         updated_at: at(0),
         finished_at: None,

@@ -36,6 +36,7 @@ pub(crate) struct OperationRow {
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
     finished_at: Option<DateTime<Utc>>,
+    progress: Option<String>,
 }
 
 impl OperationRow {
@@ -58,6 +59,7 @@ impl OperationRow {
             created_at: op.created_at,
             updated_at: op.updated_at,
             finished_at: op.finished_at,
+            progress: op.progress.clone(),
         }
     }
 
@@ -83,6 +85,7 @@ impl OperationRow {
                 .ok_or_else(|| word("status", &self.status))?,
             attempts: self.attempts,
             last_error: self.last_error,
+            progress: self.progress,
             created_at: self.created_at,
             updated_at: self.updated_at,
             finished_at: self.finished_at,
@@ -233,6 +236,28 @@ impl OperationLog for PgStore {
                 o::last_error.eq(Some(&error)),
                 o::updated_at.eq(at),
             ))
+            .execute(conn)
+            .map_err(map)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn record_progress(
+        &self,
+        cluster_id: Uuid,
+        kind: OperationKind,
+        progress: String,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.run_blocking(move |conn| {
+            diesel::update(
+                o::table
+                    .filter(o::cluster_id.eq(cluster_id))
+                    .filter(o::status.eq(RUNNING))
+                    .filter(o::kind.eq(kind.as_str())),
+            )
+            .set((o::progress.eq(Some(&progress)), o::updated_at.eq(at)))
             .execute(conn)
             .map_err(map)?;
             Ok(())

@@ -239,6 +239,7 @@ diesel::table! {
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
         finished_at -> Nullable<Timestamptz>,
+        progress -> Nullable<Text>,
     }
 }
 

@@ -30,6 +30,9 @@ pub struct Operation {
     pub attempts: i32,
     /// Why the last attempt failed, or why the operation did, in words to act on.
     pub last_error: Option<String>,
+    /// The last step provisioning took for it, in words (an upgrade's: the control plane,
+    /// then each pool's nodes); null before the first.
+    pub progress: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// Null while `running`.
@@ -49,6 +52,7 @@ impl From<&op::ClusterOperation> for Operation {
             status: o.status.as_str().to_owned(),
             attempts: o.attempts,
             last_error: o.last_error.clone(),
+            progress: o.progress.clone(),
             created_at: o.created_at,
             updated_at: o.updated_at,
             finished_at: o.finished_at,

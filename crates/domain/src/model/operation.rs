@@ -81,6 +81,9 @@ pub struct ClusterOperation {
     pub attempts: i32,
     /// Why the last attempt failed, or why the operation did, in a customer's words.
     pub last_error: Option<String>,
+    /// The last step provisioning took for it, in a customer's words (an upgrade's: the
+    /// control plane, then each pool's nodes); none before the first.
+    pub progress: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,

@@ -21,7 +21,7 @@ use crate::model::idempotency::{IdempotencyCompletion, IdempotencyRecord, Idempo
 use crate::model::kubeconfig::{IssuedCredential, SealedCredentials};
 use crate::model::node::Node;
 use crate::model::node_pool::NodePool;
-use crate::model::operation::{ClusterOperation, OperationStatus, Settled};
+use crate::model::operation::{ClusterOperation, OperationKind, OperationStatus, Settled};
 use crate::model::secret::{SealedSecret, TokenDigest};
 use crate::model::session::{SessionRevocations, SessionStanding, SessionSubject};
 use crate::names::{DnsLabel, NodeName};
@@ -431,6 +431,15 @@ pub trait OperationLog: Send + Sync {
         cluster_id: Uuid,
         attempts: i32,
         error: String,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
+    /// A step provisioning took: the cluster's running operations of `kind` show it as their
+    /// progress, in a customer's words.
+    async fn record_progress(
+        &self,
+        cluster_id: Uuid,
+        kind: OperationKind,
+        progress: String,
         at: DateTime<Utc>,
     ) -> Result<(), StoreError>;
     /// Deletes operations that finished before `before`; returns how many.

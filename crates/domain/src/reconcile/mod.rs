@@ -14,7 +14,7 @@ mod tests;
 
 pub use self::plan::{ClusterState, Work, next_work, node_name};
 pub use self::settle::{settle, settle_operations};
-pub use self::step::{load_state, reconcile_step, reconcile_step_report};
+pub use self::step::{load_state, reconcile_step, reconcile_step_report, upgrade_progress};
 
 use crate::ports::storage::StoreError;
 

@@ -13,7 +13,9 @@ use crate::model::elastic_ip::{ElasticIp, ElasticIpEvent};
 use crate::model::firewall::{FirewallEvent, FirewallRule};
 use crate::model::kubeconfig::SealedCredentials;
 use crate::model::node::{Node, NodeEvent, NodeStatus};
+use crate::model::node_pool::PoolStatus;
 use crate::model::node_pool::{NodePool, PoolEvent};
+use crate::model::operation::OperationKind;
 use crate::names::NodeName;
 use crate::ports::provisioning::{Endpoint, ProviderError, Step, StepOutcome};
 use crate::ports::storage::{Change, ClusterWrite, Freshness, StoreError};
@@ -86,7 +88,14 @@ pub async fn reconcile_step_report(
         now: ports.clock.now(),
         step: name,
     };
+    let progress = upgrade_progress(&work, &state.cluster);
     let outcome = run.carry_out(work).await?;
+    if let (Outcome::Done, Some(text)) = (&outcome, progress) {
+        ports
+            .operations
+            .record_progress(cluster_id, OperationKind::Upgrade, text, run.now)
+            .await?;
+    }
     Ok(StepReport {
         work: Some(name),
         outcome,
@@ -101,6 +110,43 @@ struct Run<'a> {
     revision: i64,
     now: DateTime<Utc>,
     step: &'static str,
+}
+
+/// What an upgrade's operation says once `work` is done on `cluster`, in a customer's words;
+/// `None` for work that is not part of an upgrade.
+pub fn upgrade_progress(work: &Work, cluster: &Cluster) -> Option<String> {
+    let up = cluster.upgrade.as_ref()?;
+    let upgrading = |pool: &str| {
+        cluster
+            .pool(pool)
+            .is_some_and(|p| p.status == PoolStatus::Upgrading)
+    };
+    Some(match work {
+        Work::UpgradeControlPlane { to } => {
+            format!("The control plane runs {to}; the node pools follow one at a time.")
+        }
+        Work::StartPoolUpgrade { pool } => format!(
+            "Node pool {} is replacing its nodes by nodes of {}.",
+            pool.name.as_str(),
+            up.to
+        ),
+        Work::CreateNode { pool, .. } if pool.status == PoolStatus::Upgrading => format!(
+            "Node pool {}: a new node of {} is ready.",
+            pool.name.as_str(),
+            pool.version
+        ),
+        Work::DeleteNode { node } if upgrading(node.pool.as_str()) => format!(
+            "Node pool {}: node {} of {} was drained and removed.",
+            node.pool.as_str(),
+            node.name.as_str(),
+            node.version
+        ),
+        Work::SettlePool { pool } if pool.status == PoolStatus::Upgrading => {
+            format!("Node pool {} runs {}.", pool.name.as_str(), pool.version)
+        }
+        Work::FinishUpgrade => format!("Every node pool runs {}: the upgrade is done.", up.to),
+        _ => return None,
+    })
 }
 
 fn internal(e: impl Display) -> ReconcileError {

@@ -212,6 +212,7 @@ impl Services {
             status: OperationStatus::Running,
             attempts: 0,
             last_error: None,
+            progress: None,
             created_at: now,
             updated_at: now,
             finished_at: None,

@@ -97,6 +97,10 @@ async fn an_upgrade_replaces_every_node_and_ends_on_the_new_version() {
         (&op["kind"], &op["status"]),
         (&json!("upgrade"), &json!("succeeded"))
     );
+    assert_eq!(
+        op["progress"],
+        "Every node pool runs v1.33.2: the upgrade is done."
+    );
     let now = app.get(&upgrades(&c), TOKEN_ACME_MEMBER).await;
     assert_eq!(now.json()["current_version"], "v1.33.2");
     assert_eq!(versions(&now), Vec::<String>::new());

@@ -521,6 +521,8 @@ struct World {
     store: Arc<MemoryClusters>,
     cloud: Arc<FakeCloud>,
     clock: Arc<FixedClock>,
+    /// What the operations were told of an upgrade's steps, in order.
+    progress: Arc<Mutex<Vec<String>>>,
     ports: Ports,
 }
 
@@ -528,7 +530,15 @@ fn world(state: ClusterState, cloud: FakeCloud) -> World {
     let store = Arc::new(MemoryClusters::new(state));
     let cloud = Arc::new(cloud);
     let clock = Arc::new(FixedClock::default());
-    let m = Mocks::new();
+    let progress = Arc::new(Mutex::new(Vec::new()));
+    let mut m = Mocks::new();
+    let told = progress.clone();
+    m.operations
+        .expect_record_progress()
+        .returning(move |_, _, text, _| {
+            told.lock().unwrap().push(text);
+            Ok(())
+        });
     let ports = Ports {
         clusters: store.clone(),
         idempotency: Arc::new(m.idempotency),
@@ -549,6 +559,7 @@ fn world(state: ClusterState, cloud: FakeCloud) -> World {
         store,
         cloud,
         clock,
+        progress,
         ports,
     }
 }

@@ -144,6 +144,24 @@ fn the_control_plane_moves_first_then_one_pool_at_a_time() {
         })
         .collect();
     assert_eq!(pools, ["a", "a", "b", "b"]);
+    // The operation was told each step, in words.
+    let told = w.progress.lock().unwrap().clone();
+    assert_eq!(
+        told.first().map(String::as_str),
+        Some("The control plane runs v1.32.6; the node pools follow one at a time.")
+    );
+    assert!(told.contains(&"Node pool a is replacing its nodes by nodes of v1.32.6.".to_owned()));
+    assert!(told.contains(&"Node pool a: a new node of v1.32.6 is ready.".to_owned()));
+    assert!(
+        told.contains(
+            &"Node pool b: node prod-1-b-old00 of v1.32.4 was drained and removed.".to_owned()
+        ),
+        "{told:?}"
+    );
+    assert_eq!(
+        told.last().map(String::as_str),
+        Some("Every node pool runs v1.32.6: the upgrade is done.")
+    );
 }
 
 #[test]
