@@ -164,7 +164,7 @@ fn scale_past_zone_capacity_is_503() {
         .withf(|w: &ClusterWrite| w.zone_capacity.as_ref().is_some_and(|z| z.adds == 2))
         .returning(|_| Err(StoreError::CapacityExhausted));
     let patch = NodePoolPatch {
-        count: Some(Some(5)),
+        count: Some(Some(2)),
         ..Default::default()
     };
     assert_eq!(
@@ -260,4 +260,42 @@ fn pool_patch_unknown_pool_is_404_and_deleting_pool_409() {
         ))),
         "invalid_state"
     );
+}
+
+#[test]
+fn an_upgrading_pool_is_not_resized_but_its_labels_still_change() {
+    let mut c = cluster(ORG_A, ClusterPhase::Provisioned);
+    c.node_pools[0].status = PoolStatus::Upgrading;
+    let mut m = Mocks::new().with_cluster(c);
+    m.clusters.expect_commit().returning(|_| Ok(6));
+    let s = m.services();
+    let resize = NodePoolPatch {
+        count: Some(Some(2)),
+        ..Default::default()
+    };
+    assert_eq!(
+        code(block_on(s.patch_node_pool(
+            Command::new(&super_admin_a()),
+            CLUSTER_1,
+            "default",
+            resize,
+            None
+        ))),
+        "invalid_state"
+    );
+    let relabel = NodePoolPatch {
+        labels: Some(Some([("tier".to_owned(), "web".to_owned())].into())),
+        max_surge: Some(Some(3)),
+        ..Default::default()
+    };
+    let changed = block_on(s.patch_node_pool(
+        Command::new(&super_admin_a()),
+        CLUSTER_1,
+        "default",
+        relabel,
+        None,
+    ));
+    let pool = fresh(changed).unwrap();
+    assert_eq!(pool.status, PoolStatus::Upgrading);
+    assert_eq!(pool.surge.max_surge, 3);
 }
