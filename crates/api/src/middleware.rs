@@ -33,7 +33,8 @@ pub async fn observe(
         .get("traceparent")
         .and_then(|v| v.to_str().ok())
         .and_then(telemetry::TraceContext::parse);
-    let method = req.method().to_string();
+    // A standard method's clone copies no bytes.
+    let method = req.method().clone();
     let route = req
         .match_pattern()
         .unwrap_or_else(|| "unmatched".to_owned());
@@ -51,7 +52,7 @@ pub async fn observe(
     // The request's own place: under the caller's span, or the root of a new trace. The use
     // cases pass it on to the provisioning they schedule.
     let trace = telemetry::export::join(&span, parent.as_ref());
-    span.record("trace_id", tracing::field::display(trace.trace_id_hex()));
+    span.record("trace_id", tracing::field::display(trace.trace_id()));
     req.extensions_mut().insert(trace);
     let state = req.app_data::<Data<AppState>>().cloned();
     let in_flight = state.as_ref().map(|s| s.metrics.clone());
@@ -81,7 +82,9 @@ pub async fn observe(
             .insert(HeaderName::from_static("x-request-id"), v);
     }
     if let Some(state) = state {
-        state.metrics.record(&method, &route, status, latency);
+        state
+            .metrics
+            .record(method.as_str(), &route, status, latency);
     }
     let _inside = span.enter();
     // Method, route and request id are the span's: every line carries them, this one included

@@ -462,7 +462,7 @@ pub(crate) async fn handle(req: Request<Incoming>, peer: Peer, state: &State) ->
     trace.join(&span);
     span.record(
         "trace_id",
-        tracing::field::display(trace.context.trace_id_hex()),
+        tracing::field::display(trace.context.trace_id()),
     );
     // Boxed at once: the checks and the forwarding make a future of several KB, which every
     // wrapper below and hyper's dispatcher would otherwise copy whole, per request.

@@ -51,7 +51,7 @@ pub(crate) async fn run(shared: Arc<Shared>, name: String) {
                 // Work no traced request asked for (a retry, a repair) keeps an empty trace id.
                 if parent.is_some() {
                     let own = telemetry::export::join(&span, parent.as_ref());
-                    span.record("trace_id", tracing::field::display(own.trace_id_hex()));
+                    span.record("trace_id", tracing::field::display(own.trace_id()));
                 }
                 work_on(&shared, &name, lease).instrument(span).await;
                 shared.counters.busy.fetch_sub(1, Ordering::Relaxed);

@@ -89,7 +89,12 @@ impl TraceContext {
 
     /// The trace id as logs and tracing back ends write it: 32 lower-case hex digits.
     pub fn trace_id_hex(&self) -> String {
-        format!("{:032x}", self.trace_id)
+        self.trace_id().to_string()
+    }
+
+    /// The same, written where it is displayed (a span's field) without a string of its own.
+    pub fn trace_id(&self) -> TraceIdHex {
+        TraceIdHex(self.trace_id)
     }
 
     /// The `traceparent` value that makes this span the parent of the next hop.
@@ -147,6 +152,16 @@ fn span_id() -> u64 {
         if n != 0 {
             return n;
         }
+    }
+}
+
+/// A trace id written as 32 lower-case hex digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceIdHex(u128);
+
+impl std::fmt::Display for TraceIdHex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:032x}", self.0)
     }
 }
 

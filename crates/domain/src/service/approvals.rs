@@ -183,7 +183,7 @@ impl Services {
     /// Where one of `caller`'s approvals stands, for the assistant asking again: once approved,
     /// what became of its action (running it if the run that followed the approval was cut
     /// short: under its key it still runs once).
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn approval_result(
         &self,
         caller: &Caller,

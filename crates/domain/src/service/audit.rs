@@ -18,7 +18,7 @@ pub struct AuditPage {
 
 impl Services {
     /// One page of an organization's audit trail; any member may read it.
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn audit_events(
         &self,
         caller: &Caller,

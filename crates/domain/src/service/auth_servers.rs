@@ -78,7 +78,7 @@ impl Services {
     }
 
     /// Lists the organization's auth servers, optionally only those of one environment.
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_auth_servers(
         &self,
         caller: &Caller,
@@ -153,7 +153,7 @@ impl Services {
     }
 
     /// Gets one auth server.
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn get_auth_server(
         &self,
         caller: &Caller,

@@ -10,7 +10,7 @@ use crate::service::Services;
 impl Services {
     /// The catalog of a zone (default zone when none is given). Resolves its organization like
     /// a collection read: `DomainError::OrganizationRequired` when none.
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn catalog(
         &self,
         caller: &Caller,

@@ -50,7 +50,7 @@ pub struct StateAnswer {
 
 impl Services {
     /// Lists the resolved organization's clusters, one page.
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_clusters(
         &self,
         caller: &Caller,
@@ -204,7 +204,7 @@ impl Services {
     }
 
     /// Gets one cluster, as current as asked (`Freshness`).
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn get_cluster(
         &self,
         caller: &Caller,
@@ -376,7 +376,7 @@ impl Services {
 
     /// Waits for a cluster's state to change: answers at once when the cluster's version is
     /// past `since`, otherwise waits for a change or `timeout_seconds`.
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn cluster_state(
         &self,
         caller: &Caller,

@@ -34,7 +34,7 @@ impl Services {
     }
 
     /// Lists a cluster's Elastic IPs (the assistant may read these).
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_elastic_ips(
         &self,
         caller: &Caller,
@@ -51,7 +51,7 @@ impl Services {
     }
 
     /// Gets one Elastic IP of a cluster.
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn get_elastic_ip(
         &self,
         caller: &Caller,

@@ -19,7 +19,7 @@ use crate::service::{
 
 impl Services {
     /// Lists a cluster's firewall rules.
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_firewall_rules(
         &self,
         caller: &Caller,
@@ -35,7 +35,7 @@ impl Services {
     }
 
     /// Gets one firewall rule of a cluster.
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn get_firewall_rule(
         &self,
         caller: &Caller,

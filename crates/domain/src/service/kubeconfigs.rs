@@ -231,7 +231,7 @@ impl Services {
 
     /// A cluster's credentials of their own, newest first; any member may list them (they
     /// carry no token).
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_credentials(
         &self,
         caller: &Caller,

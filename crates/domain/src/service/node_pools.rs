@@ -34,7 +34,7 @@ fn pool_invalid_state(pool: &NodePool, operation: &'static str) -> DomainError {
 
 impl Services {
     /// Lists a cluster's node pools.
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_node_pools(
         &self,
         caller: &Caller,

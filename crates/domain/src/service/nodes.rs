@@ -18,7 +18,7 @@ use crate::service::{
 
 impl Services {
     /// Lists a cluster's nodes, or those of one of its pools.
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_nodes(
         &self,
         caller: &Caller,

@@ -23,7 +23,7 @@ pub struct OperationPage {
 impl Services {
     /// A cluster's operations, newest first, optionally only those in one status. They stay
     /// readable once the cluster is deleted, so a client can see its deletion succeed.
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_operations(
         &self,
         caller: &Caller,
@@ -48,7 +48,7 @@ impl Services {
     }
 
     /// One operation of a cluster.
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn get_operation(
         &self,
         caller: &Caller,

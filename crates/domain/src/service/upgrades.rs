@@ -43,7 +43,7 @@ pub struct UpgradeOptions {
 
 impl Services {
     /// The versions a cluster may be upgraded to.
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    #[tracing::instrument(level = "debug", skip_all, fields(organization = tracing::field::Empty))]
     pub async fn list_upgrades(
         &self,
         caller: &Caller,
