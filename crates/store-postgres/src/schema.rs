@@ -23,6 +23,10 @@ diesel::table! {
         default_environment_status -> Text,
         default_environment_reason -> Nullable<Text>,
         exposure_change_to -> Nullable<Text>,
+        control_plane_firewall_enabled -> Bool,
+        control_plane_firewall_allowed -> Array<Text>,
+        control_plane_firewall_change_enabled -> Nullable<Bool>,
+        control_plane_firewall_change_allowed -> Nullable<Array<Text>>,
         revision -> Int8,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
@@ -45,6 +49,7 @@ diesel::table! {
         status -> Text,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        taints -> Jsonb,
     }
 }
 
@@ -55,6 +60,8 @@ diesel::table! {
         pool -> Text,
         status -> Text,
         created_at -> Timestamptz,
+        labels -> Jsonb,
+        taints -> Jsonb,
     }
 }
 

@@ -62,6 +62,9 @@ string_enums! {
     RegistrationReason = domain::model::cluster::RegistrationReason;
     /// State of an exposure change. Only one is ever in flight: a second is 409.
     ExposureChangeStatus = domain::model::cluster::ExposureChangeStatus;
+    /// What a taint does to pods that do not tolerate it: `NoSchedule` (not scheduled on the
+    /// node), `PreferNoSchedule` (avoided when possible), `NoExecute` (also evicted).
+    TaintEffect = domain::model::node_pool::TaintEffect;
     /// `Provisioning`, `Ready`, `Scaling`, `Deleting`.
     PoolStatus = domain::model::node_pool::PoolStatus;
     /// `Provisioning`, `Ready`, `Deleting`.

@@ -124,10 +124,11 @@ pub async fn get_cluster(
     Ok(cond.read(&w::Cluster::from(&c)))
 }
 
-/// Changes the description or tags.
-#[utoipa::path(patch, path = "/v1/public/clusters/{id}", tag = "clusters", request_body(content = ClusterPatch, example = json!({"description": "The storefront, its workers and the nightly batch", "tags": ["shop", "batch"]})),
+/// Changes the description and tags (200), or the control-plane firewall (202, an operation).
+#[utoipa::path(patch, path = "/v1/public/clusters/{id}", tag = "clusters", request_body(content = ClusterPatch, example = json!({"description": "The storefront, its workers and the nightly batch", "tags": ["shop", "batch"], "control_plane_firewall": {"enabled": true, "allowed_addresses": ["203.0.113.0/24", "2001:db8::/32"]}})),
     params(("id" = String, Path, description = "Cluster id")),
-    responses((status = 200, description = "The changed cluster", body = w::Cluster)))]
+    responses((status = 200, description = "The changed cluster (nothing handed to provisioning)", body = w::Cluster),
+              (status = 202, description = "A control-plane firewall change started; `control_plane_firewall_change` shows it", body = w::Cluster)))]
 pub async fn patch_cluster(
     ctx: Ctx,
     id: Path<Id>,
@@ -144,7 +145,15 @@ pub async fn patch_cluster(
         )
         .await?;
     let c = fresh(a)?;
-    Ok(tagged(StatusCode::OK, &w::Cluster::from(&c.value)))
+    let status = if c.operation.is_some() {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    Ok(with_operation(
+        tagged(status, &w::Cluster::from(&c.value)),
+        c.operation.as_ref(),
+    ))
 }
 
 /// Starts an exposure change (202), or answers 200 when the cluster already has it.

@@ -273,6 +273,7 @@ pub async fn edit(
     let patch = ClusterPatch {
         description: Some(description),
         tags: Some(Some(tags)),
+        control_plane_firewall: None,
     };
     let outcome = signed
         .services

@@ -280,6 +280,8 @@ mod tests {
             pool: DnsLabel::parse(pool).unwrap_or_else(|e| panic!("{e}")),
             status,
             created_at: chrono::Utc::now(),
+            labels: Default::default(),
+            taints: Vec::new(),
         };
         (0..ready)
             .map(|i| node(i, NodeStatus::Ready))

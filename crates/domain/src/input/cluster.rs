@@ -5,10 +5,13 @@ use std::collections::HashSet;
 use crate::access::OrgSelector;
 use crate::input::check_len;
 use crate::input::node_pool::{NodePoolRequest, PoolSpec};
-use crate::model::cluster::{Exposure, NetworkMode};
+use crate::model::cluster::{ControlPlaneFirewall, Exposure, NetworkMode};
+use crate::model::firewall::IpCidr;
 use crate::names::{DnsLabel, OrgRef, is_dns_label};
 use crate::ports::storage::{Freshness, PageRequest};
-use crate::rules::{MAX_CLUSTER_DESCRIPTION, MAX_CLUSTER_TAGS, MAX_POOLS, MIN_POOLS};
+use crate::rules::{
+    MAX_CLUSTER_DESCRIPTION, MAX_CLUSTER_TAGS, MAX_CONTROL_PLANE_ALLOWED, MAX_POOLS, MIN_POOLS,
+};
 use crate::validation::Violations;
 
 /// Creating a cluster. A control-plane pick is an unknown field, refused as a validation error.
@@ -29,6 +32,87 @@ pub struct CreateClusterRequest {
     /// Default `intranet`; immutable.
     pub network_mode: Option<NetworkMode>,
     pub node_pools: Option<Vec<NodePoolRequest>>,
+    /// Default: disabled, no networks.
+    pub control_plane_firewall: Option<ControlPlaneFirewallRequest>,
+}
+
+/// The control-plane firewall as a client wrote it. On create an absent field takes its
+/// default (disabled, no networks); in a change it keeps the cluster's current value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ControlPlaneFirewallRequest {
+    pub enabled: Option<bool>,
+    /// IPv4 and IPv6 CIDRs, at most 100.
+    pub allowed_addresses: Option<Vec<String>>,
+}
+
+/// A control-plane firewall change whose networks passed their rules; absent fields keep
+/// what the cluster has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirewallChange {
+    pub enabled: Option<bool>,
+    pub allowed_addresses: Option<Vec<IpCidr>>,
+}
+
+impl FirewallChange {
+    /// The firewall `current` becomes with this change, refused when it would be enabled with
+    /// no network (it would refuse every client, the service's own tools included; disabling
+    /// it is the way to open the control plane). `field` is the object's path.
+    pub fn applied_to(
+        &self,
+        current: &ControlPlaneFirewall,
+        field: &str,
+    ) -> Result<ControlPlaneFirewall, Violations> {
+        let next = ControlPlaneFirewall {
+            enabled: self.enabled.unwrap_or(current.enabled),
+            allowed_addresses: self
+                .allowed_addresses
+                .clone()
+                .unwrap_or_else(|| current.allowed_addresses.clone()),
+        };
+        if next.enabled && next.allowed_addresses.is_empty() {
+            return Err(Violations::one(
+                format!("{field}.allowed_addresses"),
+                "must hold at least one network while the firewall is enabled (an empty list would refuse every client); set enabled to false to open the control plane",
+            ));
+        }
+        Ok(next)
+    }
+}
+
+impl ControlPlaneFirewallRequest {
+    /// The networks' rules: each an IPv4 or IPv6 CIDR without host bits, at most
+    /// [`MAX_CONTROL_PLANE_ALLOWED`], none twice. `field` is the object's path.
+    pub fn check(&self, v: &mut Violations, field: &str) -> FirewallChange {
+        let allowed_addresses = self.allowed_addresses.as_ref().map(|list| {
+            let path = format!("{field}.allowed_addresses");
+            if list.len() > MAX_CONTROL_PLANE_ALLOWED {
+                v.push(
+                    &path,
+                    format!(
+                        "at most {MAX_CONTROL_PLANE_ALLOWED} networks are allowed (got {})",
+                        list.len()
+                    ),
+                );
+                return Vec::new();
+            }
+            let mut out: Vec<IpCidr> = Vec::with_capacity(list.len());
+            for (i, text) in list.iter().enumerate() {
+                let at = format!("{path}[{i}]");
+                let Some(cidr) = v.check(&at, IpCidr::parse(text)) else {
+                    continue;
+                };
+                match out.iter().position(|c| *c == cidr) {
+                    Some(first) => v.push(at, format!("repeats {path}[{first}] ({cidr})")),
+                    None => out.push(cidr),
+                }
+            }
+            out
+        });
+        FirewallChange {
+            enabled: self.enabled,
+            allowed_addresses,
+        }
+    }
 }
 
 /// A create request that passed every input rule; zone, version and tiers are checked against
@@ -45,6 +129,7 @@ pub struct ClusterSpec {
     pub exposure: Option<Exposure>,
     pub network_mode: Option<NetworkMode>,
     pub node_pools: Vec<PoolSpec>,
+    pub control_plane_firewall: ControlPlaneFirewall,
 }
 
 /// Tags: DNS labels, at most 64.
@@ -131,9 +216,19 @@ impl CreateClusterRequest {
                 }
             }
         }
+        let firewall = self
+            .control_plane_firewall
+            .as_ref()
+            .map(|f| f.check(&mut v, "control_plane_firewall"));
         if !v.is_empty() {
             return Err(v);
         }
+        let control_plane_firewall = match firewall {
+            None => ControlPlaneFirewall::default(),
+            Some(change) => {
+                change.applied_to(&ControlPlaneFirewall::default(), "control_plane_firewall")?
+            }
+        };
         match (organization, name) {
             (Some(organization), Some(name)) => Ok(ClusterSpec {
                 organization,
@@ -145,19 +240,22 @@ impl CreateClusterRequest {
                 exposure: self.exposure,
                 network_mode: self.network_mode,
                 node_pools: pools,
+                control_plane_firewall,
             }),
             _ => Err(v),
         }
     }
 }
 
-/// Changing a cluster: `description` and `tags` only.
+/// Changing a cluster: its description, tags and control-plane firewall.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterPatch {
     /// A new description; null clears it.
     pub description: Option<Option<String>>,
     /// Replaces the tags whole; null is refused (send `[]` to clear).
     pub tags: Option<Option<Vec<String>>>,
+    /// A new control-plane firewall (its absent fields stay as they are); null is refused.
+    pub control_plane_firewall: Option<Option<ControlPlaneFirewallRequest>>,
 }
 
 /// A validated cluster change.
@@ -165,15 +263,19 @@ pub struct ClusterPatch {
 pub struct ClusterChanges {
     pub description: Option<Option<String>>,
     pub tags: Option<Vec<DnsLabel>>,
+    pub control_plane_firewall: Option<FirewallChange>,
 }
 
 impl ClusterPatch {
     pub fn validate(&self) -> Result<ClusterChanges, Violations> {
         let mut v = Violations::new();
-        if self.description.is_none() && self.tags.is_none() {
+        if self.description.is_none()
+            && self.tags.is_none()
+            && self.control_plane_firewall.is_none()
+        {
             v.push(
                 "",
-                "the body must change at least one field: description or tags",
+                "the body must change at least one field: description, tags or control_plane_firewall",
             );
         }
         if let Some(Some(d)) = &self.description {
@@ -187,9 +289,18 @@ impl ClusterPatch {
             }
             Some(Some(list)) => Some(check_tags(&mut v, "tags", list)),
         };
+        let control_plane_firewall = match &self.control_plane_firewall {
+            None => None,
+            Some(None) => {
+                v.push("control_plane_firewall", "must not be null");
+                None
+            }
+            Some(Some(f)) => Some(f.check(&mut v, "control_plane_firewall")),
+        };
         v.into_result(ClusterChanges {
             description: self.description.clone(),
             tags,
+            control_plane_firewall,
         })
     }
 }

@@ -13,8 +13,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::input::cluster::CreateClusterRequest;
-use crate::input::node_pool::{NodePoolPatch, NodePoolRequest};
+use crate::input::cluster::{ControlPlaneFirewallRequest, CreateClusterRequest};
+use crate::input::node_pool::{NodePoolPatch, NodePoolRequest, TaintRequest};
 use crate::model::audit::Actor;
 use crate::model::cluster::{Exposure, NetworkMode};
 
@@ -257,6 +257,19 @@ fn create_json(b: &CreateClusterRequest) -> Value {
             .as_ref()
             .map(|p| Value::Array(p.iter().map(pool_json).collect())),
     );
+    put(
+        "control_plane_firewall",
+        b.control_plane_firewall.as_ref().map(|f| {
+            let mut o = serde_json::Map::new();
+            if let Some(e) = f.enabled {
+                o.insert("enabled".into(), Value::Bool(e));
+            }
+            if let Some(a) = &f.allowed_addresses {
+                o.insert("allowed_addresses".into(), json!(a));
+            }
+            Value::Object(o)
+        }),
+    );
     Value::Object(m)
 }
 
@@ -289,6 +302,19 @@ fn create_from(v: &Value) -> Option<CreateClusterRequest> {
                     .collect::<Option<Vec<_>>>()?,
             ),
         },
+        control_plane_firewall: match v.get("control_plane_firewall") {
+            None => None,
+            Some(f) => Some(ControlPlaneFirewallRequest {
+                enabled: match f.get("enabled") {
+                    None => None,
+                    Some(e) => Some(e.as_bool()?),
+                },
+                allowed_addresses: match f.get("allowed_addresses") {
+                    None => None,
+                    Some(a) => Some(serde_json::from_value(a.clone()).ok()?),
+                },
+            }),
+        },
     })
 }
 
@@ -306,8 +332,42 @@ fn pool_json(p: &NodePoolRequest) -> Value {
     put("min_nodes", p.min_nodes.map(|c| json!(c)));
     put("max_nodes", p.max_nodes.map(|c| json!(c)));
     put("labels", p.labels.as_ref().map(|l| json!(l)));
+    put("taints", p.taints.as_deref().map(taints_json));
     put("tags", p.tags.as_ref().map(|t| json!(t)));
     Value::Object(m)
+}
+
+/// Taints as they were asked: absent fields stay absent.
+fn taints_json(taints: &[TaintRequest]) -> Value {
+    taints
+        .iter()
+        .map(|t| {
+            let mut m = serde_json::Map::new();
+            for (k, v) in [("key", &t.key), ("value", &t.value), ("effect", &t.effect)] {
+                if let Some(v) = v {
+                    m.insert(k.into(), Value::String(v.clone()));
+                }
+            }
+            Value::Object(m)
+        })
+        .collect()
+}
+
+fn taints_from(v: &Value) -> Option<Vec<TaintRequest>> {
+    v.as_array()?
+        .iter()
+        .map(|t| {
+            let text = |k: &str| match t.get(k) {
+                None => Some(None),
+                Some(x) => Some(Some(x.as_str()?.to_owned())),
+            };
+            Some(TaintRequest {
+                key: text("key")?,
+                value: text("value")?,
+                effect: text("effect")?,
+            })
+        })
+        .collect()
 }
 
 fn pool_from(v: &Value) -> Option<NodePoolRequest> {
@@ -326,6 +386,10 @@ fn pool_from(v: &Value) -> Option<NodePoolRequest> {
         min_nodes: v.get("min_nodes").and_then(Value::as_i64),
         max_nodes: v.get("max_nodes").and_then(Value::as_i64),
         labels: map("labels")?,
+        taints: match v.get("taints") {
+            None => None,
+            Some(t) => Some(taints_from(t)?),
+        },
         tags: map("tags")?,
     })
 }
@@ -343,6 +407,12 @@ fn patch_json(p: &NodePoolPatch) -> Value {
     put("min_nodes", p.min_nodes.map(|c| json!(c)));
     put("max_nodes", p.max_nodes.map(|c| json!(c)));
     put("labels", p.labels.as_ref().map(|l| json!(l)));
+    put(
+        "taints",
+        p.taints
+            .as_ref()
+            .map(|t| t.as_deref().map_or(Value::Null, taints_json)),
+    );
     put("tags", p.tags.as_ref().map(|t| json!(t)));
     Value::Object(m)
 }
@@ -361,6 +431,11 @@ fn patch_from(v: &Value) -> Option<NodePoolPatch> {
         min_nodes: field(v, "min_nodes")?,
         max_nodes: field(v, "max_nodes")?,
         labels: field(v, "labels")?,
+        taints: match v.get("taints") {
+            None => None,
+            Some(Value::Null) => Some(None),
+            Some(t) => Some(Some(taints_from(t)?)),
+        },
         tags: field(v, "tags")?,
     })
 }
@@ -378,6 +453,10 @@ mod tests {
                     name: Some("prod-1".into()),
                     tags: Some(vec!["team-a".into()]),
                     exposure: Some(Exposure::Private),
+                    control_plane_firewall: Some(ControlPlaneFirewallRequest {
+                        enabled: Some(true),
+                        allowed_addresses: Some(vec!["203.0.113.0/24".into()]),
+                    }),
                     node_pools: Some(vec![NodePoolRequest {
                         size: Some("kube.c5.large".into()),
                         count: Some(3),
@@ -394,6 +473,11 @@ mod tests {
                     auto_scale: Some(true),
                     min_nodes: Some(0),
                     max_nodes: Some(4),
+                    taints: Some(vec![TaintRequest {
+                        key: Some("nvidia.com/gpu".into()),
+                        value: None,
+                        effect: Some("NoSchedule".into()),
+                    }]),
                     ..Default::default()
                 },
             },
@@ -403,6 +487,7 @@ mod tests {
                 patch: NodePoolPatch {
                     count: Some(Some(5)),
                     max_nodes: Some(None),
+                    taints: Some(Some(vec![])),
                     ..Default::default()
                 },
             },

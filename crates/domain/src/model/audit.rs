@@ -41,6 +41,7 @@ words! {
         Deleted => "deleted",
         DeletionStarted => "deletion_started",
         ExposureChangeStarted => "exposure_change_started",
+        ControlPlaneFirewallChangeStarted => "control_plane_firewall_change_started",
         Allocated => "allocated",
         ReleaseStarted => "release_started",
         ReplacementStarted => "replacement_started",

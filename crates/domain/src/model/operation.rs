@@ -1,5 +1,5 @@
 //! Operations: each change that hands work to provisioning (a create, a scale, an exposure
-//! change, a node replacement, an Elastic IP, a firewall rule, a deletion) is followed as one
+//! or control-plane firewall change, a node replacement, an Elastic IP, a firewall rule, a deletion) is followed as one
 //! operation a client can watch, from the request that asked for it to the state its object
 //! settles in. Provisioning itself reconciles the whole cluster at once; an operation is
 //! settled when that reconcile finishes with the cluster as asked (`reconcile::settle` says
@@ -17,6 +17,7 @@ words! {
         Create => "create",
         Delete => "delete",
         ExposureChange => "exposure_change",
+        ControlPlaneFirewallChange => "control_plane_firewall_change",
         NodePoolCreate => "node_pool_create",
         NodePoolChange => "node_pool_change",
         NodePoolDelete => "node_pool_delete",
@@ -49,6 +50,9 @@ impl OperationKind {
             (R::Cluster, A::Created) => OperationKind::Create,
             (R::Cluster, A::DeletionStarted) => OperationKind::Delete,
             (R::Cluster, A::ExposureChangeStarted) => OperationKind::ExposureChange,
+            (R::Cluster, A::ControlPlaneFirewallChangeStarted) => {
+                OperationKind::ControlPlaneFirewallChange
+            }
             (R::NodePool, A::Created) => OperationKind::NodePoolCreate,
             (R::NodePool, A::Updated) => OperationKind::NodePoolChange,
             (R::NodePool, A::DeletionStarted) => OperationKind::NodePoolDelete,

@@ -3,13 +3,15 @@
 //! repeated after a crash does no harm.
 
 use async_trait::async_trait;
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use uuid::Uuid;
 
-use crate::model::cluster::{Exposure, Registration};
+use crate::model::cluster::{ControlPlaneFirewall, Exposure, Registration};
 use crate::model::elastic_ip::AddressPool;
 use crate::model::firewall::FirewallRule;
 use crate::model::kubeconfig::ClusterCredentials;
+use crate::model::node_pool::Taint;
 
 /// One piece of provisioning work.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +22,8 @@ pub enum Step {
         zone: String,
         version: String,
         exposure: Exposure,
+        /// Who may call the API server from the start.
+        control_plane_firewall: ControlPlaneFirewall,
     },
     RegisterHub {
         cluster_id: Uuid,
@@ -27,11 +31,22 @@ pub enum Step {
     InstallDefaultEnvironment {
         cluster_id: Uuid,
     },
+    /// Creates a node with its pool's labels and taints.
     CreateNode {
         cluster_id: Uuid,
         pool: String,
         node: String,
         size: String,
+        labels: BTreeMap<String, String>,
+        taints: Vec<Taint>,
+    },
+    /// Sets a running node's labels and taints to exactly these (the ones it had and the pool
+    /// no longer has are removed), in place: the node is not replaced.
+    ConfigureNode {
+        cluster_id: Uuid,
+        node: String,
+        labels: BTreeMap<String, String>,
+        taints: Vec<Taint>,
     },
     DeleteNode {
         cluster_id: Uuid,
@@ -60,6 +75,11 @@ pub enum Step {
         cluster_name: String,
         to: Exposure,
     },
+    /// Makes the API server admit only what this firewall lets in, from now on.
+    SetControlPlaneFirewall {
+        cluster_id: Uuid,
+        firewall: ControlPlaneFirewall,
+    },
     DestroyCluster {
         cluster_id: Uuid,
     },
@@ -73,12 +93,14 @@ impl Step {
             Step::RegisterHub { .. } => "register_hub",
             Step::InstallDefaultEnvironment { .. } => "install_default_environment",
             Step::CreateNode { .. } => "create_node",
+            Step::ConfigureNode { .. } => "configure_node",
             Step::DeleteNode { .. } => "delete_node",
             Step::AttachAddress { .. } => "attach_address",
             Step::DetachAddress { .. } => "detach_address",
             Step::ApplyFirewallRule { .. } => "apply_firewall_rule",
             Step::RemoveFirewallRule { .. } => "remove_firewall_rule",
             Step::SetExposure { .. } => "set_exposure",
+            Step::SetControlPlaneFirewall { .. } => "set_control_plane_firewall",
             Step::DestroyCluster { .. } => "destroy_cluster",
         }
     }
@@ -127,12 +149,15 @@ pub trait CloudProvider: Send + Sync {
 
 /// The check a cluster's API server asks of the control plane before it accepts a bearer
 /// token (webhook token authentication, the way managed clusters defer to their provider):
-/// so a revoked or expired credential is refused by the cluster at once.
+/// so a revoked or expired credential is refused by the cluster at once, and so is any call
+/// from an address the cluster's control-plane firewall does not let in (`from`, the caller's
+/// address as the API server sees it).
 #[async_trait]
 pub trait TokenReviewer: Send + Sync {
     async fn review(
         &self,
         cluster_id: uuid::Uuid,
         token: &crate::model::secret::Secret,
+        from: std::net::IpAddr,
     ) -> Result<crate::service::Reviewed, crate::DomainError>;
 }

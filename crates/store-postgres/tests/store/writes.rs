@@ -13,6 +13,12 @@ fn node(name: &str, pool: &str) -> Node {
         pool: label(pool),
         status: NodeStatus::Provisioning,
         created_at: now(),
+        labels: [("team".to_owned(), "a".to_owned())].into(),
+        taints: vec![domain::model::node_pool::Taint {
+            key: "example.com/dedicated".into(),
+            value: String::new(),
+            effect: domain::model::node_pool::TaintEffect::NoExecute,
+        }],
     }
 }
 

@@ -34,6 +34,8 @@ fn node_delete_marks_it_deleting_and_unknown_names_are_404() {
             pool: crate::names::DnsLabel::from_trusted("default".into()),
             status: crate::model::node::NodeStatus::Ready,
             created_at: at(0),
+            labels: Default::default(),
+            taints: Vec::new(),
         }])
     });
     m.clusters
