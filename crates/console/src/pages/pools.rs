@@ -218,13 +218,7 @@ fn field(
 fn taints_text(taints: &[Taint]) -> String {
     taints
         .iter()
-        .map(|t| {
-            if t.value.is_empty() {
-                format!("{}:{}", t.key, t.effect.as_str())
-            } else {
-                format!("{}={}:{}", t.key, t.value, t.effect.as_str())
-            }
-        })
+        .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -317,9 +311,7 @@ pub fn pool_facts(p: &NodePool, oob: bool) -> Markup {
                 }
                 dt { "Taints" } dd {
                     @if p.taints.is_empty() { "none" }
-                    @for t in &p.taints {
-                        code { (t.key) @if !t.value.is_empty() { "=" (t.value) } ":" (t.effect.as_str()) } " "
-                    }
+                    @for t in &p.taints { code { (t.to_string()) } " " }
                 }
             }
         }

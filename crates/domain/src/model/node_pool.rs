@@ -47,6 +47,17 @@ pub struct Taint {
     pub effect: TaintEffect,
 }
 
+/// As `kubectl taint` writes one: `KEY=VALUE:EFFECT`, or `KEY:EFFECT` without a value.
+impl std::fmt::Display for Taint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.value.is_empty() {
+            write!(f, "{}:{}", self.key, self.effect.as_str())
+        } else {
+            write!(f, "{}={}:{}", self.key, self.value, self.effect.as_str())
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PoolEvent {
     /// The pool's nodes match its target.
