@@ -330,6 +330,7 @@ fn pool_view(pools: &[NodePool], raw: Value) -> View {
         "AUTOSCALE",
         "STATUS",
         "LABELS",
+        "TAINTS",
         "AGE",
     ]);
     for p in pools {
@@ -352,6 +353,14 @@ fn row(p: &NodePool) -> Vec<String> {
         p.labels
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+        p.taints
+            .iter()
+            .map(|t| match t.value.as_str() {
+                "" => format!("{}:{}", t.key, t.effect),
+                value => format!("{}={value}:{}", t.key, t.effect),
+            })
             .collect::<Vec<_>>()
             .join(","),
         age(&p.created_at),

@@ -48,6 +48,14 @@ async fn taints_reach_the_nodes_and_the_firewall_is_set_and_enforced() {
         {"key": "dedicated", "value": "ml", "effect": "NoExecute"},
     ]);
     assert_eq!(added["taints"], both);
+    let table = user.run(&["node-pool", "list", "cli-t"]).await.expect(0);
+    assert!(
+        table.stdout.contains("TAINTS")
+            && table
+                .stdout
+                .contains("nvidia.com/gpu:NoSchedule,dedicated=ml:NoExecute"),
+        "{table:?}"
+    );
     let nodes = json(&user, &["node", "list", "cli-t", "--pool", "gpu"]).await;
     let names: Vec<_> = nodes["items"]
         .as_array()
