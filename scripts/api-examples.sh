@@ -77,7 +77,7 @@ Reads need member rights (member, project_admin or super_admin), writes super_ad
 ### Idempotency
 
 `Idempotency-Key` (8-255 characters of letters, digits, `_`, `-`, `:` and `.`) is honoured on
-every POST and DELETE and on the node-pool PATCH, and ignored elsewhere; keys belong to the
+every POST and DELETE and on the PATCH of a cluster or a node pool, and ignored elsewhere; keys belong to the
 organization. A retry with the same method, path and body (key order and spacing aside) gets the
 first answer byte for byte, with `Idempotency-Replay: true`, for 24 hours, across restarts. The
 same key with a different request is 409 `idempotency_key_reused`; while the first request is

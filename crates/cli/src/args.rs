@@ -550,6 +550,8 @@ pub enum ControlPlaneFirewallCommand {
         disable: bool,
         #[command(flatten)]
         wait: WaitFlags,
+        #[command(flatten)]
+        key: KeyFlag,
     },
 }
 

@@ -131,29 +131,25 @@ pub async fn get_cluster(
               (status = 202, description = "A control-plane firewall change started; `control_plane_firewall_change` shows it", body = w::Cluster)))]
 pub async fn patch_cluster(
     ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
     id: Path<Id>,
     body: Body<ClusterPatch>,
     cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
+    // A retried firewall change answers as the first did (202 and its operation), rather than
+    // 409 for the change the first one started.
+    let render = JsonRender::new(StatusCode::OK, &ctx.request_id).accepted_when_scheduled();
     let a = ctx
         .services
         .patch_cluster(
-            Command::new(&ctx.caller),
+            Command::keyed(&ctx.caller, idem.keyed(&req, Some(&body.json), &render)),
             id.0,
             body.value.into(),
             cond.expect(),
         )
         .await?;
-    let c = fresh(a)?;
-    let status = if c.operation.is_some() {
-        StatusCode::ACCEPTED
-    } else {
-        StatusCode::OK
-    };
-    Ok(with_operation(
-        tagged(status, &w::Cluster::from(&c.value)),
-        c.operation.as_ref(),
-    ))
+    Ok(answer(&render, a))
 }
 
 /// Starts an exposure change (202), or answers 200 when the cluster already has it.

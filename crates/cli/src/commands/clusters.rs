@@ -257,6 +257,7 @@ pub async fn run(s: &Session, command: ClusterCommand) -> Result<(), CliError> {
             allow,
             disable,
             wait,
+            key: k,
         }) => {
             let patch = ClusterPatch {
                 control_plane_firewall: Some(Some(ControlPlaneFirewallRequest {
@@ -266,7 +267,9 @@ pub async fn run(s: &Session, command: ClusterCommand) -> Result<(), CliError> {
                 ..ClusterPatch::default()
             };
             let cluster = resolve::cluster(&s.api, &cluster).await?;
-            let call = Call::new(Method::PATCH, cluster.path()).body(to_json(&patch)?);
+            let call = Call::new(Method::PATCH, cluster.path())
+                .body(to_json(&patch)?)
+                .key(Some(&key(&k)));
             let answer = s.api.send(&call).await?;
             if answer.status == StatusCode::OK && !s.out.is_data() {
                 eprintln!(

@@ -201,7 +201,8 @@ async fn the_api_server_admits_only_the_allowed_networks_and_a_patch_changes_the
 }
 
 /// While a change is in flight (here it never lands: the provider refuses the step) a second
-/// one is 409, a description change still goes through, and the firewall in force stays.
+/// one is 409, a description change still goes through, and the firewall in force stays; the
+/// first request retried with its Idempotency-Key answers as it did, not 409.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_change_while_one_is_in_flight_is_409() {
     let app = TestApp::spawn_with(&[
@@ -211,14 +212,26 @@ async fn a_second_change_while_one_is_in_flight_is_409() {
     .await;
     let cluster = id(&app.provisioned_cluster("busy").await);
     let path = format!("{CLUSTERS}/{cluster}");
-    let first = app
-        .patch(
-            &path,
-            TOKEN_ACME_SUPER_ADMIN,
-            &json!({"control_plane_firewall": {"enabled": true, "allowed_addresses": ["10.0.0.0/8"]}}),
-        )
-        .await;
+    let change =
+        json!({"control_plane_firewall": {"enabled": true, "allowed_addresses": ["10.0.0.0/8"]}});
+    let keyed = || {
+        app.request(reqwest::Method::PATCH, &path, Some(TOKEN_ACME_SUPER_ADMIN))
+            .header("Idempotency-Key", "firewall-change-1")
+            .json(&change)
+    };
+    let first = app.send(keyed()).await;
     assert_eq!(first.status, 202, "{}", first.text());
+    let retried = app.send(keyed()).await;
+    assert_eq!(
+        (retried.status, retried.header("idempotency-replay")),
+        (202, Some("true".to_owned())),
+        "{}",
+        retried.text()
+    );
+    assert_eq!(
+        retried.header("operation-location"),
+        first.header("operation-location")
+    );
     for body in [
         json!({"control_plane_firewall": {"enabled": false}}),
         json!({"control_plane_firewall": {"enabled": true, "allowed_addresses": ["10.0.0.0/8"]}}),
