@@ -279,3 +279,57 @@ async fn taints_are_a_super_admins_change_of_their_own_clusters() {
         .json();
     assert_eq!(listed["items"][0]["taints"], json!([]));
 }
+
+/// Nodes an earlier release made never got their pool's labels: the upgrade has each live
+/// cluster with a labelled pool reconciled, and its nodes get them in place, none replaced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_upgrade_running_nodes_get_their_pools_labels_in_place() {
+    let db = database_of_an_earlier_release("2026-11-28-000011");
+    let cluster = uuid::Uuid::new_v4();
+    execute_sql(
+        &db,
+        &format!(
+            "INSERT INTO clusters (id, organization_id, organization_slug, name, zone, version, \
+             control_plane_option_id, exposure, network_mode, phase, api_endpoint, \
+             hub_registration_status, default_environment_status, revision, created_at, updated_at) \
+             VALUES ('{cluster}', '{ACME_ID}', 'acme', 'before', 'zone-1', 'v1.32.4', 'cp-standard', \
+             'private', 'intranet', 'Provisioned', 'https://before.internal:6443', 'ready', 'ready', \
+             3, now(), now())"
+        ),
+    );
+    execute_sql(
+        &db,
+        &format!(
+            "INSERT INTO node_pools (cluster_id, name, size, count, auto_scale, min_nodes, labels, \
+             root_volume_size_gib, status, created_at, updated_at) VALUES ('{cluster}', 'default', \
+             'kube.c5.large', 2, false, 1, '{{\"tier\": \"web\"}}', 50, 'Ready', now(), now())"
+        ),
+    );
+    for node in ["before-default-aaaaa", "before-default-bbbbb"] {
+        execute_sql(
+            &db,
+            &format!(
+                "INSERT INTO nodes (cluster_id, name, pool, status, created_at) \
+                 VALUES ('{cluster}', '{node}', 'default', 'Ready', now())"
+            ),
+        );
+    }
+    let app = TestApp::spawn_on(
+        db,
+        &[("RECONCILER_WORKERS", "1"), ("RECONCILER_POLL_MS", "20")],
+    )
+    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let nodes = loop {
+        let nodes = app.nodes_of(&cluster.to_string()).await;
+        if nodes.iter().all(|n| n["labels"] == json!({"tier": "web"})) {
+            break nodes;
+        }
+        assert!(std::time::Instant::now() < deadline, "{nodes:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        nodes.iter().map(|n| n["name"].clone()).collect::<Vec<_>>(),
+        [json!("before-default-aaaaa"), json!("before-default-bbbbb")]
+    );
+}
