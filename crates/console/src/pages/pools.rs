@@ -606,7 +606,7 @@ pub fn node_tables(c: &Cluster, nodes: &[Node], may_change: bool, csrf: &str, oo
                 h3 { "Pool " (p.name.as_str()) }
                 table.nodes {
                     thead { tr {
-                        th scope="col" { "Node" } th scope="col" { "Status" } th scope="col" { "Created" }
+                        th scope="col" { "Node" } th scope="col" { "Status" } th scope="col" { "Taints" } th scope="col" { "Created" }
                         @if may_change { th scope="col" { span.visually-hidden { "Actions" } } }
                     } }
                     tbody {
@@ -614,6 +614,13 @@ pub fn node_tables(c: &Cluster, nodes: &[Node], may_change: bool, csrf: &str, oo
                             tr {
                                 th scope="row" { (n.name.as_str()) }
                                 td { (n.status.as_str()) }
+                                td {
+                                    @if n.taints.is_empty() { "none" }
+                                    @for t in &n.taints { code { (t.to_string()) } " " }
+                                    @if n.status == NodeStatus::Ready && !n.matches_pool(p) {
+                                        span.hint { "(the pool's labels and taints are being applied)" }
+                                    }
+                                }
                                 td { (crate::pages::clusters::when(n.created_at)) }
                                 @if may_change { td {
                                     @if n.status == NodeStatus::Deleting {
