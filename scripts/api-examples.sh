@@ -77,7 +77,7 @@ Reads need member rights (member, project_admin or super_admin), writes super_ad
 ### Idempotency
 
 `Idempotency-Key` (8-255 characters of letters, digits, `_`, `-`, `:` and `.`) is honoured on
-every POST and DELETE and on the node-pool PATCH, and ignored elsewhere; keys belong to the
+every POST and DELETE and on the PATCH of a cluster or a node pool, and ignored elsewhere; keys belong to the
 organization. A retry with the same method, path and body (key order and spacing aside) gets the
 first answer byte for byte, with `Idempotency-Replay: true`, for 24 hours, across restarts. The
 same key with a different request is 409 `idempotency_key_reused`; while the first request is
@@ -181,9 +181,10 @@ every kubeconfig downloaded before stops working (super_admin). Each is in the a
 
 ### Operations
 
-A change that hands work to provisioning (a create, a pool added, resized or deleted, a node
-replaced, an exposure change, an Elastic IP allocated or released, a firewall rule created or
-deleted, a deletion) starts an operation, and its answer points at it: `Operation-Location`
+A change that hands work to provisioning (a create, a pool added, resized, relabelled or
+deleted, a node replaced, an exposure or control-plane firewall change, an Elastic IP allocated
+or released, a firewall rule created or deleted, a deletion) starts an operation, and its
+answer points at it: `Operation-Location`
 on the 201 or 202, and `Location` on a 202. `GET /v1/public/clusters/{id}/operations/{operation}`
 says what it is (`kind`, the object as `resource` and `resource_id`), who asked
 (`requested_by`, `request_id`), and how it goes: `running` until provisioning has carried it
@@ -232,6 +233,68 @@ A cluster's `hub_registration` and `default_environment` carry a `reason` only w
 one of: `organization quota exceeded`, `name or address conflict in the service hub`,
 `registration rejected by the service hub`, `waiting for the service platform installation`,
 `Door platform installation failed`.
+
+### Node-pool labels and taints
+
+A pool's `labels` and `taints` are put on each of its nodes, as Kubernetes labels and taints.
+A label's key, and a taint's, is a Kubernetes qualified name: an optional prefix (a DNS
+subdomain of at most 253 characters: lowercase labels joined by dots) and `/`, then a name of
+1-63 letters, digits, `-`, `_` and `.` that starts and ends with a letter or digit
+(`dedicated`, `nvidia.com/gpu`). A value is empty or 1-63 of the same characters. A taint is
+`{key, value, effect}`, `value` empty when omitted, `effect` one of `NoSchedule` (pods that do
+not tolerate it are not scheduled there), `PreferNoSchedule` (avoided when possible) and
+`NoExecute` (also evicted when running). A pool has at most 50 taints and one per key and
+effect (the same key with two effects is two taints, as on a node). Each broken rule is a 422
+naming its field: `node_pools[0].taints[1].key` in a create, `taints[1].key` for a pool,
+`labels.<key>` for a label (a key too long or unprintable to repeat is named `labels`).
+
+A PATCH of a pool's `labels` or `taints` replaces them whole (`[]` or `{}` removes them) and is
+carried out in place: each running node of the pool gets them, none is replaced or drained
+(202 with an operation, which succeeds once every node carries them). `GET …/nodes` shows what
+each node carries now: until the change reached it, a node's differ from its pool's. A node
+created later (a scale-up, a replacement) comes up with the pool's labels and taints.
+
+Where this differs: DigitalOcean and GKE also apply a pool's label and taint changes to its
+existing nodes without recreating them. Kubernetes reserves the `kubernetes.io/` and `k8s.io/`
+prefixes (a node may not set most of them on itself); this service does not refuse them yet.
+A pool's `tags` are the provider's own, as DigitalOcean's are, and are not put on nodes.
+
+### Control-plane firewall
+
+`control_plane_firewall` says who may call a cluster's API server: `{"enabled": false,
+"allowed_addresses": []}` by default, anyone holding a credential; enabled, only callers from
+one of `allowed_addresses`, any other refused with 403 (a Kubernetes `Status` of reason
+`Forbidden`) whatever credential it holds, which is not even looked at. The list holds IPv4
+and IPv6 networks in CIDR notation, at most 100, none twice:
+
+- the prefix length is required (`/32` or `/128` for one address);
+- host bits must be zero: `10.1.2.3/8` is refused with the network meant (`10.0.0.0/8`), not
+  silently widened, so the list says exactly what it admits;
+- an IPv4 network written as IPv6 (`::ffff:10.0.0.0/104`) and octets with leading zeros
+  (`010.0.0.0/8`) are refused, so each network has one spelling; IPv6 is shown lowercase and
+  compressed (`2001:DB8:0::/32` reads back as `2001:db8::/32`);
+- `0.0.0.0/0` and `::/0` are accepted (every IPv4, or every IPv6, caller);
+- an IPv4 caller that reaches the server as IPv6 (`::ffff:203.0.113.7`) is matched as the IPv4
+  address it is;
+- enabled with no network is refused (422 on `control_plane_firewall.allowed_addresses`): it
+  would refuse every client, the service's own tools too. Disabling is how to open it; the list
+  is kept while disabled.
+
+It is set on create (optional) and changed by `PATCH /v1/public/clusters/{id}` with
+`control_plane_firewall` (super_admin, `If-Match` as every PATCH). In a PATCH an absent field
+keeps its value: `{"control_plane_firewall": {"enabled": false}}` opens the control plane and
+keeps the list. A change is carried out by provisioning: 202 with its operation, the cluster's
+`control_plane_firewall_change` shows the firewall being applied while
+`control_plane_firewall` still shows (and the API server still enforces) the one before. It
+needs the cluster `Provisioned` (400 `phase_not_provisioned` before) and no other firewall
+change in flight (409 `change_in_flight`). A PATCH that asks for the firewall the cluster
+already has starts nothing (200). Each change is in the audit trail as
+`control_plane_firewall_change_started` with `{"from": …, "to": …}`.
+
+Where this differs: GKE's authorized networks take up to 50 IPv4 networks (100 with a private
+endpoint); DigitalOcean's control-plane firewall takes a list of addresses and networks. This
+service takes IPv4 and IPv6, at most 100, refuses a network with host bits set rather than
+widen it, and refuses an enabled empty list rather than lock every client out.
 HEAD
 } >"$OUT"
 
@@ -322,14 +385,18 @@ wait_phase "$ID" Provisioned
 run "GET /v1/public/clusters/{id}" "${M[@]}" "$BASE/v1/public/clusters/$ID"
 SEEN=$(last_etag)
 run "GET /v1/public/clusters/{id} with If-None-Match: 304 while unchanged" "${M[@]}" -H "If-None-Match: $SEEN" "$BASE/v1/public/clusters/$ID"
-run "PATCH /v1/public/clusters/{id} (description and tags only)" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID" -d '{"description":"changed","tags":["team-a","prod"]}'
+run "PATCH /v1/public/clusters/{id} (description and tags: 200)" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID" -d '{"description":"changed","tags":["team-a","prod"]}'
 run "PATCH with the If-Match of the version read before that change: 412, nothing changed" "${A[@]}" "${J[@]}" -H "If-Match: $SEEN" -X PATCH "$BASE/v1/public/clusters/$ID" -d '{"description":"overwritten?"}'
+run "PATCH /v1/public/clusters/{id} with control_plane_firewall (202; enforced once applied)" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID" -d '{"control_plane_firewall":{"enabled":true,"allowed_addresses":["203.0.113.0/24","2001:db8::/32"]}}'
+run "A second firewall change while one is in flight: 409" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID" -d '{"control_plane_firewall":{"enabled":false}}'
+run "A network with host bits set: 422" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID" -d '{"control_plane_firewall":{"allowed_addresses":["10.1.2.3/8"]}}'
 run "GET /v1/public/clusters/{id}/kubeconfig (YAML)" "${M[@]}" "$BASE/v1/public/clusters/$ID/kubeconfig"
 run "GET /v1/public/clusters/{id}/kubeconfig?format=json" "${M[@]}" "$BASE/v1/public/clusters/$ID/kubeconfig?format=json" -o /dev/null -w '%{http_code} %{content_type}\n'
 
 echo -e "\n## Node pools and nodes" >>"$OUT"
 run "GET /v1/public/clusters/{id}/node-pools" "${M[@]}" "$BASE/v1/public/clusters/$ID/node-pools"
-run "POST /v1/public/clusters/{id}/node-pools (202)" "${A[@]}" "${J[@]}" -X POST "$BASE/v1/public/clusters/$ID/node-pools" -d '{"name":"batch","size":"kube.m5.large","count":1,"labels":{"workload":"batch"}}'
+run "POST /v1/public/clusters/{id}/node-pools (202)" "${A[@]}" "${J[@]}" -X POST "$BASE/v1/public/clusters/$ID/node-pools" -d '{"name":"batch","size":"kube.m5.large","count":1,"labels":{"workload":"batch"},"taints":[{"key":"dedicated","value":"batch","effect":"NoSchedule"}]}'
+run "A taint with an unknown effect, and the same key and effect twice: 422" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID/node-pools/batch" -d '{"taints":[{"key":"dedicated","effect":"NoSchedul"},{"key":"gpu","effect":"NoExecute"},{"key":"gpu","value":"a100","effect":"NoExecute"}]}'
 run "PATCH /v1/public/clusters/{id}/node-pools/{pool} (202; Location: the operation that follows it)" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID/node-pools/default" -d '{"auto_scale":true,"min_nodes":1,"max_nodes":5,"count":3}'
 OPERATION=$(printf '%s\n' "$LAST_HEAD" | sed -n 's/^[Oo]peration-[Ll]ocation: //p')
 run "GET /v1/public/clusters/{id}/operations/{operation} (right after the change)" "${M[@]}" "$BASE$OPERATION"
@@ -337,6 +404,8 @@ sleep 3
 run "GET /v1/public/clusters/{id}/operations (newest first)" "${M[@]}" "$BASE/v1/public/clusters/$ID/operations?size=2"
 run "GET /v1/public/clusters/{id}/nodes" "${M[@]}" "$BASE/v1/public/clusters/$ID/nodes"
 NODE=$(field '["items"][0]["name"]')
+run "PATCH /v1/public/clusters/{id}/node-pools/{pool} with taints (202; the same nodes get them)" "${A[@]}" "${J[@]}" -X PATCH "$BASE/v1/public/clusters/$ID/node-pools/batch" -d '{"taints":[{"key":"dedicated","value":"batch","effect":"NoExecute"}],"labels":{"workload":"batch","tier":"spot"}}'
+sleep 2
 run "GET /v1/public/clusters/{id}/node-pools/{pool}/nodes" "${M[@]}" "$BASE/v1/public/clusters/$ID/node-pools/batch/nodes"
 run "DELETE /v1/public/clusters/{id}/nodes/{node} (202; the node is replaced)" "${A[@]}" -X DELETE "$BASE/v1/public/clusters/$ID/nodes/$NODE"
 run "DELETE /v1/public/clusters/{id}/node-pools/{pool} (202)" "${A[@]}" -X DELETE "$BASE/v1/public/clusters/$ID/node-pools/batch"

@@ -88,6 +88,10 @@ pub const CLUSTERS: &str = "/v1/public/clusters";
 /// The auth servers collection.
 pub const AUTH_SERVERS: &str = "/v1/public/gateway/auth-servers";
 
+/// A caller of a cluster's API server where no control-plane firewall is in the way.
+pub const SOME_CALLER: std::net::IpAddr =
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, 10));
+
 /// A minimal valid create body: one pool of two small nodes.
 pub fn cluster_body(org: &str, name: &str) -> Value {
     serde_json::json!({"organization": org, "name": name,
@@ -360,6 +364,37 @@ impl TestApp {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Follows the operation `answer` points at (its `Operation-Location`) until it is no
+    /// longer running (a minute at most, not a timing assertion); the operation then.
+    pub async fn finished_operation(&self, answer: &Answer) -> Value {
+        let url = answer
+            .header("operation-location")
+            .unwrap_or_else(|| panic!("no Operation-Location: {answer:?} {}", answer.text()));
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let op = self.get(&url, TOKEN_ACME_SUPER_ADMIN).await.json();
+            if op["status"] != "running" {
+                return op;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{url} never finished: {op}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The cluster's nodes as `GET …/nodes` lists them, by name.
+    pub async fn nodes_of(&self, cluster: &str) -> Vec<Value> {
+        let a = self
+            .get(&format!("{CLUSTERS}/{cluster}/nodes"), TOKEN_ACME_MEMBER)
+            .await;
+        assert_eq!(a.status, 200, "{}", a.text());
+        let mut nodes = a.json()["items"].as_array().cloned().unwrap_or_default();
+        nodes.sort_by_key(|n| n["name"].as_str().unwrap_or_default().to_owned());
+        nodes
     }
 
     /// Creates a cluster as `token` in `org` and returns its JSON (panics unless 201).

@@ -336,6 +336,11 @@ mod tests {
                 409,
                 "change_in_flight",
             ),
+            (
+                DomainError::Conflict(Conflict::FirewallChangeInFlight),
+                409,
+                "change_in_flight",
+            ),
             (DomainError::Conflict(Conflict::LastPool), 409, "last_pool"),
             (
                 DomainError::Conflict(Conflict::ExposureMismatch {

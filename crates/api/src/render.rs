@@ -24,9 +24,11 @@ pub const JSON: &str = "application/json";
 /// Makes the `Location` of a created object.
 type Locator<T> = Box<dyn Fn(&T) -> String + Send + Sync>;
 
-/// Renders `T` as JSON with a fixed status and an optional `Location`.
+/// Renders `T` as JSON with a fixed status (or 202 when the change started an operation, for
+/// a route whose change may or may not start one) and an optional `Location`.
 pub struct JsonRender<T> {
     status: StatusCode,
+    accepted_when_scheduled: bool,
     location: Option<Locator<T>>,
     request_id: String,
 }
@@ -35,9 +37,17 @@ impl<T> JsonRender<T> {
     pub fn new(status: StatusCode, request_id: &str) -> Self {
         JsonRender {
             status,
+            accepted_when_scheduled: false,
             location: None,
             request_id: request_id.to_owned(),
         }
+    }
+
+    /// 202 instead of the status when the change handed work to provisioning (a cluster's
+    /// PATCH: a description is done when answered, a control-plane firewall is not).
+    pub fn accepted_when_scheduled(mut self) -> Self {
+        self.accepted_when_scheduled = true;
+        self
     }
 
     pub fn with_location(mut self, f: impl Fn(&T) -> String + Send + Sync + 'static) -> Self {
@@ -155,6 +165,10 @@ impl<T: Shown> Render<T> for JsonRender<T> {
 
     fn http(&self, value: &T) -> HttpAnswer {
         let body = serde_json::to_vec(&value.wire()).unwrap_or_default();
+        let status = match value.operation() {
+            Some(_) if self.accepted_when_scheduled => StatusCode::ACCEPTED,
+            _ => self.status,
+        };
         let mut headers = vec![
             (header::CONTENT_TYPE.to_string(), JSON.to_owned()),
             (
@@ -166,10 +180,10 @@ impl<T: Shown> Render<T> for JsonRender<T> {
             headers.push((header::LOCATION.to_string(), f(value)));
         }
         if let Some(op) = value.operation() {
-            headers.extend(operation_headers(self.status, &op));
+            headers.extend(operation_headers(status, &op));
         }
         HttpAnswer {
-            status: self.status.as_u16(),
+            status: status.as_u16(),
             headers,
             body,
         }

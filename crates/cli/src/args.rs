@@ -348,6 +348,9 @@ pub enum ClusterCommand {
     /// Make the API endpoint public or private.
     #[command(subcommand)]
     Exposure(ExposureCommand),
+    /// Who may call the cluster's API server.
+    #[command(subcommand)]
+    ControlPlaneFirewall(ControlPlaneFirewallCommand),
     /// What the cluster's changes are doing: each change handed to provisioning, to its end.
     #[command(
         after_help = "Examples:\n  kubesvc cluster operations prod-1\n  kubesvc cluster operations prod-1 --status running"
@@ -580,6 +583,34 @@ pub enum ExposureCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum ControlPlaneFirewallCommand {
+    /// Let only callers from these networks reach the API server, or let everyone (--disable).
+    #[command(
+        after_help = "Examples:\n  kubesvc cluster control-plane-firewall set prod-1 --allow 203.0.113.0/24 --allow 2001:db8::/32 --wait\n  kubesvc cluster control-plane-firewall set prod-1 --disable"
+    )]
+    Set {
+        /// The cluster's name or id.
+        cluster: String,
+        /// A network in CIDR notation (IPv4 or IPv6; /32 or /128 for one address); the
+        /// networks given replace the list; repeat for several.
+        #[arg(
+            long = "allow",
+            value_name = "CIDR",
+            required_unless_present = "disable"
+        )]
+        allow: Vec<String>,
+        /// Let every holder of a credential call the API server (the list is kept unless
+        /// --allow gives another).
+        #[arg(long)]
+        disable: bool,
+        #[command(flatten)]
+        wait: WaitFlags,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+}
+
 /// Pool sizes given on `node-pool add` and `node-pool scale`.
 #[derive(Debug, Args)]
 pub struct ScaleFlags {
@@ -619,9 +650,48 @@ pub enum NodePoolCommand {
         /// A Kubernetes label KEY=VALUE; repeat for several.
         #[arg(long = "label", value_name = "KEY=VALUE")]
         labels: Vec<String>,
+        /// A Kubernetes taint KEY=VALUE:EFFECT or KEY:EFFECT (NoSchedule, PreferNoSchedule or
+        /// NoExecute); repeat for several.
+        #[arg(long = "taint", value_name = "KEY=VALUE:EFFECT")]
+        taints: Vec<String>,
         /// A tag KEY=VALUE; repeat for several.
         #[arg(long = "tag", value_name = "KEY=VALUE")]
         tags: Vec<String>,
+        #[command(flatten)]
+        wait: WaitFlags,
+        #[command(flatten)]
+        key: KeyFlag,
+    },
+    /// Replace a pool's Kubernetes labels or taints; its running nodes get them in place.
+    #[command(
+        after_help = "Examples:\n  kubesvc node-pool update prod-1 gpu --taint nvidia.com/gpu:NoSchedule --label role=gpu --wait\n  kubesvc node-pool update prod-1 gpu --clear-taints"
+    )]
+    Update {
+        /// The cluster's name or id.
+        cluster: String,
+        /// The node pool's name.
+        pool: String,
+        /// A Kubernetes label KEY=VALUE; the labels given replace the pool's; repeat for several.
+        #[arg(
+            long = "label",
+            value_name = "KEY=VALUE",
+            conflicts_with = "clear_labels"
+        )]
+        labels: Vec<String>,
+        /// Remove every label of the pool.
+        #[arg(long)]
+        clear_labels: bool,
+        /// A Kubernetes taint KEY=VALUE:EFFECT or KEY:EFFECT; the taints given replace the
+        /// pool's; repeat for several.
+        #[arg(
+            long = "taint",
+            value_name = "KEY=VALUE:EFFECT",
+            conflicts_with = "clear_taints"
+        )]
+        taints: Vec<String>,
+        /// Remove every taint of the pool.
+        #[arg(long)]
+        clear_taints: bool,
         #[command(flatten)]
         wait: WaitFlags,
         #[command(flatten)]

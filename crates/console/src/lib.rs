@@ -113,6 +113,10 @@ pub fn configure(state: ConsoleState) -> impl FnOnce(&mut ServiceConfig) {
                     web::post().to(pages::pools::scale_pool),
                 )
                 .route(
+                    "/clusters/{id}/node-pools/{pool}/taints",
+                    web::post().to(pages::pools::taints_pool),
+                )
+                .route(
                     "/clusters/{id}/node-pools/{pool}/delete",
                     web::post().to(pages::pools::delete_pool),
                 )
@@ -135,6 +139,10 @@ pub fn configure(state: ConsoleState) -> impl FnOnce(&mut ServiceConfig) {
                 .route(
                     "/clusters/{id}/elastic-ips/{eip}/release",
                     web::post().to(pages::networking::release),
+                )
+                .route(
+                    "/clusters/{id}/control-plane-firewall",
+                    web::post().to(pages::networking::control_plane_firewall),
                 )
                 .route(
                     "/clusters/{id}/kubeconfig",

@@ -60,6 +60,8 @@ pub enum Conflict {
     IdempotencyKeyInProgress,
     /// An exposure change is already in flight.
     ChangeInFlight,
+    /// A control-plane firewall change is already in flight (the same code).
+    FirewallChangeInFlight,
     LastPool,
     /// The Elastic IP's exposure does not fit the cluster's network mode.
     ExposureMismatch {
@@ -196,6 +198,10 @@ fn conflict_text(c: &Conflict) -> String {
             "a request with this idempotency key is still in progress".into()
         }
         Conflict::ChangeInFlight => "another exposure change is in flight".into(),
+        Conflict::FirewallChangeInFlight => {
+            "another control-plane firewall change is in flight; wait for its operation to finish"
+                .into()
+        }
         Conflict::LastPool => "the last node pool of a cluster cannot be deleted".into(),
         Conflict::ExposureMismatch {
             network_mode,
@@ -277,7 +283,7 @@ impl DomainError {
                 Conflict::NameTaken { .. } => "name_conflict",
                 Conflict::IdempotencyKeyReused => "idempotency_key_reused",
                 Conflict::IdempotencyKeyInProgress => "idempotency_key_in_progress",
-                Conflict::ChangeInFlight => "change_in_flight",
+                Conflict::ChangeInFlight | Conflict::FirewallChangeInFlight => "change_in_flight",
                 Conflict::LastPool => "last_pool",
                 Conflict::ExposureMismatch { .. } => "exposure_mismatch",
                 Conflict::InvalidState { .. } => "invalid_state",

@@ -14,6 +14,13 @@ pub const DNS_LABEL_MAX: usize = 63;
 pub const NODE_NAME_PATTERN: &str = "^[a-z0-9][-a-z0-9.]{0,252}[a-z0-9]$";
 /// An idempotency key.
 pub const IDEMPOTENCY_KEY_PATTERN: &str = r"^[A-Za-z0-9_\-:.]{8,255}$";
+/// Kubernetes' name part of a qualified name (a label or taint key without its prefix), and
+/// its label values: alphanumerics at both ends, `-`, `_` and `.` inside.
+pub const KUBERNETES_NAME_PATTERN: &str = "^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$";
+/// The longest name part of a qualified name, and the longest label value.
+pub const KUBERNETES_NAME_MAX: usize = 63;
+/// The longest prefix of a qualified name (a DNS subdomain).
+pub const DNS_SUBDOMAIN_MAX: usize = 253;
 
 #[expect(
     clippy::expect_used,
@@ -27,6 +34,12 @@ static DNS_LABEL_RE: LazyLock<Regex> =
 )]
 static NODE_NAME_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(NODE_NAME_PATTERN).expect("valid pattern"));
+#[expect(
+    clippy::expect_used,
+    reason = "the patterns are constants checked by the unit tests"
+)]
+static KUBERNETES_NAME_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(KUBERNETES_NAME_PATTERN).expect("valid pattern"));
 #[expect(
     clippy::expect_used,
     reason = "the patterns are constants checked by the unit tests"
@@ -53,6 +66,63 @@ pub fn dns_label_problem(s: &str) -> Option<String> {
     } else {
         None
     }
+}
+
+/// Kubernetes' rule for a qualified name, the key of a label or a taint: an optional prefix
+/// (a DNS subdomain of at most 253 characters, lowercase labels joined by dots) and `/`, then a
+/// name of 1-63 characters of [`KUBERNETES_NAME_PATTERN`]. `None` when `s` is one; otherwise
+/// what is wrong with it, without repeating it (a key may be long or hostile).
+pub fn qualified_name_problem(s: &str) -> Option<String> {
+    let (prefix, name) = match s.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, s),
+    };
+    if let Some(prefix) = prefix {
+        if prefix.is_empty() || prefix.len() > DNS_SUBDOMAIN_MAX {
+            return Some(format!(
+                "must have a prefix of 1-{DNS_SUBDOMAIN_MAX} characters before '/' (a DNS subdomain)"
+            ));
+        }
+        if !prefix.split('.').all(is_dns_label) {
+            return Some(
+                "must have a DNS subdomain before '/': lowercase letters, digits, '-' and '.'"
+                    .into(),
+            );
+        }
+    }
+    if name.is_empty() {
+        return Some("must have a name (after any prefix)".into());
+    }
+    if name.len() > KUBERNETES_NAME_MAX {
+        return Some(format!(
+            "must have a name of at most {KUBERNETES_NAME_MAX} characters (after any prefix)"
+        ));
+    }
+    if !KUBERNETES_NAME_RE.is_match(name) {
+        return Some(
+            "must be a Kubernetes qualified name: an optional DNS-subdomain prefix and '/', then letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+                .into(),
+        );
+    }
+    None
+}
+
+/// Kubernetes' rule for a label value (also a taint's value): empty, or 1-63 characters of
+/// [`KUBERNETES_NAME_PATTERN`]. `None` when `s` is one.
+pub fn label_value_problem(s: &str) -> Option<String> {
+    if s.is_empty() {
+        return None;
+    }
+    if s.len() > KUBERNETES_NAME_MAX {
+        return Some(format!("must be at most {KUBERNETES_NAME_MAX} characters"));
+    }
+    if !KUBERNETES_NAME_RE.is_match(s) {
+        return Some(
+            "must be empty or letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+                .into(),
+        );
+    }
+    None
 }
 
 /// A validated DNS label: cluster, pool, Elastic IP, firewall rule and auth server names, tags,
@@ -227,6 +297,50 @@ mod tests {
         assert!(NodeName::parse("-ab").is_err());
         assert!(NodeName::parse("ab.").is_err());
         assert!(NodeName::parse("../etc").is_err());
+    }
+
+    #[test]
+    fn qualified_names_follow_kubernetes() {
+        let long_prefix = format!("{}.example.com", "a".repeat(63));
+        for ok in [
+            "a",
+            "app",
+            "App.Kubernetes_io-x",
+            "example.com/gpu",
+            "node-role.kubernetes.io/worker",
+            &"n".repeat(63),
+            &format!("{long_prefix}/n"),
+        ] {
+            assert_eq!(qualified_name_problem(ok), None, "{ok:?}");
+        }
+        for bad in [
+            "",
+            "/",
+            "/a",
+            "a/",
+            "a/b/c",
+            "-a",
+            "a-",
+            "a b",
+            "Example.com/a",
+            "exa_mple.com/a",
+            "ä",
+            &"n".repeat(64),
+            &format!("{}/a", "a".repeat(254)),
+            "a/b\n",
+        ] {
+            assert!(qualified_name_problem(bad).is_some(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn label_values_follow_kubernetes_and_may_be_empty() {
+        for ok in ["", "a", "v1.2_x-Y", &"v".repeat(63)] {
+            assert_eq!(label_value_problem(ok), None, "{ok:?}");
+        }
+        for bad in ["-a", "a.", "a/b", "a b", &"v".repeat(64), "\u{0}"] {
+            assert!(label_value_problem(bad).is_some(), "{bad:?}");
+        }
     }
 
     #[test]

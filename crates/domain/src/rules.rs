@@ -8,6 +8,10 @@ pub const MAX_CLUSTER_TAGS: usize = 64;
 pub const MAX_CLUSTER_DESCRIPTION: usize = 16384;
 pub const MAX_FIREWALL_DESCRIPTION: usize = 255;
 pub const MAX_SOURCE_CIDRS: usize = 16;
+/// Taints one node pool may put on its nodes.
+pub const MAX_TAINTS_PER_POOL: usize = 50;
+/// Networks a cluster's control-plane allow-list may hold.
+pub const MAX_CONTROL_PLANE_ALLOWED: usize = 100;
 pub const DEFAULT_POOL_NAME: &str = "default";
 pub const DEFAULT_MIN_NODES: u32 = 1;
 /// How many nodes above its count a pool may go while an upgrade replaces nodes.

@@ -6,8 +6,11 @@ use std::net::Ipv4Addr;
 use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use domain::model::cluster::{Exposure, Registration, RegistrationReason, SubStatus};
+use domain::model::cluster::{
+    ControlPlaneFirewall, Exposure, Registration, RegistrationReason, SubStatus,
+};
 use domain::model::elastic_ip::AddressPool;
+use domain::model::node_pool::Taint;
 use domain::ports::provisioning::{CloudProvider, Endpoint, ProviderError, Step, StepOutcome};
 use rand::Rng;
 use uuid::Uuid;
@@ -26,6 +29,10 @@ pub struct SimCluster {
     pub version: Option<String>,
     /// Node name → pool name.
     pub nodes: BTreeMap<String, String>,
+    /// Node name → the Kubernetes labels and taints set on it.
+    pub node_config: BTreeMap<String, (BTreeMap<String, String>, Vec<Taint>)>,
+    /// What the API server admits; `None` until this process heard of the control plane.
+    pub control_plane_firewall: Option<ControlPlaneFirewall>,
     /// Elastic IP id → attached address.
     pub addresses: BTreeMap<Uuid, Ipv4Addr>,
     pub firewall_rules: BTreeSet<Uuid>,
@@ -151,6 +158,7 @@ impl SimulatedCloud {
                 cluster_name,
                 exposure,
                 version,
+                control_plane_firewall,
                 ..
             } => {
                 let credentials = credentials::issue(&cluster_name).map_err(|e| {
@@ -162,6 +170,7 @@ impl SimulatedCloud {
                 c.name = Some(cluster_name);
                 c.endpoint = Some(endpoint.clone());
                 c.version = Some(version);
+                c.control_plane_firewall = Some(control_plane_firewall);
                 StepOutcome::ControlPlane {
                     endpoint,
                     credentials,
@@ -201,20 +210,47 @@ impl SimulatedCloud {
                 cluster_id,
                 pool,
                 node,
+                labels,
+                taints,
                 ..
             } => {
+                let mut inv = self.lock();
+                let c = inv.clusters.entry(cluster_id).or_default();
+                c.nodes.insert(node.clone(), pool);
+                c.node_config.insert(node, (labels, taints));
+                StepOutcome::Done
+            }
+            Step::ConfigureNode {
+                cluster_id,
+                node,
+                labels,
+                taints,
+            } => {
+                // Set whole, so repeating it changes nothing more.
                 self.lock()
                     .clusters
                     .entry(cluster_id)
                     .or_default()
-                    .nodes
-                    .insert(node, pool);
+                    .node_config
+                    .insert(node, (labels, taints));
                 StepOutcome::Done
             }
             Step::DeleteNode { cluster_id, node } => {
                 if let Some(c) = self.lock().clusters.get_mut(&cluster_id) {
                     c.nodes.remove(&node);
+                    c.node_config.remove(&node);
                 }
+                StepOutcome::Done
+            }
+            Step::SetControlPlaneFirewall {
+                cluster_id,
+                firewall,
+            } => {
+                self.lock()
+                    .clusters
+                    .entry(cluster_id)
+                    .or_default()
+                    .control_plane_firewall = Some(firewall);
                 StepOutcome::Done
             }
             Step::AttachAddress {
@@ -347,6 +383,7 @@ mod tests {
             zone: "zone-1".into(),
             version: "v1.32.4".into(),
             exposure,
+            control_plane_firewall: ControlPlaneFirewall::default(),
         }
     }
 
@@ -618,6 +655,8 @@ mod tests {
                 node: "p-1".into(),
                 size: "s".into(),
                 version: "v1.32.4".into(),
+                labels: Default::default(),
+                taints: Vec::new(),
             },
             Step::CreateNode {
                 cluster_id: id,
@@ -625,6 +664,8 @@ mod tests {
                 node: "p-2".into(),
                 size: "s".into(),
                 version: "v1.32.4".into(),
+                labels: Default::default(),
+                taints: Vec::new(),
             },
             // Repeated after a crash: no harm.
             Step::CreateNode {
@@ -633,6 +674,8 @@ mod tests {
                 node: "p-2".into(),
                 size: "s".into(),
                 version: "v1.32.4".into(),
+                labels: Default::default(),
+                taints: Vec::new(),
             },
             Step::DeleteNode {
                 cluster_id: id,

@@ -10,17 +10,19 @@ use domain::model::firewall::Ipv4Cidr;
 
 /// Every step name [`domain::ports::provisioning::Step::name`] gives, as the fault settings
 /// name them.
-pub const STEP_NAMES: [&str; 11] = [
+pub const STEP_NAMES: [&str; 13] = [
     "create_control_plane",
     "register_hub",
     "install_default_environment",
     "create_node",
+    "configure_node",
     "delete_node",
     "attach_address",
     "detach_address",
     "apply_firewall_rule",
     "remove_firewall_rule",
     "set_exposure",
+    "set_control_plane_firewall",
     "destroy_cluster",
 ];
 

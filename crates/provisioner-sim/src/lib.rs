@@ -56,6 +56,7 @@ pub(crate) mod test_steps {
                 zone: "zone-1".into(),
                 version: "v1.32.4".into(),
                 exposure: Exposure::Public,
+                control_plane_firewall: Default::default(),
             },
             Step::RegisterHub { cluster_id },
             Step::InstallDefaultEnvironment { cluster_id },
@@ -65,6 +66,14 @@ pub(crate) mod test_steps {
                 node: "default-abc12".into(),
                 size: "kube.c5.xlarge".into(),
                 version: "v1.32.4".into(),
+                labels: Default::default(),
+                taints: Vec::new(),
+            },
+            Step::ConfigureNode {
+                cluster_id,
+                node: "default-abc12".into(),
+                labels: [("role".to_owned(), "web".to_owned())].into(),
+                taints: Vec::new(),
             },
             Step::DeleteNode {
                 cluster_id,
@@ -92,6 +101,10 @@ pub(crate) mod test_steps {
                 cluster_id,
                 cluster_name: "prod-1".into(),
                 to: Exposure::Private,
+            },
+            Step::SetControlPlaneFirewall {
+                cluster_id,
+                firewall: Default::default(),
             },
             Step::DestroyCluster { cluster_id },
         ]

@@ -13,19 +13,19 @@ use std::net::Ipv4Addr;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use domain::model::cluster::{
-    Cluster, ClusterPhase, Exposure, ExposureChange, ExposureChangeStatus, NetworkMode,
-    Registration, RegistrationReason, SubStatus,
+    Cluster, ClusterPhase, ControlPlaneFirewall, Exposure, ExposureChange, ExposureChangeStatus,
+    NetworkMode, Registration, RegistrationReason, SubStatus,
 };
 use domain::model::elastic_ip::{ElasticIp, ElasticIpStatus};
 use domain::model::firewall::{
-    Direction, FirewallRule, FirewallRuleStatus, Ipv4Cidr, PortRange, Protocol,
+    Direction, FirewallRule, FirewallRuleStatus, IpCidr, Ipv4Cidr, PortRange, Protocol,
 };
 use domain::model::maintenance_window::{
     MaintenanceDay, MaintenanceWindow, format_start_time, parse_start_time,
 };
 use domain::model::node::{Node, NodeStatus};
-use domain::model::node_pool::{NodePool, PoolStatus};
 use domain::model::upgrade::{SurgeSettings, UpgradeInFlight};
+use domain::model::node_pool::{NodePool, PoolStatus, Taint, TaintEffect};
 use domain::names::{DnsLabel, NodeName};
 use domain::ports::storage::StoreError;
 use serde_json::Value;
@@ -95,6 +95,10 @@ pub(crate) struct ClusterRow {
     pub default_environment_status: String,
     pub default_environment_reason: Option<String>,
     pub exposure_change_to: Option<String>,
+    pub control_plane_firewall_enabled: bool,
+    pub control_plane_firewall_allowed: Vec<String>,
+    pub control_plane_firewall_change_enabled: Option<bool>,
+    pub control_plane_firewall_change_allowed: Option<Vec<String>>,
     pub revision: i64,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -132,6 +136,16 @@ impl ClusterRow {
             default_environment_status: c.default_environment.status.as_str().to_owned(),
             default_environment_reason: c.default_environment.reason.map(|r| r.as_str().to_owned()),
             exposure_change_to: c.exposure_change.map(|x| x.to.as_str().to_owned()),
+            control_plane_firewall_enabled: c.control_plane_firewall.enabled,
+            control_plane_firewall_allowed: cidr_texts(&c.control_plane_firewall),
+            control_plane_firewall_change_enabled: c
+                .control_plane_firewall_change
+                .as_ref()
+                .map(|f| f.enabled),
+            control_plane_firewall_change_allowed: c
+                .control_plane_firewall_change
+                .as_ref()
+                .map(cidr_texts),
             revision,
             created_at: c.created_at,
             updated_at: c.updated_at,
@@ -207,6 +221,17 @@ impl ClusterRow {
             },
             auto_upgrade: self.auto_upgrade,
             last_auto_upgrade_window: self.last_auto_upgrade_window,
+            control_plane_firewall: firewall(
+                self.control_plane_firewall_enabled,
+                &self.control_plane_firewall_allowed,
+            )?,
+            control_plane_firewall_change: match (
+                self.control_plane_firewall_change_enabled,
+                &self.control_plane_firewall_change_allowed,
+            ) {
+                (Some(enabled), Some(allowed)) => Some(firewall(enabled, allowed)?),
+                _ => None,
+            },
             created_at: self.created_at,
             updated_at: self.updated_at,
             revision: self.revision,
@@ -238,6 +263,10 @@ pub(crate) struct ClusterUpdate {
     pub default_environment_status: String,
     pub default_environment_reason: Option<String>,
     pub exposure_change_to: Option<String>,
+    pub control_plane_firewall_enabled: bool,
+    pub control_plane_firewall_allowed: Vec<String>,
+    pub control_plane_firewall_change_enabled: Option<bool>,
+    pub control_plane_firewall_change_allowed: Option<Vec<String>>,
     pub updated_at: DateTime<Utc>,
     pub upgrade_from: Option<String>,
     pub upgrade_to: Option<String>,
@@ -269,6 +298,10 @@ impl From<ClusterRow> for ClusterUpdate {
             default_environment_status: r.default_environment_status,
             default_environment_reason: r.default_environment_reason,
             exposure_change_to: r.exposure_change_to,
+            control_plane_firewall_enabled: r.control_plane_firewall_enabled,
+            control_plane_firewall_allowed: r.control_plane_firewall_allowed,
+            control_plane_firewall_change_enabled: r.control_plane_firewall_change_enabled,
+            control_plane_firewall_change_allowed: r.control_plane_firewall_change_allowed,
             updated_at: r.updated_at,
             upgrade_from: r.upgrade_from,
             upgrade_to: r.upgrade_to,
@@ -305,6 +338,54 @@ pub(crate) struct PoolRow {
     pub version: String,
     pub max_surge: i32,
     pub max_unavailable: i32,
+    pub taints: Value,
+}
+
+fn cidr_texts(f: &ControlPlaneFirewall) -> Vec<String> {
+    f.allowed_addresses
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+fn firewall(enabled: bool, allowed: &[String]) -> Result<ControlPlaneFirewall, StoreError> {
+    Ok(ControlPlaneFirewall {
+        enabled,
+        allowed_addresses: allowed
+            .iter()
+            .map(|c| IpCidr::parse(c).map_err(|_| corrupt("control-plane firewall network", c)))
+            .collect::<Result<_, _>>()?,
+    })
+}
+
+fn taints_to_json(taints: &[Taint]) -> Value {
+    Value::Array(
+        taints
+            .iter()
+            .map(|t| serde_json::json!({"key": t.key, "value": t.value, "effect": t.effect.as_str()}))
+            .collect(),
+    )
+}
+
+fn json_to_taints(v: Value, what: &str) -> Result<Vec<Taint>, StoreError> {
+    #[derive(serde::Deserialize)]
+    struct Stored {
+        key: String,
+        value: String,
+        effect: String,
+    }
+    let stored: Vec<Stored> =
+        serde_json::from_value(v).map_err(|e| corrupt(what, &e.to_string()))?;
+    stored
+        .into_iter()
+        .map(|t| {
+            Ok(Taint {
+                effect: parsed(TaintEffect::parse(&t.effect), what, &t.effect)?,
+                key: t.key,
+                value: t.value,
+            })
+        })
+        .collect()
 }
 
 fn map_to_json(m: &BTreeMap<String, String>) -> Value {
@@ -338,6 +419,7 @@ impl PoolRow {
             version: p.version.clone(),
             max_surge: to_i32(p.surge.max_surge, "max_surge")?,
             max_unavailable: to_i32(p.surge.max_unavailable, "max_unavailable")?,
+            taints: taints_to_json(&p.taints),
         })
     }
 
@@ -350,6 +432,7 @@ impl PoolRow {
             min_nodes: to_u32(self.min_nodes, "min_nodes")?,
             max_nodes: self.max_nodes.map(|m| to_u32(m, "max_nodes")).transpose()?,
             labels: json_to_map(self.labels, "pool labels")?,
+            taints: json_to_taints(self.taints, "pool taints")?,
             tags: json_to_map(self.tags, "pool tags")?,
             root_volume_size_gib: to_u32(self.root_volume_size_gib, "root volume size")?,
             version: self.version,
@@ -377,6 +460,8 @@ pub(crate) struct NodeRow {
     pub status: String,
     pub created_at: DateTime<Utc>,
     pub version: String,
+    pub labels: Value,
+    pub taints: Value,
 }
 
 impl NodeRow {
@@ -388,6 +473,8 @@ impl NodeRow {
             status: n.status.as_str().to_owned(),
             created_at: n.created_at,
             version: n.version.clone(),
+            labels: map_to_json(&n.labels),
+            taints: taints_to_json(&n.taints),
         }
     }
 
@@ -398,6 +485,8 @@ impl NodeRow {
             status: parsed(NodeStatus::parse(&self.status), "node status", &self.status)?,
             version: self.version,
             created_at: self.created_at,
+            labels: json_to_map(self.labels, "node labels")?,
+            taints: json_to_taints(self.taints, "node taints")?,
         })
     }
 }

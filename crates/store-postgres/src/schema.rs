@@ -23,6 +23,10 @@ diesel::table! {
         default_environment_status -> Text,
         default_environment_reason -> Nullable<Text>,
         exposure_change_to -> Nullable<Text>,
+        control_plane_firewall_enabled -> Bool,
+        control_plane_firewall_allowed -> Array<Text>,
+        control_plane_firewall_change_enabled -> Nullable<Bool>,
+        control_plane_firewall_change_allowed -> Nullable<Array<Text>>,
         revision -> Int8,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
@@ -55,6 +59,7 @@ diesel::table! {
         version -> Text,
         max_surge -> Int4,
         max_unavailable -> Int4,
+        taints -> Jsonb,
     }
 }
 
@@ -66,6 +71,8 @@ diesel::table! {
         status -> Text,
         created_at -> Timestamptz,
         version -> Text,
+        labels -> Jsonb,
+        taints -> Jsonb,
     }
 }
 

@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use domain::model::cluster as model;
 use domain::model::maintenance_window as window;
 use domain::model::node::{Node as DomainNode, NodeStatus};
-use domain::model::node_pool::{NodePool as DomainPool, PoolStatus};
 use domain::model::upgrade::UpgradeInFlight;
+use domain::model::node_pool::{NodePool as DomainPool, PoolStatus, Taint as DomainTaint};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -52,6 +52,17 @@ pub struct Cluster {
     /// Whether the newest patch of the cluster's minor version is applied by itself inside the
     /// maintenance window.
     pub auto_upgrade: bool,
+    /// Who may call the cluster's API server: the firewall it enforces now.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub control_plane_firewall: ControlPlaneFirewall,
+    /// The firewall being applied (a `PATCH` started it; its operation says how it goes);
+    /// null when none is. `control_plane_firewall` is enforced until it is applied. Only one
+    /// change is in flight at a time (a second is 409 `change_in_flight`); it needs the
+    /// cluster `Provisioned` (400 before).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub control_plane_firewall_change: Option<ControlPlaneFirewall>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -94,6 +105,29 @@ impl From<window::MaintenanceWindow> for MaintenanceWindow {
     }
 }
 
+/// Who may call a cluster's API server. Disabled, anyone holding a credential; enabled, only
+/// callers from one of `allowed_addresses` (never empty then), others refused with 403.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ControlPlaneFirewall {
+    pub enabled: bool,
+    /// IPv4 and IPv6 networks in CIDR notation, as the service normalised them (IPv6
+    /// lowercase and compressed). Kept while disabled.
+    pub allowed_addresses: Vec<String>,
+}
+
+impl From<&model::ControlPlaneFirewall> for ControlPlaneFirewall {
+    fn from(f: &model::ControlPlaneFirewall) -> Self {
+        ControlPlaneFirewall {
+            enabled: f.enabled,
+            allowed_addresses: f
+                .allowed_addresses
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+        }
+    }
+}
+
 impl From<&model::Cluster> for Cluster {
     fn from(c: &model::Cluster) -> Self {
         Cluster {
@@ -119,6 +153,8 @@ impl From<&model::Cluster> for Cluster {
             upgrade: c.upgrade.as_ref().map(Into::into),
             maintenance_window: c.maintenance_window.into(),
             auto_upgrade: c.auto_upgrade,
+            control_plane_firewall: (&c.control_plane_firewall).into(),
+            control_plane_firewall_change: c.control_plane_firewall_change.as_ref().map(Into::into),
             created_at: c.created_at,
             updated_at: c.updated_at,
         }
@@ -173,7 +209,12 @@ pub struct NodePool {
     pub min_nodes: u32,
     /// Null when never given (only needed with auto_scale).
     pub max_nodes: Option<u32>,
+    /// Kubernetes labels on each of the pool's nodes.
     pub labels: BTreeMap<String, String>,
+    /// Kubernetes taints on each of the pool's nodes.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub taints: Vec<Taint>,
     pub tags: BTreeMap<String, String>,
     /// The tier's disk size.
     pub root_volume_size_gib: u32,
@@ -199,6 +240,7 @@ impl From<&DomainPool> for NodePool {
             min_nodes: p.min_nodes,
             max_nodes: p.max_nodes,
             labels: p.labels.clone(),
+            taints: p.taints.iter().map(Taint::from).collect(),
             tags: p.tags.clone(),
             root_volume_size_gib: p.root_volume_size_gib,
             version: p.version.clone(),
@@ -207,6 +249,26 @@ impl From<&DomainPool> for NodePool {
             status: p.status,
             created_at: p.created_at,
             updated_at: p.updated_at,
+        }
+    }
+}
+
+/// A Kubernetes taint on a node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Taint {
+    pub key: String,
+    /// Empty when the taint has no value.
+    pub value: String,
+    #[schema(value_type = enums::TaintEffect)]
+    pub effect: String,
+}
+
+impl From<&DomainTaint> for Taint {
+    fn from(t: &DomainTaint) -> Self {
+        Taint {
+            key: t.key.clone(),
+            value: t.value.clone(),
+            effect: t.effect.as_str().to_owned(),
         }
     }
 }
@@ -221,6 +283,15 @@ pub struct Node {
     /// The Kubernetes version it runs.
     pub version: String,
     pub created_at: DateTime<Utc>,
+    /// The Kubernetes labels the node carries. A pool's change reaches its running nodes in
+    /// place (no node is replaced): until it has, they differ from the pool's.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub labels: BTreeMap<String, String>,
+    /// The Kubernetes taints the node carries, reaching it as the labels do.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub taints: Vec<Taint>,
 }
 
 impl From<&DomainNode> for Node {
@@ -231,6 +302,8 @@ impl From<&DomainNode> for Node {
             status: n.status,
             version: n.version.clone(),
             created_at: n.created_at,
+            labels: n.labels.clone(),
+            taints: n.taints.iter().map(Taint::from).collect(),
         }
     }
 }

@@ -64,6 +64,10 @@ string_enums! {
     ExposureChangeStatus = domain::model::cluster::ExposureChangeStatus;
     /// `Provisioning`, `Ready`, `Scaling`, `Upgrading` (nodes being replaced by nodes of a
     /// new Kubernetes version), `Deleting`.
+    /// What a taint does to pods that do not tolerate it: `NoSchedule` (not scheduled on the
+    /// node), `PreferNoSchedule` (avoided when possible), `NoExecute` (also evicted).
+    TaintEffect = domain::model::node_pool::TaintEffect;
+    /// `Provisioning`, `Ready`, `Scaling`, `Deleting`.
     PoolStatus = domain::model::node_pool::PoolStatus;
     /// `Provisioning`, `Ready`, `Deleting`.
     NodeStatus = domain::model::node::NodeStatus;

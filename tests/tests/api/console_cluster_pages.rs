@@ -318,3 +318,172 @@ async fn the_overview_upgrades_a_cluster_shows_each_pools_progress_and_saves_the
     );
     assert!(!theirs.body.contains(&format!("action=\"{action}\"")));
 }
+
+/// The Node pools tab takes taints on a new pool and changes a pool's taints, one per line as
+/// `kubectl taint` writes them; a refused line is named beside the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pools_tab_sets_taints_and_names_the_refused_line() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let cluster = app.create_cluster("tainted").await;
+    let tab = format!("/console/clusters/{}/node-pools", id(&cluster));
+    let pools = format!("/v1/public/clusters/{}/node-pools", id(&cluster));
+    let mut admin = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let page = admin.get(&tab).await;
+    let (csrf, key) = page.form_keys(&tab);
+    let added = admin
+        .post(
+            &tab,
+            &[
+                ("csrf", &csrf),
+                ("key", &key),
+                ("name", "gpu"),
+                ("size", "kube.c5.large"),
+                ("count", "1"),
+                (
+                    "taints",
+                    "nvidia.com/gpu:NoSchedule\r\n\r\ndedicated=ml:NoExecute",
+                ),
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(added.status, 303, "{}", added.body);
+    let listed = app.get(&pools, TOKEN_ACME_SUPER_ADMIN).await.json();
+    let gpu = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "gpu")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        gpu["taints"],
+        serde_json::json!([
+            {"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"},
+            {"key": "dedicated", "value": "ml", "effect": "NoExecute"},
+        ])
+    );
+
+    let page = admin.get(&tab).await;
+    assert!(
+        page.body.contains("nvidia.com/gpu:NoSchedule"),
+        "{}",
+        page.body
+    );
+    let action = format!("{tab}/gpu/taints");
+    let (csrf, key) = page.form_keys(&action);
+    let refused = admin
+        .post(
+            &action,
+            &[
+                ("csrf", &csrf),
+                ("key", &key),
+                ("taints", "ok:NoSchedule\nspot=yes:Sometimes"),
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(refused.body.contains("Line 2, effect"), "{}", refused.body);
+    assert!(
+        refused.body.contains("spot=yes:Sometimes"),
+        "what was typed stays"
+    );
+    let page = admin.get(&tab).await;
+    let (csrf, key) = page.form_keys(&action);
+    let cleared = admin
+        .post(
+            &action,
+            &[("csrf", &csrf), ("key", &key), ("taints", "")],
+            &[],
+        )
+        .await;
+    assert_eq!(cleared.status, 303, "{}", cleared.body);
+    let listed = app.get(&pools, TOKEN_ACME_SUPER_ADMIN).await.json();
+    assert!(
+        listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["taints"] == serde_json::json!([])),
+        "{listed}"
+    );
+}
+
+/// The Networking tab shows the control-plane firewall and changes it through the API's use
+/// case: a refused network is said with the network meant; a member sees it and no form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_networking_tab_changes_the_control_plane_firewall() {
+    let app = TestApp::spawn_with(&[("RECONCILER_POLL_MS", "20")]).await;
+    let cluster = app.provisioned_cluster("fenced-page").await;
+    let tab = format!("/console/clusters/{}/networking", id(&cluster));
+    let action = format!("/console/clusters/{}/control-plane-firewall", id(&cluster));
+    let mut admin = Browser::signed_in(&app, TOKEN_ACME_SUPER_ADMIN).await;
+    let page = admin.get(&tab).await;
+    assert!(
+        page.text_of("control-plane-firewall")
+            .is_some_and(|t| t.contains("Open: anyone holding a credential")),
+        "{}",
+        page.body
+    );
+    let (csrf, _) = page.form_keys(&action);
+    let refused = admin
+        .post(
+            &action,
+            &[
+                ("csrf", &csrf),
+                ("enabled", "on"),
+                ("allowed_addresses", "203.0.113.0/24\n10.1.0.0/8"),
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains("did you mean 10.0.0.0/8"),
+        "{}",
+        refused.body
+    );
+    let saved = admin
+        .post(
+            &action,
+            &[
+                ("csrf", &csrf),
+                ("enabled", "on"),
+                ("allowed_addresses", "203.0.113.0/24\r\n2001:DB8::/32\r\n"),
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let path = format!("/v1/public/clusters/{}", id(&cluster));
+    let applied = app
+        .wait_for(&path, std::time::Duration::from_secs(60), |c| {
+            c["control_plane_firewall_change"].is_null()
+                && c["control_plane_firewall"]["enabled"] == true
+        })
+        .await;
+    assert_eq!(
+        applied["control_plane_firewall"]["allowed_addresses"],
+        serde_json::json!(["203.0.113.0/24", "2001:db8::/32"])
+    );
+    let page = admin.get(&tab).await;
+    assert!(
+        page.text_of("control-plane-firewall")
+            .is_some_and(|t| t.contains("Only callers from") && t.contains("2001:db8::/32")),
+        "{}",
+        page.body
+    );
+    let mut member = Browser::signed_in(&app, blackbox::TOKEN_ACME_MEMBER).await;
+    let seen = member.get(&tab).await;
+    assert!(seen.body.contains("Only callers from"), "{}", seen.body);
+    assert!(
+        !seen.body.contains(&format!("action=\"{action}\"")),
+        "no form for a member"
+    );
+    let csrf = member.csrf().await;
+    let forbidden = member
+        .post(&action, &[("csrf", &csrf), ("allowed_addresses", "")], &[])
+        .await;
+    assert_eq!(forbidden.status, 403, "{}", forbidden.body);
+}

@@ -319,13 +319,17 @@ async fn the_clusters_still_accept_both_credentials(
     for token in [standing, own] {
         let answer = fresh
             .cluster_api
-            .version(cluster, Some(&format!("Bearer {token}")))
+            .version(cluster, SOME_CALLER, Some(&format!("Bearer {token}")))
             .await;
         assert_eq!(answer.status, 200, "{answer:?}");
     }
     let forged = fresh
         .cluster_api
-        .version(cluster, Some("Bearer not-a-token-of-this-cluster"))
+        .version(
+            cluster,
+            SOME_CALLER,
+            Some("Bearer not-a-token-of-this-cluster"),
+        )
         .await;
     assert_eq!(forged.status, 401);
 }

@@ -124,27 +124,32 @@ pub async fn get_cluster(
     Ok(cond.read(&w::Cluster::from(&c)))
 }
 
-/// Changes the description or tags.
-#[utoipa::path(patch, path = "/v1/public/clusters/{id}", tag = "clusters", request_body(content = ClusterPatch, example = json!({"description": "The storefront, its workers and the nightly batch", "tags": ["shop", "batch"]})),
+/// Changes the description and tags (200), or the control-plane firewall (202, an operation).
+#[utoipa::path(patch, path = "/v1/public/clusters/{id}", tag = "clusters", request_body(content = ClusterPatch, example = json!({"description": "The storefront, its workers and the nightly batch", "tags": ["shop", "batch"], "control_plane_firewall": {"enabled": true, "allowed_addresses": ["203.0.113.0/24", "2001:db8::/32"]}})),
     params(("id" = String, Path, description = "Cluster id")),
-    responses((status = 200, description = "The changed cluster", body = w::Cluster)))]
+    responses((status = 200, description = "The changed cluster (nothing handed to provisioning)", body = w::Cluster),
+              (status = 202, description = "A control-plane firewall change started; `control_plane_firewall_change` shows it", body = w::Cluster)))]
 pub async fn patch_cluster(
     ctx: Ctx,
+    idem: Idempotency,
+    req: HttpRequest,
     id: Path<Id>,
     body: Body<ClusterPatch>,
     cond: Conditional,
 ) -> Result<HttpResponse, ApiError> {
+    // A retried firewall change answers as the first did (202 and its operation), rather than
+    // 409 for the change the first one started.
+    let render = JsonRender::new(StatusCode::OK, &ctx.request_id).accepted_when_scheduled();
     let a = ctx
         .services
         .patch_cluster(
-            Command::new(&ctx.caller),
+            Command::keyed(&ctx.caller, idem.keyed(&req, Some(&body.json), &render)),
             id.0,
             body.value.into(),
             cond.expect(),
         )
         .await?;
-    let c = fresh(a)?;
-    Ok(tagged(StatusCode::OK, &w::Cluster::from(&c.value)))
+    Ok(answer(&render, a))
 }
 
 /// Starts an exposure change (202), or answers 200 when the cluster already has it.

@@ -247,7 +247,7 @@ routes! {
     clusters::list_clusters, Member, Collection, Query;
     clusters::create_cluster, SuperAdmin, Body, Idempotent, Body, Capacity, Tagged, StartsWork, Creates;
     clusters::get_cluster, Member, Object, Tagged;
-    clusters::patch_cluster, SuperAdmin, Object, Body, IfMatch;
+    clusters::patch_cluster, SuperAdmin, Object, Idempotent, Body, IfMatch, StartsWork, StateRules;
     clusters::delete_cluster, SuperAdmin, Object, Idempotent, IfMatch, StartsWork;
     clusters::change_exposure, SuperAdmin, Object, Body, IfMatch, StartsWork, StateRules;
     clusters::cluster_state, Member, Object, Query;

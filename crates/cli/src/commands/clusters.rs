@@ -7,12 +7,15 @@ use domain::model::cluster::{ClusterPhase, Exposure, NetworkMode};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use wire::cluster::{Cluster, ClusterList, KubeconfigPending};
-use wire::request::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch};
+use wire::request::cluster::{
+    ClusterPatch, ControlPlaneFirewallRequest, CreateClusterRequest, ExposurePatch,
+};
 use wire::request::node_pool::NodePoolRequest;
 
 use super::{field, key, spelled};
 use crate::args::{
-    ClusterCommand, ExpiryFlag, ExposureCommand, KubeconfigCommand, PoolFlags, WaitFlags,
+    ClusterCommand, ControlPlaneFirewallCommand, ExpiryFlag, ExposureCommand, KubeconfigCommand,
+    PoolFlags, WaitFlags,
 };
 use crate::client::Call;
 use crate::confirm::{Answer, Question};
@@ -53,6 +56,7 @@ pub async fn run(s: &Session, command: ClusterCommand) -> Result<(), CliError> {
                 network_mode: network_mode
                     .map(|m| spelled::<NetworkMode>("--network-mode", &m, "intranet or internet"))
                     .transpose()?,
+                control_plane_firewall: None,
                 ..CreateClusterRequest::default()
             };
             let call = Call::new(Method::POST, CLUSTERS)
@@ -145,6 +149,7 @@ pub async fn run(s: &Session, command: ClusterCommand) -> Result<(), CliError> {
                     (true, true) => Some(Some(Vec::new())),
                     (true, false) => None,
                 },
+                control_plane_firewall: None,
                 ..ClusterPatch::default()
             };
             if patch.description.is_none() && patch.tags.is_none() {
@@ -252,6 +257,61 @@ pub async fn run(s: &Session, command: ClusterCommand) -> Result<(), CliError> {
             }
             print_cluster(s, answer.json()?)
         }
+        ClusterCommand::ControlPlaneFirewall(ControlPlaneFirewallCommand::Set {
+            cluster,
+            allow,
+            disable,
+            wait,
+            key: k,
+        }) => {
+            let patch = ClusterPatch {
+                control_plane_firewall: Some(Some(ControlPlaneFirewallRequest {
+                    enabled: Some(!disable),
+                    allowed_addresses: (!allow.is_empty()).then_some(allow),
+                })),
+                ..ClusterPatch::default()
+            };
+            let cluster = resolve::cluster(&s.api, &cluster).await?;
+            let call = Call::new(Method::PATCH, cluster.path())
+                .body(to_json(&patch)?)
+                .key(Some(&key(&k)));
+            let answer = s.api.send(&call).await?;
+            if answer.status == StatusCode::OK && !s.out.is_data() {
+                eprintln!(
+                    "Cluster {}'s control-plane firewall is already so: nothing to change",
+                    cluster.label
+                );
+            }
+            if wait.wait && answer.status == StatusCode::ACCEPTED {
+                let what = format!("control-plane firewall of cluster {}", cluster.label);
+                follow(
+                    s,
+                    &cluster,
+                    &wait,
+                    what,
+                    format!("kubesvc cluster get {}", cluster.label),
+                )
+                .until(|| async {
+                    let c: Cluster = s.api.json(&Call::get(cluster.path())).await?;
+                    Ok(match c.control_plane_firewall_change {
+                        None => Progress::Done(firewall(&c.control_plane_firewall)),
+                        Some(_) => Progress::Pending("applying".into()),
+                    })
+                })
+                .await?;
+                return show_cluster(s, &cluster).await;
+            }
+            print_cluster(s, answer.json()?)
+        }
+    }
+}
+
+/// A control-plane firewall in a few words.
+fn firewall(f: &wire::cluster::ControlPlaneFirewall) -> String {
+    if f.enabled {
+        format!("only {}", f.allowed_addresses.join(", "))
+    } else {
+        "open (disabled)".into()
     }
 }
 
@@ -393,6 +453,13 @@ fn print_cluster(s: &Session, raw: Value) -> Result<(), CliError> {
         ("Version:", c.version.clone()),
         ("Zone:", c.zone.clone()),
         ("Exposure:", exposure(&c)),
+        (
+            "Control-plane firewall:",
+            match &c.control_plane_firewall_change {
+                Some(to) => format!("{} → {}", firewall(&c.control_plane_firewall), firewall(to)),
+                None => firewall(&c.control_plane_firewall),
+            },
+        ),
         ("Network mode:", field(&raw, "network_mode")),
         ("API endpoint:", field(&raw, "api_endpoint")),
         ("Description:", field(&raw, "description")),
@@ -604,6 +671,7 @@ mod tests {
         let clear = ClusterPatch {
             description: Some(None),
             tags: None,
+            control_plane_firewall: None,
             ..ClusterPatch::default()
         };
         assert_eq!(

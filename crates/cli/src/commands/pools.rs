@@ -1,10 +1,10 @@
-//! `node-pool add|list|scale|delete` and `node list|delete`.
+//! `node-pool add|list|scale|update|delete` and `node list|delete`.
 
 use domain::model::node_pool::PoolStatus;
 use reqwest::Method;
 use serde_json::{Value, json};
 use wire::cluster::{NodeList, NodePool, NodePoolList};
-use wire::request::node_pool::{NodePoolPatch, NodePoolRequest};
+use wire::request::node_pool::{NodePoolPatch, NodePoolRequest, TaintRequest};
 
 use super::clusters::{follow, to_json};
 use super::{key, pairs};
@@ -16,6 +16,14 @@ use crate::output::{Table, View, age, cell};
 use crate::resolve::{self, ClusterRef};
 use crate::session::Session;
 use crate::wait::Progress;
+
+/// `--taint` values as the API takes them, split as `kubectl taint` writes them.
+fn taint_list(texts: &[String]) -> Vec<TaintRequest> {
+    texts
+        .iter()
+        .map(|t| domain::input::node_pool::TaintRequest::from_text(t).into())
+        .collect()
+}
 
 /// What someone who tries to change a pool's machine size is told.
 const REPLACE_POOL: &str = "a node pool's machine size cannot change. Replace the pool instead: \
@@ -30,6 +38,7 @@ pub async fn pools(s: &Session, command: NodePoolCommand) -> Result<(), CliError
             size,
             scale,
             labels,
+            taints,
             tags,
             wait,
             key: k,
@@ -45,6 +54,7 @@ pub async fn pools(s: &Session, command: NodePoolCommand) -> Result<(), CliError
                 labels: (!labels.is_empty())
                     .then(|| pairs("--label", &labels))
                     .transpose()?,
+                taints: (!taints.is_empty()).then(|| taint_list(&taints)),
                 tags: (!tags.is_empty())
                     .then(|| pairs("--tag", &tags))
                     .transpose()?,
@@ -106,6 +116,89 @@ pub async fn pools(s: &Session, command: NodePoolCommand) -> Result<(), CliError
                 .map_err(advise)
                 .map_err(|e| no_such(e, "node pool", &pool, &cluster))?;
             finish(s, &cluster, &pool, answer.json()?, &wait).await
+        }
+        NodePoolCommand::Update {
+            cluster,
+            pool,
+            labels,
+            clear_labels,
+            taints,
+            clear_taints,
+            wait,
+            key: k,
+        } => {
+            let patch = NodePoolPatch {
+                labels: match (labels.is_empty(), clear_labels) {
+                    (false, _) => Some(Some(pairs("--label", &labels)?)),
+                    (true, true) => Some(Some(Default::default())),
+                    (true, false) => None,
+                },
+                taints: match (taints.is_empty(), clear_taints) {
+                    (false, _) => Some(Some(taint_list(&taints))),
+                    (true, true) => Some(Some(Vec::new())),
+                    (true, false) => None,
+                },
+                ..NodePoolPatch::default()
+            };
+            if patch == NodePoolPatch::default() {
+                return Err(CliError::usage(
+                    "nothing to change: give --label, --clear-labels, --taint or --clear-taints",
+                ));
+            }
+            let cluster = resolve::cluster(&s.api, &cluster).await?;
+            let path = format!(
+                "{}/node-pools/{}",
+                cluster.path(),
+                resolve::segment("node pool", &pool)?
+            );
+            let call = Call::new(Method::PATCH, path.clone())
+                .body(to_json(&patch)?)
+                .key(Some(&key(&k)));
+            let answer = s
+                .api
+                .send(&call)
+                .await
+                .map_err(|e| no_such(e, "node pool", &pool, &cluster))?;
+            let raw = answer.json()?;
+            if wait.wait {
+                let changed: NodePool = serde_json::from_value(raw.clone()).map_err(|e| {
+                    CliError::Network(format!(
+                        "the API's node pool does not have the expected shape: {e}"
+                    ))
+                })?;
+                let what = format!("labels and taints of node pool {pool}");
+                let resume = format!("kubesvc node list {} --pool {pool}", cluster.label);
+                follow(s, &cluster, &wait, what, resume)
+                    .until(|| async {
+                        let nodes: NodeList =
+                            s.api.json(&Call::get(format!("{path}/nodes"))).await?;
+                        let behind = nodes
+                            .items
+                            .iter()
+                            .filter(|n| n.labels != changed.labels || n.taints != changed.taints)
+                            .count();
+                        Ok(if behind == 0 {
+                            Progress::Done("on every node".into())
+                        } else {
+                            Progress::Pending(format!(
+                                "{behind} node{} to go",
+                                if behind == 1 { "" } else { "s" }
+                            ))
+                        })
+                    })
+                    .await?;
+            }
+            finish(
+                s,
+                &cluster,
+                &pool,
+                raw,
+                &WaitFlags {
+                    wait: false,
+                    ..wait
+                },
+            )
+            .await
         }
         NodePoolCommand::Delete {
             cluster,
@@ -238,6 +331,7 @@ fn pool_view(pools: &[NodePool], raw: Value) -> View {
         "AUTOSCALE",
         "STATUS",
         "LABELS",
+        "TAINTS",
         "AGE",
     ]);
     for p in pools {
@@ -260,6 +354,14 @@ fn row(p: &NodePool) -> Vec<String> {
         p.labels
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+        p.taints
+            .iter()
+            .map(|t| match t.value.as_str() {
+                "" => format!("{}:{}", t.key, t.effect),
+                value => format!("{}={value}:{}", t.key, t.effect),
+            })
             .collect::<Vec<_>>()
             .join(","),
         age(&p.created_at),

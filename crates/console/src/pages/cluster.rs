@@ -288,6 +288,7 @@ pub async fn edit(
     let patch = ClusterPatch {
         description: Some(description),
         tags: Some(Some(tags)),
+        control_plane_firewall: None,
         ..ClusterPatch::default()
     };
     let outcome = signed

@@ -147,6 +147,7 @@ impl Fields {
                 min_nodes: number(format!("node_pools[{i}].min_nodes"), &p.min),
                 max_nodes: number(format!("node_pools[{i}].max_nodes"), &p.max),
                 labels: None,
+                taints: None,
                 tags: None,
                 ..NodePoolRequest::default()
             })
@@ -172,6 +173,7 @@ impl Fields {
                 .into_iter()
                 .find(|m| m.as_str() == self.network_mode),
             node_pools: Some(pools),
+            control_plane_firewall: None,
             ..CreateClusterRequest::default()
         };
         v.into_result(draft)

@@ -281,6 +281,8 @@ mod tests {
             status,
             version: "v1.32.4".into(),
             created_at: chrono::Utc::now(),
+            labels: Default::default(),
+            taints: Vec::new(),
         };
         (0..ready)
             .map(|i| node(i, NodeStatus::Ready))

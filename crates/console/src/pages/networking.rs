@@ -1,14 +1,16 @@
-//! The **Networking** tab: Elastic IPs (allocate, release once `Ready` or `Failed`, and the
-//! annotation a workload uses to claim one) and the firewall rules, read only: rules are
-//! managed through the API.
+//! The **Networking** tab: the control-plane firewall (who may call the API server, changed
+//! through the same use case as the API's PATCH), Elastic IPs (allocate, release once `Ready`
+//! or `Failed`, and the annotation a workload uses to claim one) and the firewall rules, read
+//! only: rules are managed through the API.
 
 use actix_web::http::StatusCode;
 use actix_web::web::{Bytes, Path};
 use actix_web::{HttpRequest, HttpResponse};
 use api::extract::Id;
 use domain::DomainError;
+use domain::input::cluster::{ClusterPatch, ControlPlaneFirewallRequest};
 use domain::input::elastic_ip::CreateElasticIpRequest;
-use domain::model::cluster::{Cluster, Exposure};
+use domain::model::cluster::{Cluster, ControlPlaneFirewall, Exposure};
 use domain::model::elastic_ip::{ElasticIpStatus, ElasticIpView};
 use domain::model::firewall::FirewallRule;
 use domain::ports::storage::Freshness;
@@ -19,6 +21,7 @@ use crate::error::ConsoleError;
 use crate::pages::cluster::{Tab, frame, network_mode_words};
 use crate::pages::forms::{Change, new_key, or_redraw};
 use crate::pages::live::Around;
+use crate::pages::see_other;
 use crate::session::Signed;
 use domain::service::Command;
 
@@ -49,6 +52,7 @@ async fn draw(
         problem,
         |may_change| {
             html! {
+                (firewall_section(&c, may_change, &csrf))
                 h2 { "Elastic IPs" }
                 (eip_table(&c, &around.eips, may_change, &csrf, false))
                 @if may_change {
@@ -74,6 +78,101 @@ async fn draw(
             }
         },
     ))
+}
+
+/// A control-plane firewall in words.
+fn firewall_words(f: &ControlPlaneFirewall) -> Markup {
+    html! {
+        @if f.enabled {
+            "Only callers from "
+            @for (i, c) in f.allowed_addresses.iter().enumerate() {
+                @if i > 0 { ", " } code { (c.to_string()) }
+            }
+        } @else {
+            "Open: anyone holding a credential"
+            @if !f.allowed_addresses.is_empty() {
+                " (networks kept for later: "
+                @for (i, c) in f.allowed_addresses.iter().enumerate() {
+                    @if i > 0 { ", " } code { (c.to_string()) }
+                }
+                ")"
+            }
+        }
+    }
+}
+
+/// Who may call the cluster's API server, and the form that changes it.
+fn firewall_section(c: &Cluster, may_change: bool, csrf: &str) -> Markup {
+    let f = &c.control_plane_firewall;
+    let shown = c.control_plane_firewall_change.as_ref().unwrap_or(f);
+    let networks: Vec<String> = shown
+        .allowed_addresses
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    html! {
+        h2 { "Control-plane firewall" }
+        dl.facts #control-plane-firewall {
+            dt { "In force" } dd { (firewall_words(f)) }
+            @if let Some(to) = &c.control_plane_firewall_change {
+                dt { "Being applied" } dd { (firewall_words(to)) }
+            }
+        }
+        @if may_change {
+            section.card aria-labelledby="cpf-title" {
+                h3 #cpf-title { "Change who may call the API server" }
+                form method="post" action={ (PREFIX) "/clusters/" (c.id) "/control-plane-firewall" } {
+                    input type="hidden" name="csrf" value=(csrf);
+                    label.inline {
+                        input type="checkbox" name="enabled" checked[shown.enabled];
+                        " Only let callers from these networks reach the API server"
+                    }
+                    label for="cpf-networks" { "Networks" }
+                    p.hint #cpf-hint {
+                        "IPv4 or IPv6 networks in CIDR notation, one per line (" code { "203.0.113.0/24" }
+                        ", " code { "2001:db8::/32" } "; " code { "/32" } " or " code { "/128" }
+                        " for one address), at most " (domain::rules::MAX_CONTROL_PLANE_ALLOWED)
+                        ". A change is applied in a few moments; until then the firewall in force stays."
+                    }
+                    textarea #cpf-networks name="allowed_addresses" rows="4" aria-describedby="cpf-hint" {
+                        (networks.join("\n"))
+                    }
+                    button type="submit" { "Save control-plane firewall" }
+                }
+            }
+        }
+    }
+}
+
+/// Changes the control-plane firewall through the use case the API's PATCH calls.
+pub async fn control_plane_firewall(
+    req: HttpRequest,
+    signed: Signed,
+    id: Path<Id>,
+    body: Bytes,
+) -> Result<HttpResponse, ConsoleError> {
+    let change = Change::read(&req, &signed, &body)?;
+    let networks: Vec<String> = change
+        .form
+        .get("allowed_addresses")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let patch = ClusterPatch {
+        control_plane_firewall: Some(Some(ControlPlaneFirewallRequest {
+            enabled: Some(change.form.checked("enabled")),
+            allowed_addresses: Some(networks),
+        })),
+        ..ClusterPatch::default()
+    };
+    let done = signed
+        .services
+        .patch_cluster(Command::new(&signed.caller), id.0, patch, None)
+        .await
+        .map(|_| see_other(&format!("{PREFIX}/clusters/{}/networking", id.0)));
+    after(&signed, id.0, done).await
 }
 
 /// The cluster's Elastic IPs; one can be released once `Ready` or `Failed`, after a question

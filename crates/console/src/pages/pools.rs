@@ -1,5 +1,6 @@
 //! The **Node pools** and **Nodes** tabs: add a pool, scale one (a count, or autoscale between
-//! a minimum and a maximum), delete one (never the last), and delete a node.
+//! a minimum and a maximum), change its taints (its nodes get them in place), delete one
+//! (never the last), and delete a node.
 
 use actix_web::HttpRequest;
 use actix_web::HttpResponse;
@@ -7,11 +8,11 @@ use actix_web::http::StatusCode;
 use actix_web::web::{Bytes, Path};
 use api::extract::Id;
 use domain::DomainError;
-use domain::input::node_pool::{NodePoolPatch, NodePoolRequest};
+use domain::input::node_pool::{NodePoolPatch, NodePoolRequest, TaintRequest};
 use domain::model::catalog::MachineTier;
 use domain::model::cluster::Cluster;
 use domain::model::node::{Node, NodeStatus};
-use domain::model::node_pool::{NodePool, PoolStatus};
+use domain::model::node_pool::{NodePool, PoolStatus, Taint};
 use domain::ports::storage::Freshness;
 use maud::{Markup, html};
 
@@ -42,6 +43,7 @@ struct Refused<'a> {
 enum PoolForm {
     Add,
     Scale(String),
+    Taints(String),
     Delete,
 }
 
@@ -55,6 +57,30 @@ impl Refused<'_> {
             .into_iter()
             .find(|(f, _)| f == field)
             .map(|(_, m)| m)
+    }
+
+    /// The refusals of the taints typed in `form`, one line each, in the form's own words
+    /// (the API names them `taints[i].key`: here, the line).
+    fn taints(&self, form: &PoolForm) -> Option<String> {
+        if &self.form != form {
+            return None;
+        }
+        let lines: Vec<String> = field_errors(self.error)
+            .into_iter()
+            .filter_map(|(f, m)| {
+                let rest = f.strip_prefix("taints")?;
+                Some(
+                    match rest.strip_prefix('[').and_then(|r| r.split_once(']')) {
+                        Some((i, part)) => {
+                            let line = i.parse::<usize>().map_or(0, |i| i + 1);
+                            format!("Line {line}{}: {m}", part.replace('.', ", "))
+                        }
+                        None => m,
+                    },
+                )
+            })
+            .collect();
+        (!lines.is_empty()).then(|| lines.join("; "))
     }
 
     /// What was typed in `form`'s `field`, when that form is the one refused.
@@ -156,6 +182,8 @@ async fn draw_pools(
                             @if let Some(m) = error("size") { p.field-error { (m) } }
                             (sizing_fields("new-pool", &typed("count", "1"), autoscale,
                                 &typed("min_nodes", ""), &typed("max_nodes", ""), &error))
+                            (taints_field("new-pool-taints", &typed("taints", ""),
+                                refused.and_then(|r| r.taints(&add))))
                             button type="submit" { "Add node pool" }
                         }
                     }
@@ -182,6 +210,47 @@ fn field(
             min=[limits.map(|l| l.0)] max=[limits.map(|l| l.1)]
             aria-invalid=[error.as_ref().map(|_| "true")]
             aria-describedby=[error.as_ref().map(|_| error_id.as_str())];
+        @if let Some(m) = error { p.field-error id=(error_id) { (m) } }
+    }
+}
+
+/// The taints of a pool as text, one per line, as `kubectl taint` writes them.
+fn taints_text(taints: &[Taint]) -> String {
+    taints
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The taints typed in a form, one per line (blank lines skipped), split by the domain's
+/// reading of `KEY=VALUE:EFFECT`; the rules are the use case's.
+fn typed_taints(form: &Submitted) -> Vec<TaintRequest> {
+    form.get("taints")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(TaintRequest::from_text)
+        .collect()
+}
+
+/// The taints text area with its refusal beside it.
+fn taints_field(id: &str, value: &str, error: Option<String>) -> Markup {
+    let error_id = format!("{id}-error");
+    let hint_id = format!("{id}-hint");
+    let described = match &error {
+        Some(_) => format!("{hint_id} {error_id}"),
+        None => hint_id.clone(),
+    };
+    html! {
+        label for=(id) { "Taints" }
+        p.hint id=(hint_id) {
+            "One per line, as " code { "KEY=VALUE:EFFECT" } " or " code { "KEY:EFFECT" }
+            "; the effect is NoSchedule, PreferNoSchedule or NoExecute. At most "
+            (domain::rules::MAX_TAINTS_PER_POOL) "."
+        }
+        textarea id=(id) name="taints" rows="3"
+            aria-invalid=[error.as_ref().map(|_| "true")]
+            aria-describedby=(described) { (value) }
         @if let Some(m) = error { p.field-error id=(error_id) { (m) } }
     }
 }
@@ -241,6 +310,14 @@ pub fn pool_facts(p: &NodePool, oob: bool) -> Markup {
                         (p.min_nodes) " to " (p.max_nodes.map(|m| m.to_string()).unwrap_or_default())
                     } @else { "off" }
                 }
+                dt { "Labels" } dd {
+                    @if p.labels.is_empty() { "none" }
+                    @for (k, v) in &p.labels { code { (k) "=" (v) } " " }
+                }
+                dt { "Taints" } dd {
+                    @if p.taints.is_empty() { "none" }
+                    @for t in &p.taints { code { (t.to_string()) } " " }
+                }
             }
         }
     }
@@ -286,6 +363,16 @@ fn pool_card(
                     (sizing_fields(name, &typed("count", p.count.to_string()), autoscale,
                         &typed("min_nodes", bound(Some(p.min_nodes))), &typed("max_nodes", bound(p.max_nodes)), &error))
                     button type="submit" { "Scale pool " (name) }
+                }
+                @let taints_form = PoolForm::Taints(name.to_owned());
+                form.inline-form method="post" action={ (base) "/taints" } {
+                    input type="hidden" name="csrf" value=(csrf);
+                    input type="hidden" name="key" value=(new_key());
+                    (taints_field(&format!("{name}-taints"),
+                        &refused.and_then(|r| r.typed(&taints_form, "taints")).map_or_else(|| taints_text(&p.taints), str::to_owned),
+                        refused.and_then(|r| r.taints(&taints_form))))
+                    p.hint { "Saved taints reach the pool's running nodes in place: no node is replaced." }
+                    button type="submit" { "Save taints of pool " (name) }
                 }
                 @if last {
                     p.hint { "The last pool of a cluster cannot be deleted: delete the cluster instead." }
@@ -348,6 +435,7 @@ pub async fn add_pool(
     let done = match sizing(form) {
         Err(e) => Err(e),
         Ok(s) => {
+            let taints = typed_taints(form);
             let draft = NodePoolRequest {
                 name: form.text("name"),
                 size: form.text("size"),
@@ -355,6 +443,7 @@ pub async fn add_pool(
                 auto_scale: s.auto_scale.flatten(),
                 min_nodes: s.min_nodes.flatten(),
                 max_nodes: s.max_nodes.flatten(),
+                taints: (!taints.is_empty()).then_some(taints),
                 ..NodePoolRequest::default()
             };
             let back = format!("{PREFIX}/clusters/{}/node-pools", id.0);
@@ -425,6 +514,37 @@ pub async fn scale_pool(
     after_pool_change(&signed, id.0, PoolForm::Scale(pool), &change.form, done).await
 }
 
+/// Replaces a pool's taints with the ones typed (none: every taint removed).
+pub async fn taints_pool(
+    req: HttpRequest,
+    signed: Signed,
+    path: Path<(Id, String)>,
+    body: Bytes,
+) -> Result<HttpResponse, ConsoleError> {
+    let change = Change::read(&req, &signed, &body)?;
+    let (id, pool) = path.into_inner();
+    let patch = NodePoolPatch {
+        taints: Some(Some(typed_taints(&change.form))),
+        ..NodePoolPatch::default()
+    };
+    let back = format!("{PREFIX}/clusters/{}/node-pools", id.0);
+    let done = change
+        .run(back, async |request| {
+            signed
+                .services
+                .patch_node_pool(
+                    Command::keyed(&signed.caller, Some(request)),
+                    id.0,
+                    &pool,
+                    patch,
+                    None,
+                )
+                .await
+        })
+        .await?;
+    after_pool_change(&signed, id.0, PoolForm::Taints(pool), &change.form, done).await
+}
+
 pub async fn delete_pool(
     req: HttpRequest,
     signed: Signed,
@@ -492,6 +612,7 @@ pub fn node_tables(c: &Cluster, nodes: &[Node], may_change: bool, csrf: &str, oo
                 table.nodes {
                     thead { tr {
                         th scope="col" { "Node" } th scope="col" { "Status" } th scope="col" { "Version" } th scope="col" { "Created" }
+                        th scope="col" { "Node" } th scope="col" { "Status" } th scope="col" { "Taints" } th scope="col" { "Created" }
                         @if may_change { th scope="col" { span.visually-hidden { "Actions" } } }
                     } }
                     tbody {
@@ -500,6 +621,13 @@ pub fn node_tables(c: &Cluster, nodes: &[Node], may_change: bool, csrf: &str, oo
                                 th scope="row" { (n.name.as_str()) }
                                 td { (n.status.as_str()) }
                                 td { (n.version) }
+                                td {
+                                    @if n.taints.is_empty() { "none" }
+                                    @for t in &n.taints { code { (t.to_string()) } " " }
+                                    @if n.status == NodeStatus::Ready && !n.matches_pool(p) {
+                                        span.hint { "(the pool's labels and taints are being applied)" }
+                                    }
+                                }
                                 td { (crate::pages::clusters::when(n.created_at)) }
                                 @if may_change { td {
                                     @if n.status == NodeStatus::Deleting {

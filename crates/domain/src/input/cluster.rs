@@ -6,11 +6,14 @@ use crate::access::OrgSelector;
 use crate::input::check_len;
 use crate::input::node_pool::{NodePoolRequest, PoolSpec};
 use crate::input::upgrade::MaintenanceWindowRequest;
-use crate::model::cluster::{Exposure, NetworkMode};
+use crate::model::cluster::{ControlPlaneFirewall, Exposure, NetworkMode};
 use crate::model::maintenance_window::MaintenanceWindow;
+use crate::model::firewall::IpCidr;
 use crate::names::{DnsLabel, OrgRef, is_dns_label};
 use crate::ports::storage::{Freshness, PageRequest};
-use crate::rules::{MAX_CLUSTER_DESCRIPTION, MAX_CLUSTER_TAGS, MAX_POOLS, MIN_POOLS};
+use crate::rules::{
+    MAX_CLUSTER_DESCRIPTION, MAX_CLUSTER_TAGS, MAX_CONTROL_PLANE_ALLOWED, MAX_POOLS, MIN_POOLS,
+};
 use crate::validation::Violations;
 
 /// Creating a cluster. A control-plane pick is an unknown field, refused as a validation error.
@@ -35,6 +38,87 @@ pub struct CreateClusterRequest {
     pub maintenance_window: Option<MaintenanceWindowRequest>,
     /// Default false.
     pub auto_upgrade: Option<bool>,
+    /// Default: disabled, no networks.
+    pub control_plane_firewall: Option<ControlPlaneFirewallRequest>,
+}
+
+/// The control-plane firewall as a client wrote it. On create an absent field takes its
+/// default (disabled, no networks); in a change it keeps the cluster's current value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ControlPlaneFirewallRequest {
+    pub enabled: Option<bool>,
+    /// IPv4 and IPv6 CIDRs, at most 100.
+    pub allowed_addresses: Option<Vec<String>>,
+}
+
+/// A control-plane firewall change whose networks passed their rules; absent fields keep
+/// what the cluster has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirewallChange {
+    pub enabled: Option<bool>,
+    pub allowed_addresses: Option<Vec<IpCidr>>,
+}
+
+impl FirewallChange {
+    /// The firewall `current` becomes with this change, refused when it would be enabled with
+    /// no network (it would refuse every client, the service's own tools included; disabling
+    /// it is the way to open the control plane). `field` is the object's path.
+    pub fn applied_to(
+        &self,
+        current: &ControlPlaneFirewall,
+        field: &str,
+    ) -> Result<ControlPlaneFirewall, Violations> {
+        let next = ControlPlaneFirewall {
+            enabled: self.enabled.unwrap_or(current.enabled),
+            allowed_addresses: self
+                .allowed_addresses
+                .clone()
+                .unwrap_or_else(|| current.allowed_addresses.clone()),
+        };
+        if next.enabled && next.allowed_addresses.is_empty() {
+            return Err(Violations::one(
+                format!("{field}.allowed_addresses"),
+                "must hold at least one network while the firewall is enabled (an empty list would refuse every client); set enabled to false to open the control plane",
+            ));
+        }
+        Ok(next)
+    }
+}
+
+impl ControlPlaneFirewallRequest {
+    /// The networks' rules: each an IPv4 or IPv6 CIDR without host bits, at most
+    /// [`MAX_CONTROL_PLANE_ALLOWED`], none twice. `field` is the object's path.
+    pub fn check(&self, v: &mut Violations, field: &str) -> FirewallChange {
+        let allowed_addresses = self.allowed_addresses.as_ref().map(|list| {
+            let path = format!("{field}.allowed_addresses");
+            if list.len() > MAX_CONTROL_PLANE_ALLOWED {
+                v.push(
+                    &path,
+                    format!(
+                        "at most {MAX_CONTROL_PLANE_ALLOWED} networks are allowed (got {})",
+                        list.len()
+                    ),
+                );
+                return Vec::new();
+            }
+            let mut out: Vec<IpCidr> = Vec::with_capacity(list.len());
+            for (i, text) in list.iter().enumerate() {
+                let at = format!("{path}[{i}]");
+                let Some(cidr) = v.check(&at, IpCidr::parse(text)) else {
+                    continue;
+                };
+                match out.iter().position(|c| *c == cidr) {
+                    Some(first) => v.push(at, format!("repeats {path}[{first}] ({cidr})")),
+                    None => out.push(cidr),
+                }
+            }
+            out
+        });
+        FirewallChange {
+            enabled: self.enabled,
+            allowed_addresses,
+        }
+    }
 }
 
 /// A create request that passed every input rule; zone, version and tiers are checked against
@@ -53,6 +137,7 @@ pub struct ClusterSpec {
     pub node_pools: Vec<PoolSpec>,
     pub maintenance_window: MaintenanceWindow,
     pub auto_upgrade: bool,
+    pub control_plane_firewall: ControlPlaneFirewall,
 }
 
 /// Tags: DNS labels, at most 64.
@@ -143,9 +228,19 @@ impl CreateClusterRequest {
                 }
             }
         }
+        let firewall = self
+            .control_plane_firewall
+            .as_ref()
+            .map(|f| f.check(&mut v, "control_plane_firewall"));
         if !v.is_empty() {
             return Err(v);
         }
+        let control_plane_firewall = match firewall {
+            None => ControlPlaneFirewall::default(),
+            Some(change) => {
+                change.applied_to(&ControlPlaneFirewall::default(), "control_plane_firewall")?
+            }
+        };
         match (organization, name) {
             (Some(organization), Some(name)) => Ok(ClusterSpec {
                 organization,
@@ -159,14 +254,15 @@ impl CreateClusterRequest {
                 node_pools: pools,
                 maintenance_window,
                 auto_upgrade: self.auto_upgrade.unwrap_or(false),
+                control_plane_firewall,
             }),
             _ => Err(v),
         }
     }
 }
 
-/// Changing a cluster: its description, tags and maintenance policy. What the cluster is
-/// (name, zone, version, network mode) is not changed here.
+/// Changing a cluster: its description, tags, maintenance policy and control-plane firewall.
+/// What the cluster is (name, zone, version, network mode) is not changed here.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterPatch {
     /// A new description; null clears it.
@@ -177,6 +273,8 @@ pub struct ClusterPatch {
     pub maintenance_window: Option<Option<MaintenanceWindowRequest>>,
     /// Null is refused.
     pub auto_upgrade: Option<Option<bool>>,
+    /// A new control-plane firewall (its absent fields stay as they are); null is refused.
+    pub control_plane_firewall: Option<Option<ControlPlaneFirewallRequest>>,
 }
 
 /// A validated cluster change.
@@ -187,6 +285,7 @@ pub struct ClusterChanges {
     /// Checked against the current window by [`ClusterChanges::window`].
     pub maintenance_window: Option<MaintenanceWindowRequest>,
     pub auto_upgrade: Option<bool>,
+    pub control_plane_firewall: Option<FirewallChange>,
 }
 
 impl ClusterChanges {
@@ -206,10 +305,11 @@ impl ClusterPatch {
             && self.tags.is_none()
             && self.maintenance_window.is_none()
             && self.auto_upgrade.is_none()
+            && self.control_plane_firewall.is_none()
         {
             v.push(
                 "",
-                "the body must change at least one field: description, tags, maintenance_window or auto_upgrade",
+                "the body must change at least one field: description, tags, maintenance_window, auto_upgrade or control_plane_firewall",
             );
         }
         let maintenance_window = match &self.maintenance_window {
@@ -237,11 +337,20 @@ impl ClusterPatch {
             }
             Some(Some(list)) => Some(check_tags(&mut v, "tags", list)),
         };
+        let control_plane_firewall = match &self.control_plane_firewall {
+            None => None,
+            Some(None) => {
+                v.push("control_plane_firewall", "must not be null");
+                None
+            }
+            Some(Some(f)) => Some(f.check(&mut v, "control_plane_firewall")),
+        };
         v.into_result(ClusterChanges {
             description: self.description.clone(),
             tags,
             maintenance_window,
             auto_upgrade: self.auto_upgrade.flatten(),
+            control_plane_firewall,
         })
     }
 }

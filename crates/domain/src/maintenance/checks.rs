@@ -166,6 +166,7 @@ impl Maintenance {
             zone: cluster.zone.clone(),
             version: cluster.version.clone(),
             exposure: cluster.exposure,
+            control_plane_firewall: cluster.control_plane_firewall.clone(),
         };
         let credentials = match p.cloud.execute(step).await {
             Ok(StepOutcome::ControlPlane { credentials, .. }) => credentials,

@@ -13,9 +13,9 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::input::cluster::CreateClusterRequest;
-use crate::input::node_pool::{NodePoolPatch, NodePoolRequest};
 use crate::input::upgrade::{MaintenanceWindowRequest, UpgradeRequest};
+use crate::input::cluster::{ControlPlaneFirewallRequest, CreateClusterRequest};
+use crate::input::node_pool::{NodePoolPatch, NodePoolRequest, TaintRequest};
 use crate::model::audit::Actor;
 use crate::model::cluster::{Exposure, NetworkMode};
 
@@ -276,6 +276,19 @@ fn create_json(b: &CreateClusterRequest) -> Value {
         b.maintenance_window.as_ref().map(window_json),
     );
     put("auto_upgrade", b.auto_upgrade.map(Value::Bool));
+    put(
+        "control_plane_firewall",
+        b.control_plane_firewall.as_ref().map(|f| {
+            let mut o = serde_json::Map::new();
+            if let Some(e) = f.enabled {
+                o.insert("enabled".into(), Value::Bool(e));
+            }
+            if let Some(a) = &f.allowed_addresses {
+                o.insert("allowed_addresses".into(), json!(a));
+            }
+            Value::Object(o)
+        }),
+    );
     Value::Object(m)
 }
 
@@ -359,6 +372,19 @@ fn create_from(v: &Value) -> Option<CreateClusterRequest> {
             Some(w) => Some(window_from(w)?),
         },
         auto_upgrade: v.get("auto_upgrade").and_then(Value::as_bool),
+        control_plane_firewall: match v.get("control_plane_firewall") {
+            None => None,
+            Some(f) => Some(ControlPlaneFirewallRequest {
+                enabled: match f.get("enabled") {
+                    None => None,
+                    Some(e) => Some(e.as_bool()?),
+                },
+                allowed_addresses: match f.get("allowed_addresses") {
+                    None => None,
+                    Some(a) => Some(serde_json::from_value(a.clone()).ok()?),
+                },
+            }),
+        },
     })
 }
 
@@ -376,10 +402,44 @@ fn pool_json(p: &NodePoolRequest) -> Value {
     put("min_nodes", p.min_nodes.map(|c| json!(c)));
     put("max_nodes", p.max_nodes.map(|c| json!(c)));
     put("labels", p.labels.as_ref().map(|l| json!(l)));
+    put("taints", p.taints.as_deref().map(taints_json));
     put("tags", p.tags.as_ref().map(|t| json!(t)));
     put("max_surge", p.max_surge.map(|c| json!(c)));
     put("max_unavailable", p.max_unavailable.map(|c| json!(c)));
     Value::Object(m)
+}
+
+/// Taints as they were asked: absent fields stay absent.
+fn taints_json(taints: &[TaintRequest]) -> Value {
+    taints
+        .iter()
+        .map(|t| {
+            let mut m = serde_json::Map::new();
+            for (k, v) in [("key", &t.key), ("value", &t.value), ("effect", &t.effect)] {
+                if let Some(v) = v {
+                    m.insert(k.into(), Value::String(v.clone()));
+                }
+            }
+            Value::Object(m)
+        })
+        .collect()
+}
+
+fn taints_from(v: &Value) -> Option<Vec<TaintRequest>> {
+    v.as_array()?
+        .iter()
+        .map(|t| {
+            let text = |k: &str| match t.get(k) {
+                None => Some(None),
+                Some(x) => Some(Some(x.as_str()?.to_owned())),
+            };
+            Some(TaintRequest {
+                key: text("key")?,
+                value: text("value")?,
+                effect: text("effect")?,
+            })
+        })
+        .collect()
 }
 
 fn pool_from(v: &Value) -> Option<NodePoolRequest> {
@@ -398,6 +458,10 @@ fn pool_from(v: &Value) -> Option<NodePoolRequest> {
         min_nodes: v.get("min_nodes").and_then(Value::as_i64),
         max_nodes: v.get("max_nodes").and_then(Value::as_i64),
         labels: map("labels")?,
+        taints: match v.get("taints") {
+            None => None,
+            Some(t) => Some(taints_from(t)?),
+        },
         tags: map("tags")?,
         max_surge: v.get("max_surge").and_then(Value::as_i64),
         max_unavailable: v.get("max_unavailable").and_then(Value::as_i64),
@@ -417,6 +481,12 @@ fn patch_json(p: &NodePoolPatch) -> Value {
     put("min_nodes", p.min_nodes.map(|c| json!(c)));
     put("max_nodes", p.max_nodes.map(|c| json!(c)));
     put("labels", p.labels.as_ref().map(|l| json!(l)));
+    put(
+        "taints",
+        p.taints
+            .as_ref()
+            .map(|t| t.as_deref().map_or(Value::Null, taints_json)),
+    );
     put("tags", p.tags.as_ref().map(|t| json!(t)));
     put("max_surge", p.max_surge.map(|c| json!(c)));
     put("max_unavailable", p.max_unavailable.map(|c| json!(c)));
@@ -437,6 +507,11 @@ fn patch_from(v: &Value) -> Option<NodePoolPatch> {
         min_nodes: field(v, "min_nodes")?,
         max_nodes: field(v, "max_nodes")?,
         labels: field(v, "labels")?,
+        taints: match v.get("taints") {
+            None => None,
+            Some(Value::Null) => Some(None),
+            Some(t) => Some(Some(taints_from(t)?)),
+        },
         tags: field(v, "tags")?,
         max_surge: field(v, "max_surge")?,
         max_unavailable: field(v, "max_unavailable")?,
@@ -456,6 +531,10 @@ mod tests {
                     name: Some("prod-1".into()),
                     tags: Some(vec!["team-a".into()]),
                     exposure: Some(Exposure::Private),
+                    control_plane_firewall: Some(ControlPlaneFirewallRequest {
+                        enabled: Some(true),
+                        allowed_addresses: Some(vec!["203.0.113.0/24".into()]),
+                    }),
                     node_pools: Some(vec![NodePoolRequest {
                         size: Some("kube.c5.large".into()),
                         count: Some(3),
@@ -472,6 +551,11 @@ mod tests {
                     auto_scale: Some(true),
                     min_nodes: Some(0),
                     max_nodes: Some(4),
+                    taints: Some(vec![TaintRequest {
+                        key: Some("nvidia.com/gpu".into()),
+                        value: None,
+                        effect: Some("NoSchedule".into()),
+                    }]),
                     ..Default::default()
                 },
             },
@@ -481,6 +565,7 @@ mod tests {
                 patch: NodePoolPatch {
                     count: Some(Some(5)),
                     max_nodes: Some(None),
+                    taints: Some(Some(vec![])),
                     ..Default::default()
                 },
             },

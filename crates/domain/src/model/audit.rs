@@ -42,6 +42,7 @@ words! {
         DeletionStarted => "deletion_started",
         ExposureChangeStarted => "exposure_change_started",
         UpgradeStarted => "upgrade_started",
+        ControlPlaneFirewallChangeStarted => "control_plane_firewall_change_started",
         Allocated => "allocated",
         ReleaseStarted => "release_started",
         ReplacementStarted => "replacement_started",

@@ -1,6 +1,8 @@
 //! Clusters: their settings, their phase machine, the exposure change that may be
 //! in flight, and the hub registration / default environment sub-statuses.
 
+use std::net::IpAddr;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -8,6 +10,7 @@ use uuid::Uuid;
 use crate::model::maintenance_window::MaintenanceWindow;
 use crate::model::node_pool::{NodePool, PoolStatus};
 use crate::model::upgrade::UpgradeInFlight;
+use crate::model::firewall::IpCidr;
 use crate::names::DnsLabel;
 
 /// Where the cluster's API endpoint is reachable from.
@@ -290,7 +293,7 @@ pub enum ExposureDecision {
     Start(ExposureChange),
 }
 
-/// Why an exposure request is refused.
+/// Why an exposure request (or a change of the control-plane firewall) is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExposureRefusal {
     /// Exposure changes need `Provisioned` (`DomainError::PhaseNotProvisioned`).
@@ -308,6 +311,34 @@ pub enum UpgradeBlocker {
     NotProvisioned(ClusterPhase),
     /// An upgrade, an exposure change or a pool's change is still being carried out.
     ChangeInFlight,
+}
+
+/// Who may call the control plane's API server. Disabled (the default), anyone who holds a
+/// credential; enabled, only callers from one of `allowed_addresses`, which is then never
+/// empty (an empty list would refuse every client: the rule refuses it instead).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ControlPlaneFirewall {
+    pub enabled: bool,
+    /// IPv4 and IPv6 networks, at most `rules::MAX_CONTROL_PLANE_ALLOWED`, no duplicates.
+    /// Kept while disabled, so it can be enabled again as it was.
+    pub allowed_addresses: Vec<IpCidr>,
+}
+
+impl ControlPlaneFirewall {
+    /// Whether a call from `address` reaches the API server.
+    pub fn admits(&self, address: IpAddr) -> bool {
+        !self.enabled || self.allowed_addresses.iter().any(|c| c.contains(address))
+    }
+}
+
+/// What a request to change the control-plane firewall asks of a cluster, decided by
+/// [`Cluster::request_control_plane_firewall`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FirewallDecision {
+    /// Already so and nothing in flight: nothing started.
+    Unchanged,
+    /// A change to this starts.
+    Start(ControlPlaneFirewall),
 }
 
 /// A cluster and its node pools.
@@ -346,6 +377,12 @@ pub struct Cluster {
     /// The start of the last window in which an automatic upgrade began: one a window, even
     /// when it failed.
     pub last_auto_upgrade_window: Option<DateTime<Utc>>,
+    /// The control-plane firewall the API server enforces now.
+    pub control_plane_firewall: ControlPlaneFirewall,
+    /// The control-plane firewall being applied; `control_plane_firewall` is enforced until
+    /// it is. Only one change is ever in flight: a second is
+    /// `Conflict::FirewallChangeInFlight`.
+    pub control_plane_firewall_change: Option<ControlPlaneFirewall>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// The change counter of the state long-poll: raised by every change of the
@@ -418,8 +455,44 @@ impl Cluster {
             .node_pools
             .iter()
             .any(|p| p.status != PoolStatus::Ready);
-        (self.upgrade.is_some() || self.exposure_change.is_some() || busy_pool)
-            .then_some(UpgradeBlocker::ChangeInFlight)
+        let busy = self.upgrade.is_some()
+            || self.exposure_change.is_some()
+            || self.control_plane_firewall_change.is_some();
+        (busy || busy_pool).then_some(UpgradeBlocker::ChangeInFlight)
+    }
+
+    /// Decides a request to change the control-plane firewall to `to`, refused as an exposure
+    /// change is: the API server must be up and settled (`Provisioned`), with no change of
+    /// the firewall in flight.
+    pub fn request_control_plane_firewall(
+        &self,
+        to: ControlPlaneFirewall,
+    ) -> Result<FirewallDecision, ExposureRefusal> {
+        match self.phase {
+            ClusterPhase::Deleting => return Err(ExposureRefusal::Deleting),
+            ClusterPhase::Failed => return Err(ExposureRefusal::Failed),
+            ClusterPhase::Provisioned => {}
+            other => return Err(ExposureRefusal::NotProvisioned(other)),
+        }
+        if self.control_plane_firewall_change.is_some() {
+            return Err(ExposureRefusal::ChangeInFlight);
+        }
+        if self.control_plane_firewall == to {
+            return Ok(FirewallDecision::Unchanged);
+        }
+        Ok(FirewallDecision::Start(to))
+    }
+
+    /// Completes the control-plane firewall change in flight: the API server enforces it from
+    /// now on. Returns false when there was none.
+    pub fn complete_control_plane_firewall_change(&mut self) -> bool {
+        match self.control_plane_firewall_change.take() {
+            Some(to) => {
+                self.control_plane_firewall = to;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Completes the exposure change in flight: `exposure` takes the target and the change
@@ -503,6 +576,60 @@ mod tests {
         .filter(|p| p.serves_kubeconfig())
         .collect();
         assert_eq!(serving, [ControlPlaneReady, Provisioned]);
+    }
+
+    fn firewall(enabled: bool, cidrs: &[&str]) -> ControlPlaneFirewall {
+        ControlPlaneFirewall {
+            enabled,
+            allowed_addresses: cidrs
+                .iter()
+                .map(|c| IpCidr::parse(c).unwrap_or_else(|e| panic!("{e}")))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn control_plane_firewall_admits_everyone_disabled_and_only_its_networks_enabled() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap_or_else(|e| panic!("{e}"));
+        let list = ["203.0.113.0/24", "2001:db8::/32"];
+        assert!(firewall(false, &list).admits(ip("198.51.100.1")));
+        let on = firewall(true, &list);
+        for inside in ["203.0.113.9", "::ffff:203.0.113.9", "2001:db8::5"] {
+            assert!(on.admits(ip(inside)), "{inside}");
+        }
+        for outside in ["198.51.100.1", "2001:db9::5", "::1", "127.0.0.1"] {
+            assert!(!on.admits(ip(outside)), "{outside}");
+        }
+    }
+
+    #[test]
+    fn a_firewall_change_needs_a_provisioned_cluster_and_none_in_flight() {
+        let mut c = crate::testing::cluster(crate::testing::ORG_A, Provisioned);
+        let to = firewall(true, &["10.0.0.0/8"]);
+        assert_eq!(
+            c.request_control_plane_firewall(to.clone()),
+            Ok(FirewallDecision::Start(to.clone()))
+        );
+        assert_eq!(
+            c.request_control_plane_firewall(ControlPlaneFirewall::default()),
+            Ok(FirewallDecision::Unchanged)
+        );
+        c.control_plane_firewall_change = Some(to.clone());
+        assert_eq!(
+            c.request_control_plane_firewall(ControlPlaneFirewall::default()),
+            Err(ExposureRefusal::ChangeInFlight)
+        );
+        assert!(c.complete_control_plane_firewall_change());
+        assert_eq!(c.control_plane_firewall, to);
+        assert!(!c.complete_control_plane_firewall_change());
+        for (phase, refusal) in [
+            (Pending, ExposureRefusal::NotProvisioned(Pending)),
+            (Deleting, ExposureRefusal::Deleting),
+            (Failed, ExposureRefusal::Failed),
+        ] {
+            c.phase = phase;
+            assert_eq!(c.request_control_plane_firewall(to.clone()), Err(refusal));
+        }
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! Worker nodes and their status machine. A deleted node is replaced: the pool keeps its count.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::model::node_pool::{NodePool, Taint};
 use crate::names::{DnsLabel, NodeName};
 
 /// `Provisioning`, `Ready`, `Deleting`.
@@ -73,6 +76,17 @@ pub struct Node {
     /// The Kubernetes version it runs (its kubelet's).
     pub version: String,
     pub created_at: DateTime<Utc>,
+    /// The Kubernetes labels the node carries: its pool's, once provisioning applied them.
+    pub labels: BTreeMap<String, String>,
+    /// The Kubernetes taints the node carries: its pool's, once provisioning applied them.
+    pub taints: Vec<Taint>,
+}
+
+impl Node {
+    /// Whether the node carries the labels and taints its pool asks for now.
+    pub fn matches_pool(&self, pool: &NodePool) -> bool {
+        self.labels == pool.labels && self.taints == pool.taints
+    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,38 @@ impl PoolStatus {
     ];
 }
 
+words! {
+    /// What a taint does to pods that do not tolerate it: `NoSchedule` (not scheduled there),
+    /// `PreferNoSchedule` (avoided when possible), `NoExecute` (also evicted when running).
+    TaintEffect {
+        NoSchedule => "NoSchedule",
+        PreferNoSchedule => "PreferNoSchedule",
+        NoExecute => "NoExecute",
+    }
+}
+
+/// A Kubernetes taint a pool puts on each of its nodes. A pool holds at most one taint per key
+/// and effect, as Kubernetes does on a node.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Taint {
+    /// A qualified name (`names::qualified_name_problem`).
+    pub key: String,
+    /// A label value, possibly empty (`names::label_value_problem`).
+    pub value: String,
+    pub effect: TaintEffect,
+}
+
+/// As `kubectl taint` writes one: `KEY=VALUE:EFFECT`, or `KEY:EFFECT` without a value.
+impl std::fmt::Display for Taint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.value.is_empty() {
+            write!(f, "{}:{}", self.key, self.effect.as_str())
+        } else {
+            write!(f, "{}={}:{}", self.key, self.value, self.effect.as_str())
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PoolEvent {
     /// The pool's nodes match its target.
@@ -104,7 +136,10 @@ pub struct NodePool {
     pub min_nodes: u32,
     /// Null when never given (only needed with auto_scale).
     pub max_nodes: Option<u32>,
+    /// Kubernetes labels on each of the pool's nodes.
     pub labels: BTreeMap<String, String>,
+    /// Kubernetes taints on each of the pool's nodes, in the order given.
+    pub taints: Vec<Taint>,
     pub tags: BTreeMap<String, String>,
     /// The tier's disk size.
     pub root_volume_size_gib: u32,

@@ -1,5 +1,6 @@
 //! Operations: each change that hands work to provisioning (a create, a scale, an exposure
 //! change, an upgrade, a node replacement, an Elastic IP, a firewall rule, a deletion) is followed as one
+//! or control-plane firewall change, a node replacement, an Elastic IP, a firewall rule, a deletion) is followed as one
 //! operation a client can watch, from the request that asked for it to the state its object
 //! settles in. Provisioning itself reconciles the whole cluster at once; an operation is
 //! settled when that reconcile finishes with the cluster as asked (`reconcile::settle` says
@@ -18,6 +19,7 @@ words! {
         Delete => "delete",
         ExposureChange => "exposure_change",
         Upgrade => "upgrade",
+        ControlPlaneFirewallChange => "control_plane_firewall_change",
         NodePoolCreate => "node_pool_create",
         NodePoolChange => "node_pool_change",
         NodePoolDelete => "node_pool_delete",
@@ -51,6 +53,9 @@ impl OperationKind {
             (R::Cluster, A::DeletionStarted) => OperationKind::Delete,
             (R::Cluster, A::ExposureChangeStarted) => OperationKind::ExposureChange,
             (R::Cluster, A::UpgradeStarted) => OperationKind::Upgrade,
+            (R::Cluster, A::ControlPlaneFirewallChangeStarted) => {
+                OperationKind::ControlPlaneFirewallChange
+            }
             (R::NodePool, A::Created) => OperationKind::NodePoolCreate,
             (R::NodePool, A::Updated) => OperationKind::NodePoolChange,
             (R::NodePool, A::DeletionStarted) => OperationKind::NodePoolDelete,

@@ -3,13 +3,15 @@
 //! repeated after a crash does no harm.
 
 use async_trait::async_trait;
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use uuid::Uuid;
 
-use crate::model::cluster::{Exposure, Registration};
+use crate::model::cluster::{ControlPlaneFirewall, Exposure, Registration};
 use crate::model::elastic_ip::AddressPool;
 use crate::model::firewall::FirewallRule;
 use crate::model::kubeconfig::ClusterCredentials;
+use crate::model::node_pool::Taint;
 
 /// One piece of provisioning work.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +22,8 @@ pub enum Step {
         zone: String,
         version: String,
         exposure: Exposure,
+        /// Who may call the API server from the start.
+        control_plane_firewall: ControlPlaneFirewall,
     },
     RegisterHub {
         cluster_id: Uuid,
@@ -27,6 +31,7 @@ pub enum Step {
     InstallDefaultEnvironment {
         cluster_id: Uuid,
     },
+    /// Creates a node with its pool's labels and taints.
     CreateNode {
         cluster_id: Uuid,
         pool: String,
@@ -34,6 +39,16 @@ pub enum Step {
         size: String,
         /// The Kubernetes version its kubelet runs.
         version: String,
+        labels: BTreeMap<String, String>,
+        taints: Vec<Taint>,
+    },
+    /// Sets a running node's labels and taints to exactly these (the ones it had and the pool
+    /// no longer has are removed), in place: the node is not replaced.
+    ConfigureNode {
+        cluster_id: Uuid,
+        node: String,
+        labels: BTreeMap<String, String>,
+        taints: Vec<Taint>,
     },
     DeleteNode {
         cluster_id: Uuid,
@@ -68,6 +83,12 @@ pub enum Step {
         cluster_id: Uuid,
         version: String,
     },
+
+    /// Makes the API server admit only what this firewall lets in, from now on.
+    SetControlPlaneFirewall {
+        cluster_id: Uuid,
+        firewall: ControlPlaneFirewall,
+    },
     DestroyCluster {
         cluster_id: Uuid,
     },
@@ -81,6 +102,7 @@ impl Step {
             Step::RegisterHub { .. } => "register_hub",
             Step::InstallDefaultEnvironment { .. } => "install_default_environment",
             Step::CreateNode { .. } => "create_node",
+            Step::ConfigureNode { .. } => "configure_node",
             Step::DeleteNode { .. } => "delete_node",
             Step::AttachAddress { .. } => "attach_address",
             Step::DetachAddress { .. } => "detach_address",
@@ -88,6 +110,7 @@ impl Step {
             Step::RemoveFirewallRule { .. } => "remove_firewall_rule",
             Step::SetExposure { .. } => "set_exposure",
             Step::UpgradeControlPlane { .. } => "upgrade_control_plane",
+            Step::SetControlPlaneFirewall { .. } => "set_control_plane_firewall",
             Step::DestroyCluster { .. } => "destroy_cluster",
         }
     }
@@ -136,12 +159,15 @@ pub trait CloudProvider: Send + Sync {
 
 /// The check a cluster's API server asks of the control plane before it accepts a bearer
 /// token (webhook token authentication, the way managed clusters defer to their provider):
-/// so a revoked or expired credential is refused by the cluster at once.
+/// so a revoked or expired credential is refused by the cluster at once, and so is any call
+/// from an address the cluster's control-plane firewall does not let in (`from`, the caller's
+/// address as the API server sees it).
 #[async_trait]
 pub trait TokenReviewer: Send + Sync {
     async fn review(
         &self,
         cluster_id: uuid::Uuid,
         token: &crate::model::secret::Secret,
+        from: std::net::IpAddr,
     ) -> Result<crate::service::Reviewed, crate::DomainError>;
 }

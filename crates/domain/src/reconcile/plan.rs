@@ -4,7 +4,7 @@
 
 use uuid::Uuid;
 
-use crate::model::cluster::{Cluster, ClusterPhase, Exposure, SubStatus};
+use crate::model::cluster::{Cluster, ClusterPhase, ControlPlaneFirewall, Exposure, SubStatus};
 use crate::model::elastic_ip::{ElasticIp, ElasticIpStatus};
 use crate::model::firewall::{FirewallRule, FirewallRuleStatus};
 use crate::model::node::{Node, NodeStatus};
@@ -34,6 +34,9 @@ pub enum Work {
     InstallDefaultEnvironment,
     /// `Step::SetExposure` for the exposure change in flight.
     SetExposure { to: Exposure },
+    /// `Step::SetControlPlaneFirewall` for the firewall change in flight, then the cluster
+    /// enforces it.
+    SetControlPlaneFirewall { to: ControlPlaneFirewall },
     /// A rule in `Deleting`: `Step::RemoveFirewallRule`, then the rule is gone.
     RemoveFirewallRule { rule: FirewallRule },
     /// A rule `Pending`: `Step::ApplyFirewallRule`, then `Active`.
@@ -50,6 +53,9 @@ pub enum Work {
     /// Brings a node up in `pool`: `node` is one left `Provisioning` (created again, the step
     /// being idempotent), or `None` for a new one, inserted as `Provisioning` first.
     CreateNode { pool: NodePool, node: Option<Node> },
+    /// A `Ready` node whose labels or taints are not its pool's: `Step::ConfigureNode` sets
+    /// the pool's on it in place, then the node records them. Never a replacement.
+    ConfigureNode { pool: NodePool, node: Node },
     /// A pool in `Deleting` without nodes left: the pool is gone.
     DeletePool { pool: DnsLabel },
     /// A pool whose nodes match its count: `Provisioning | Scaling → Ready`.
@@ -77,6 +83,7 @@ impl Work {
             Work::RegisterHub => "register_hub",
             Work::InstallDefaultEnvironment => "install_default_environment",
             Work::SetExposure { .. } => "set_exposure",
+            Work::SetControlPlaneFirewall { .. } => "set_control_plane_firewall",
             Work::RemoveFirewallRule { .. } => "remove_firewall_rule",
             Work::ApplyFirewallRule { .. } => "apply_firewall_rule",
             Work::DetachAddress { .. } => "detach_address",
@@ -84,6 +91,7 @@ impl Work {
             Work::AttachAddress { .. } => "attach_address",
             Work::DeleteNode { .. } => "delete_node",
             Work::CreateNode { .. } => "create_node",
+            Work::ConfigureNode { .. } => "configure_node",
             Work::DeletePool { .. } => "delete_pool",
             Work::SettlePool { .. } => "settle_pool",
             Work::FinishProvisioning => "finish_provisioning",
@@ -103,6 +111,8 @@ impl Work {
 /// take many steps; the cluster is `Provisioned` once every pool has settled. An upgrade moves
 /// the control plane before any node (a node is never newer than its control plane), then one
 /// pool at a time.
+/// user-visible changes (exposure, control-plane firewall, firewall rules, Elastic IPs) before node work, which may
+/// take many steps; the cluster is `Provisioned` once every pool has settled.
 pub fn next_work(state: &ClusterState) -> Option<Work> {
     let cluster = &state.cluster;
     if cluster.is_gone() {
@@ -125,6 +135,11 @@ pub fn next_work(state: &ClusterState) -> Option<Work> {
         && let Some(change) = cluster.exposure_change
     {
         return Some(Work::SetExposure { to: change.to });
+    }
+    if cluster.phase == ClusterPhase::Provisioned
+        && let Some(to) = &cluster.control_plane_firewall_change
+    {
+        return Some(Work::SetControlPlaneFirewall { to: to.clone() });
     }
     if let Some(work) = firewall_work(&state.firewall_rules) {
         return Some(work);
@@ -216,6 +231,15 @@ fn node_work(cluster: &Cluster, nodes: &[Node]) -> Option<Work> {
             return Some(Work::CreateNode {
                 pool: pool.clone(),
                 node: None,
+            });
+        }
+        if let Some(node) = mine
+            .iter()
+            .find(|n| n.status == NodeStatus::Ready && !n.matches_pool(pool))
+        {
+            return Some(Work::ConfigureNode {
+                pool: pool.clone(),
+                node: (*node).clone(),
             });
         }
         if pool.status != PoolStatus::Ready {

@@ -282,6 +282,25 @@ impl Run<'_> {
                 next.updated_at = self.now;
                 self.commit_done(vec![Change::UpdateCluster(next)]).await
             }
+            Work::SetControlPlaneFirewall { to } => {
+                let step = Step::SetControlPlaneFirewall {
+                    cluster_id: self.cluster().id,
+                    firewall: to.clone(),
+                };
+                if let Err(reason) = self.execute(step).await? {
+                    return Err(self.permanent(reason));
+                }
+                let mut next = self.cluster().clone();
+                // Only the change this work was decided on completes: the revision check of
+                // the commit refuses it when another one replaced it meanwhile.
+                if next.control_plane_firewall_change.as_ref() != Some(&to)
+                    || !next.complete_control_plane_firewall_change()
+                {
+                    return Err(internal("no control-plane firewall change in flight"));
+                }
+                next.updated_at = self.now;
+                self.commit_done(vec![Change::UpdateCluster(next)]).await
+            }
             Work::RemoveFirewallRule { rule } => {
                 let step = Step::RemoveFirewallRule {
                     cluster_id: self.cluster().id,
@@ -318,6 +337,21 @@ impl Run<'_> {
             Work::AttachAddress { elastic_ip } => self.attach_address(elastic_ip).await,
             Work::DeleteNode { node } => self.delete_node(node).await,
             Work::CreateNode { pool, node } => self.create_node(pool, node).await,
+            Work::ConfigureNode { pool, node } => {
+                let step = Step::ConfigureNode {
+                    cluster_id: self.cluster().id,
+                    node: node.name.as_str().to_owned(),
+                    labels: pool.labels.clone(),
+                    taints: pool.taints.clone(),
+                };
+                if let Err(reason) = self.execute(step).await? {
+                    return Err(self.permanent(reason));
+                }
+                let mut next = node;
+                next.labels = pool.labels;
+                next.taints = pool.taints;
+                self.commit_done(vec![Change::UpdateNode(next)]).await
+            }
             Work::DeletePool { pool } => self.commit_done(vec![Change::DeletePool(pool)]).await,
             Work::SettlePool { pool } => {
                 let mut next = pool;
@@ -383,6 +417,7 @@ impl Run<'_> {
             zone: c.zone.clone(),
             version: c.version.clone(),
             exposure: c.exposure,
+            control_plane_firewall: c.control_plane_firewall.clone(),
         };
         let (endpoint, credentials) = match self.execute(step).await? {
             Ok(StepOutcome::ControlPlane {
@@ -534,12 +569,15 @@ impl Run<'_> {
         let node = match node {
             Some(node) => node,
             None => {
+                // Recorded bare: it carries the pool's labels and taints once it is up with them.
                 let node = Node {
                     name: self.fresh_node_name(&pool)?,
                     pool: pool.name.clone(),
                     status: NodeStatus::Provisioning,
                     version: pool.version.clone(),
                     created_at: self.now,
+                    labels: Default::default(),
+                    taints: Vec::new(),
                 };
                 if !self.commit(vec![Change::InsertNode(node.clone())]).await? {
                     return Ok(Outcome::Raced);
@@ -553,6 +591,8 @@ impl Run<'_> {
             node: node.name.as_str().to_owned(),
             size: pool.size.clone(),
             version: node.version.clone(),
+            labels: pool.labels.clone(),
+            taints: pool.taints.clone(),
         };
         if let Err(reason) = self.execute(step).await? {
             // Before `Provisioned` a node that cannot be created fails the cluster; after, the
@@ -561,6 +601,8 @@ impl Run<'_> {
         }
         let mut up = node;
         up.status = up.status.apply(NodeEvent::Up).map_err(internal)?;
+        up.labels = pool.labels;
+        up.taints = pool.taints;
         self.commit_done(vec![Change::UpdateNode(up)]).await
     }
 

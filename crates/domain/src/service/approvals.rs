@@ -417,12 +417,43 @@ impl Services {
                         format!("{} node{}", p.count, plural(p.count))
                     }
                 };
+                // Every change the person approves is said, not only the size: a change of
+                // taints or labels alone must not read as a resize to the same size.
+                let mut parts = Vec::new();
+                if size(current) != size(&next)
+                    || (next.labels == current.labels && next.taints == current.taints)
+                {
+                    parts.push(format!("from {} to {}", size(current), size(&next)));
+                }
+                let listed = |items: Vec<String>| {
+                    if items.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        items.join(", ")
+                    }
+                };
+                if next.taints != current.taints {
+                    parts.push(format!(
+                        "its taints to {}",
+                        listed(next.taints.iter().map(ToString::to_string).collect())
+                    ));
+                }
+                if next.labels != current.labels {
+                    parts.push(format!(
+                        "its labels to {}",
+                        listed(
+                            next.labels
+                                .iter()
+                                .map(|(k, v)| format!("{k}={v}"))
+                                .collect()
+                        )
+                    ));
+                }
                 format!(
-                    "Change the node pool {} of the cluster {} from {} to {}.",
+                    "Change the node pool {} of the cluster {}: {}.",
                     pool,
                     c.name.as_str(),
-                    size(current),
-                    size(&next)
+                    parts.join("; ")
                 )
             }
             ApprovedAction::DeleteNodePool { pool, .. } => {

@@ -12,7 +12,8 @@ use crate::input::cluster::{ClusterPatch, CreateClusterRequest, ExposurePatch, L
 use crate::input::precondition::Expect;
 use crate::model::audit::{Audit, AuditAction, AuditResource};
 use crate::model::cluster::{
-    Cluster, ClusterPhase, Exposure, ExposureDecision, ExposureRefusal, PhaseEvent, Registration,
+    Cluster, ClusterPhase, ControlPlaneFirewall, Exposure, ExposureDecision, ExposureRefusal,
+    FirewallDecision, PhaseEvent, Registration,
 };
 use crate::model::identity::Caller;
 use crate::model::maintenance_window::format_start_time;
@@ -125,6 +126,7 @@ impl Services {
                     min_nodes: p.sizing.min_nodes,
                     max_nodes: p.sizing.max_nodes,
                     labels: p.labels.clone(),
+                    taints: p.taints.clone(),
                     tags: p.tags.clone(),
                     root_volume_size_gib: tier.disk_gib,
                     version: version.id.clone(),
@@ -172,6 +174,8 @@ impl Services {
                 maintenance_window: spec.maintenance_window,
                 auto_upgrade: spec.auto_upgrade,
                 last_auto_upgrade_window: None,
+                control_plane_firewall: spec.control_plane_firewall.clone(),
+                control_plane_firewall_change: None,
                 created_at: now,
                 updated_at: now,
                 revision: 1,
@@ -218,6 +222,9 @@ impl Services {
 
     /// Changes a cluster's description, tags and maintenance policy (only while it is as
     /// `expect` says).
+    /// Changes a cluster's description, tags and control-plane firewall (only while it is as
+    /// `expect` says). Description and tags take effect as they are recorded; a new firewall
+    /// is handed to provisioning (an operation), enforced once the API server applied it.
     #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn patch_cluster(
         &self,
@@ -257,17 +264,54 @@ impl Services {
                     next.auto_upgrade = a;
                     changed.insert("auto_upgrade".into(), json!(a));
                 }
+
+                let mut firewall_started = false;
+                if let Some(change) = &changes.control_plane_firewall {
+                    let to =
+                        change.applied_to(&c.control_plane_firewall, "control_plane_firewall")?;
+                    let decision = c.request_control_plane_firewall(to).map_err(|r| match r {
+                        ExposureRefusal::ChangeInFlight => {
+                            DomainError::Conflict(Conflict::FirewallChangeInFlight)
+                        }
+                        other => refused(other),
+                    })?;
+                    match decision {
+                        FirewallDecision::Unchanged => {}
+                        FirewallDecision::Start(to) => {
+                            changed.insert(
+                                "control_plane_firewall".into(),
+                                json!({
+                                    "from": firewall_json(&c.control_plane_firewall),
+                                    "to": firewall_json(&to),
+                                }),
+                            );
+                            next.control_plane_firewall_change = Some(to);
+                            firewall_started = true;
+                        }
+                    }
+                }
+                if changed.is_empty() {
+                    return Ok(Decision::nothing(c));
+                }
                 next.updated_at = now;
-                Ok(Decision::record(
-                    vec![Change::UpdateCluster(next.clone())],
-                    Audit::new(
+                let changes = vec![Change::UpdateCluster(next.clone())];
+                Ok(if firewall_started {
+                    let audit = Audit::new(
+                        AuditResource::Cluster,
+                        c.id,
+                        AuditAction::ControlPlaneFirewallChangeStarted,
+                        changed.into(),
+                    );
+                    Decision::schedule(changes, audit, next)
+                } else {
+                    let audit = Audit::new(
                         AuditResource::Cluster,
                         c.id,
                         AuditAction::Updated,
                         changed.into(),
-                    ),
-                    next,
-                ))
+                    );
+                    Decision::record(changes, audit, next)
+                })
             },
         )
         .await
@@ -289,16 +333,7 @@ impl Services {
             expect,
             async |c: &Cluster| Ok(c.clone()),
             async |_, c: Cluster| match c.request_exposure(body.exposure) {
-                Err(ExposureRefusal::Deleting) => {
-                    Err(DomainError::Conflict(Conflict::ClusterDeleting))
-                }
-                Err(ExposureRefusal::Failed) => Err(DomainError::Conflict(Conflict::ClusterFailed)),
-                Err(ExposureRefusal::NotProvisioned(phase)) => {
-                    Err(DomainError::PhaseNotProvisioned(phase.as_str()))
-                }
-                Err(ExposureRefusal::ChangeInFlight) => {
-                    Err(DomainError::Conflict(Conflict::ChangeInFlight))
-                }
+                Err(refusal) => Err(refused(refusal)),
                 Ok(ExposureDecision::Unchanged) => Ok(Decision::nothing(ExposureOutcome {
                     cluster: c.clone(),
                     started: false,
@@ -430,6 +465,24 @@ impl Services {
     }
 }
 
+/// The answer to a change of the exposure or the control-plane firewall the cluster refuses.
+fn refused(refusal: ExposureRefusal) -> DomainError {
+    match refusal {
+        ExposureRefusal::Deleting => DomainError::Conflict(Conflict::ClusterDeleting),
+        ExposureRefusal::Failed => DomainError::Conflict(Conflict::ClusterFailed),
+        ExposureRefusal::NotProvisioned(phase) => DomainError::PhaseNotProvisioned(phase.as_str()),
+        ExposureRefusal::ChangeInFlight => DomainError::Conflict(Conflict::ChangeInFlight),
+    }
+}
+
+/// A control-plane firewall as the audit trail writes it.
+pub(crate) fn firewall_json(f: &ControlPlaneFirewall) -> serde_json::Value {
+    json!({
+        "enabled": f.enabled,
+        "allowed_addresses": f.allowed_addresses.iter().map(ToString::to_string).collect::<Vec<_>>(),
+    })
+}
+
 /// What the audit trail says of a new cluster: what was asked, never a secret (a create
 /// carries none).
 fn created(c: &Cluster) -> serde_json::Value {
@@ -438,6 +491,7 @@ fn created(c: &Cluster) -> serde_json::Value {
         "zone": c.zone,
         "version": c.version,
         "exposure": c.exposure.as_str(),
+        "control_plane_firewall": firewall_json(&c.control_plane_firewall),
         "node_pools": c.node_pools.iter().map(|p| json!({
             "name": p.name.as_str(),
             "size": p.size,

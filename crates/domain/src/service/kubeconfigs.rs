@@ -3,6 +3,8 @@
 //! its own, recorded and revocable; the list, a revocation, a rotation; and the review the
 //! cluster's API server asks for before it accepts a token.
 
+use std::net::IpAddr;
+
 use chrono::Duration;
 use serde_json::json;
 use uuid::Uuid;
@@ -17,7 +19,7 @@ use crate::model::kubeconfig::{
     self, ClusterCredentials, CredentialStatus, IssuedCredential, Lifetime, MIN_EXPIRY_SECONDS,
 };
 use crate::model::secret::Secret;
-use crate::ports::storage::{Revocation, Revoke};
+use crate::ports::storage::{Freshness, Revocation, Revoke};
 use crate::rules::KUBECONFIG_RETRY_AFTER_SECONDS;
 use crate::service::{Services, Target, store_error};
 
@@ -57,6 +59,9 @@ pub enum Reviewed {
     Issued(IssuedCredential),
     /// Not a credential of this cluster, or revoked, or expired.
     Refused,
+    /// The caller's address is outside the cluster's enabled control-plane firewall: refused
+    /// whatever the token, which is not even looked at (an outsider learns nothing of it).
+    Blocked,
 }
 
 impl Services {
@@ -344,14 +349,30 @@ impl Services {
             .map_err(store_error)
     }
 
-    /// What the cluster's API server asks before it accepts a bearer token: the standing
-    /// credential as it is now, or an active credential of this cluster's own.
+    /// What the cluster's API server asks before it accepts a bearer token from `from`: the
+    /// control-plane firewall the API server enforces now lets that address in, then the
+    /// standing credential as it is now, or an active credential of this cluster's own.
     #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
     pub async fn review_token(
         &self,
         cluster_id: Uuid,
         token: &Secret,
+        from: IpAddr,
     ) -> Result<Reviewed, DomainError> {
+        let cluster = self
+            .ports
+            .clusters
+            .cluster(cluster_id, Freshness::Latest)
+            .await
+            .map_err(store_error)?;
+        match cluster {
+            Some(c) if !c.is_gone() => {
+                if !c.control_plane_firewall.admits(from) {
+                    return Ok(Reviewed::Blocked);
+                }
+            }
+            _ => return Ok(Reviewed::Refused),
+        }
         let digest = self.ports.vault.digest_token(token);
         let standing = self
             .ports
@@ -387,7 +408,12 @@ impl Services {
 
 #[async_trait::async_trait]
 impl crate::ports::provisioning::TokenReviewer for Services {
-    async fn review(&self, cluster_id: Uuid, token: &Secret) -> Result<Reviewed, DomainError> {
-        self.review_token(cluster_id, token).await
+    async fn review(
+        &self,
+        cluster_id: Uuid,
+        token: &Secret,
+        from: IpAddr,
+    ) -> Result<Reviewed, DomainError> {
+        self.review_token(cluster_id, token, from).await
     }
 }

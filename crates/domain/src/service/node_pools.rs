@@ -5,13 +5,13 @@ use uuid::Uuid;
 
 use crate::access::{self, Access};
 use crate::error::{Conflict, DomainError, Resource};
-use crate::input::node_pool::{NodePoolPatch, NodePoolRequest, check_sizing};
+use crate::input::node_pool::{NodePoolPatch, NodePoolRequest, check_sizing, check_taints};
 use crate::input::precondition::Expect;
 use crate::input::upgrade::{check_surge, surge_or};
 use crate::model::audit::{Audit, AuditAction, AuditResource};
 use crate::model::cluster::Cluster;
 use crate::model::identity::Caller;
-use crate::model::node_pool::{NodePool, PoolEvent, PoolStatus};
+use crate::model::node_pool::{NodePool, PoolEvent, PoolStatus, Taint};
 use crate::ports::storage::Change;
 use crate::rules::MAX_POOLS;
 use crate::service::idempotency::Answer;
@@ -97,6 +97,7 @@ impl Services {
                     min_nodes: spec.sizing.min_nodes,
                     max_nodes: spec.sizing.max_nodes,
                     labels: spec.labels.clone(),
+                    taints: spec.taints.clone(),
                     tags: spec.tags.clone(),
                     root_volume_size_gib: tier.disk_gib,
                     // New nodes run what the control plane runs, even mid-upgrade.
@@ -118,6 +119,7 @@ impl Services {
                         "min_nodes": pool.min_nodes,
                         "max_nodes": pool.max_nodes,
                         "labels": pool.labels,
+                        "taints": taints_json(&pool.taints),
                         "tags": pool.tags,
                     }),
                 );
@@ -261,8 +263,21 @@ fn pool_changes(before: &NodePool, after: &NodePool) -> serde_json::Value {
     field("min_nodes", json!(before.min_nodes), json!(after.min_nodes));
     field("max_nodes", json!(before.max_nodes), json!(after.max_nodes));
     field("labels", json!(before.labels), json!(after.labels));
+    field(
+        "taints",
+        taints_json(&before.taints),
+        taints_json(&after.taints),
+    );
     field("tags", json!(before.tags), json!(after.tags));
     changed.into()
+}
+
+/// Taints as the audit trail writes them: `{key, value, effect}` each.
+pub(crate) fn taints_json(taints: &[Taint]) -> serde_json::Value {
+    taints
+        .iter()
+        .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect.as_str()}))
+        .collect()
 }
 
 /// Applies a patch to a pool and checks the merged sizing with the create rules. With
@@ -307,6 +322,13 @@ pub(crate) fn merge_patch(
     next.max_nodes = sizing.max_nodes;
     if let Some(Some(labels)) = &patch.labels {
         next.labels = labels.clone();
+    }
+    if let Some(Some(taints)) = &patch.taints {
+        let mut v = Violations::new();
+        next.taints = check_taints(&mut v, "taints", taints);
+        if !v.is_empty() {
+            return Err(DomainError::Validation(v));
+        }
     }
     if let Some(Some(tags)) = &patch.tags {
         next.tags = tags.clone();

@@ -208,6 +208,14 @@ async fn check_constraints_refuse_what_the_domain_refuses() {
         format!("UPDATE node_pools SET max_nodes = 201 WHERE cluster_id = '{id}'"),
         format!("UPDATE node_pools SET min_nodes = 6 WHERE cluster_id = '{id}'"),
         format!("UPDATE node_pools SET labels = '[]' WHERE cluster_id = '{id}'"),
+        format!("UPDATE node_pools SET taints = '{{}}' WHERE cluster_id = '{id}'"),
+        format!(
+            "UPDATE node_pools SET taints = (SELECT jsonb_agg(jsonb_build_object('key', 'k' || i, 'value', '', 'effect', 'NoSchedule')) FROM generate_series(1, 51) AS i) WHERE cluster_id = '{id}'"
+        ),
+        format!("UPDATE clusters SET control_plane_firewall_enabled = true, control_plane_firewall_allowed = '{{}}' WHERE id = '{id}'"),
+        format!("UPDATE clusters SET control_plane_firewall_allowed = (SELECT array_agg('10.' || i || '.0.0/16') FROM generate_series(1, 101) AS i) WHERE id = '{id}'"),
+        format!("UPDATE clusters SET control_plane_firewall_change_enabled = true WHERE id = '{id}'"),
+        format!("UPDATE clusters SET control_plane_firewall_change_enabled = true, control_plane_firewall_change_allowed = '{{}}' WHERE id = '{id}'"),
         format!(
             "INSERT INTO firewall_rules (id, cluster_id, direction, protocol, source_cidrs, port_from, port_to, status, created_at, updated_at) \
              VALUES (gen_random_uuid(), '{id}', 'egress', 'tcp', ARRAY['10.0.0.0/8'], 1, 2, 'Pending', now(), now())"

@@ -52,6 +52,11 @@ fn pool(name: &str, at: DateTime<Utc>) -> NodePool {
         min_nodes: 1,
         max_nodes: Some(5),
         labels: BTreeMap::from([("team".to_owned(), "a".to_owned())]),
+        taints: vec![domain::model::node_pool::Taint {
+            key: "nvidia.com/gpu".into(),
+            value: "a100".into(),
+            effect: domain::model::node_pool::TaintEffect::NoSchedule,
+        }],
         tags: BTreeMap::new(),
         root_volume_size_gib: 80,
         version: "v1.32.4".into(),
@@ -88,6 +93,14 @@ fn cluster(org: Uuid, name: &str) -> Cluster {
         maintenance_window: Default::default(),
         auto_upgrade: false,
         last_auto_upgrade_window: None,
+        control_plane_firewall: domain::model::cluster::ControlPlaneFirewall {
+            enabled: true,
+            allowed_addresses: ["203.0.113.0/24", "2001:db8::/32"]
+                .iter()
+                .map(|c| domain::model::firewall::IpCidr::parse(c).unwrap())
+                .collect(),
+        },
+        control_plane_firewall_change: Some(Default::default()),
         created_at: at,
         updated_at: at,
         revision: 1,

@@ -14,6 +14,12 @@ fn node(name: &str, pool: &str) -> Node {
         status: NodeStatus::Provisioning,
         version: "v1.32.4".into(),
         created_at: now(),
+        labels: [("team".to_owned(), "a".to_owned())].into(),
+        taints: vec![domain::model::node_pool::Taint {
+            key: "example.com/dedicated".into(),
+            value: String::new(),
+            effect: domain::model::node_pool::TaintEffect::NoExecute,
+        }],
     }
 }
 

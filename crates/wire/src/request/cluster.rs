@@ -1,4 +1,4 @@
-//! Cluster bodies: create, PATCH (description and tags only), exposure PATCH.
+//! Cluster bodies: create, PATCH (description, tags, control-plane firewall), exposure PATCH.
 
 use domain::input::cluster as draft;
 use domain::model::cluster::{Exposure, NetworkMode};
@@ -58,6 +58,37 @@ pub struct CreateClusterRequest {
     /// default false.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auto_upgrade: Option<bool>,
+    /// Who may call the cluster's API server; disabled (anyone with a credential) when omitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control_plane_firewall: Option<ControlPlaneFirewallRequest>,
+}
+
+/// Who may call the cluster's API server. Enabled, only callers from one of
+/// `allowed_addresses` reach it (any other is refused, whatever credential it holds);
+/// disabled, anyone holding a credential does. On create an absent field takes its default
+/// (disabled, no networks); in a PATCH it keeps the cluster's current value, so
+/// `{"enabled": false}` opens the control plane and keeps the list for later.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ControlPlaneFirewallRequest {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// IPv4 and IPv6 networks in CIDR notation (`203.0.113.0/24`, `2001:db8::/32`; `/32` or
+    /// `/128` for one address), at most 100, none twice, host bits zero (refused otherwise,
+    /// with the network meant). An IPv4 network written as IPv6 (`::ffff:…`) is refused.
+    /// Must hold at least one network while enabled.
+    #[schema(max_items = 100)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_addresses: Option<Vec<String>>,
+}
+
+impl From<ControlPlaneFirewallRequest> for draft::ControlPlaneFirewallRequest {
+    fn from(b: ControlPlaneFirewallRequest) -> Self {
+        draft::ControlPlaneFirewallRequest {
+            enabled: b.enabled,
+            allowed_addresses: b.allowed_addresses,
+        }
+    }
 }
 
 impl From<CreateClusterRequest> for draft::CreateClusterRequest {
@@ -76,12 +107,14 @@ impl From<CreateClusterRequest> for draft::CreateClusterRequest {
                 .map(|pools| pools.into_iter().map(Into::into).collect()),
             maintenance_window: b.maintenance_window.map(Into::into),
             auto_upgrade: b.auto_upgrade,
+            control_plane_firewall: b.control_plane_firewall.map(Into::into),
         }
     }
 }
 
-/// `PATCH /v1/public/clusters/{id}`: `description`, `tags` and the maintenance policy. Name,
-/// zone, version (see `POST …/upgrade`) and network mode are not changed here.
+/// `PATCH /v1/public/clusters/{id}`: `description`, `tags`, the maintenance policy and
+/// `control_plane_firewall`. Name, zone, version (see `POST …/upgrade`) and network mode are not
+/// changed here.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterPatch {
@@ -105,6 +138,13 @@ pub struct ClusterPatch {
     #[schema(value_type = bool, required = false)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auto_upgrade: Option<Option<bool>>,
+    /// A new control-plane firewall (absent fields stay as they are); null is refused. A
+    /// change is carried out by provisioning: the answer is 202 with its operation, and the
+    /// cluster's `control_plane_firewall_change` shows it until the API server enforces it.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = ControlPlaneFirewallRequest, required = false)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control_plane_firewall: Option<Option<ControlPlaneFirewallRequest>>,
 }
 
 impl From<ClusterPatch> for draft::ClusterPatch {
@@ -114,6 +154,7 @@ impl From<ClusterPatch> for draft::ClusterPatch {
             tags: b.tags,
             maintenance_window: b.maintenance_window.map(|w| w.map(Into::into)),
             auto_upgrade: b.auto_upgrade,
+            control_plane_firewall: b.control_plane_firewall.map(|f| f.map(Into::into)),
         }
     }
 }
@@ -301,6 +342,102 @@ mod tests {
                 .validate()
                 .map(|c| c.description),
             Ok(Some(None))
+        );
+    }
+
+    /// Each firewall in a create body and where it is refused (`None`: accepted, shown so).
+    #[test]
+    fn create_control_plane_firewall_rules() {
+        let many = |n: usize| {
+            let list: Vec<String> = (0..n).map(|i| format!("\"10.0.{i}.0/24\"")).collect();
+            format!(
+                r#"{{"enabled":true,"allowed_addresses":[{}]}}"#,
+                list.join(",")
+            )
+        };
+        let cases: Vec<(String, Result<Vec<&str>, &str>)> = vec![
+            (
+                r#"{"enabled":true,"allowed_addresses":["203.0.113.0/24","2001:DB8::/32"]}"#.into(),
+                Ok(vec!["203.0.113.0/24", "2001:db8::/32"]),
+            ),
+            (
+                r#"{"allowed_addresses":["0.0.0.0/0","::/0"]}"#.into(),
+                Ok(vec!["0.0.0.0/0", "::/0"]),
+            ),
+            (r#"{}"#.into(), Ok(vec![])),
+            (many(100), Ok(vec![])),
+            (many(101), Err("control_plane_firewall.allowed_addresses")),
+            (
+                r#"{"enabled":true}"#.into(),
+                Err("control_plane_firewall.allowed_addresses"),
+            ),
+            (
+                r#"{"enabled":true,"allowed_addresses":[]}"#.into(),
+                Err("control_plane_firewall.allowed_addresses"),
+            ),
+            (
+                r#"{"allowed_addresses":["10.0.0.1/8"]}"#.into(),
+                Err("control_plane_firewall.allowed_addresses[0]"),
+            ),
+            (
+                r#"{"allowed_addresses":["10.0.0.0/8","::ffff:10.0.0.0/104"]}"#.into(),
+                Err("control_plane_firewall.allowed_addresses[1]"),
+            ),
+            (
+                r#"{"allowed_addresses":["10.0.0.0/8","010.0.0.0/8"]}"#.into(),
+                Err("control_plane_firewall.allowed_addresses[1]"),
+            ),
+            (
+                r#"{"allowed_addresses":["10.0.0.0/8","10.0.0.0/8"]}"#.into(),
+                Err("control_plane_firewall.allowed_addresses[1]"),
+            ),
+            (
+                format!(r#"{{"allowed_addresses":["{}"]}}"#, "1".repeat(100_000)),
+                Err("control_plane_firewall.allowed_addresses[0]"),
+            ),
+        ];
+        for (firewall, want) in cases {
+            let got = create(&body(&format!(r#","control_plane_firewall":{firewall}"#)));
+            match (got, want) {
+                (Ok(spec), Ok(shown)) => {
+                    let list: Vec<String> = spec
+                        .control_plane_firewall
+                        .allowed_addresses
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect();
+                    if !shown.is_empty() {
+                        assert_eq!(list, shown, "{firewall}");
+                    }
+                }
+                (Err(v), Err(field)) => assert!(v.has(field), "{firewall}: {v:?}"),
+                (got, want) => panic!("{:.200}: got {got:?}, want {want:?}", firewall),
+            }
+        }
+        let omitted = create(&body("")).map(|s| s.control_plane_firewall);
+        assert_eq!(omitted, Ok(Default::default()));
+    }
+
+    #[test]
+    fn patch_control_plane_firewall_null_is_refused_and_alone_is_a_change() {
+        assert!(
+            patch(r#"{"control_plane_firewall":null}"#)
+                .validate()
+                .is_err_and(|v| v.has("control_plane_firewall"))
+        );
+        assert!(
+            patch(r#"{"control_plane_firewall":{"enabled":false}}"#)
+                .validate()
+                .is_ok()
+        );
+        assert!(
+            patch(r#"{"control_plane_firewall":{"allowed_addresses":["10.1.0.0/8"]}}"#)
+                .validate()
+                .is_err_and(|v| v.has("control_plane_firewall.allowed_addresses[0]"))
+        );
+        assert!(
+            serde_json::from_str::<ClusterPatch>(r#"{"control_plane_firewall":{"enable":true}}"#)
+                .is_err()
         );
     }
 }

@@ -6,6 +6,7 @@ use domain::input::node_pool as draft;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::enums;
 use crate::request::{nullable, nullable_integer, opt_integer};
 
 /// A pool in a create body, or the body of `POST …/node-pools`.
@@ -41,8 +42,15 @@ pub struct NodePoolRequest {
     #[serde(default, deserialize_with = "opt_integer")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_nodes: Option<i64>,
+    /// Kubernetes labels put on each node of the pool: keys are qualified names (an optional
+    /// DNS-subdomain prefix and `/`, then 1-63 letters, digits, `-`, `_`, `.`), values empty or
+    /// 1-63 of the same characters.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<BTreeMap<String, String>>,
+    /// Kubernetes taints put on each node of the pool, at most 50, one per key and effect.
+    #[schema(max_items = 50)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub taints: Option<Vec<TaintRequest>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<BTreeMap<String, String>>,
     /// 1-10, default 1: how many nodes above its count the pool may go while an upgrade
@@ -59,6 +67,48 @@ pub struct NodePoolRequest {
     pub max_unavailable: Option<i64>,
 }
 
+/// A Kubernetes taint: pods that do not tolerate it are kept off the pool's nodes
+/// (`NoSchedule`), kept off when possible (`PreferNoSchedule`), or also evicted (`NoExecute`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaintRequest {
+    /// A qualified name, as a label key: e.g. `dedicated` or `nvidia.com/gpu`.
+    #[schema(required = true, nullable = false, min_length = 1, max_length = 317)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// A label value: empty (the default) or 1-63 letters, digits, `-`, `_`, `.`.
+    #[schema(max_length = 63)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[schema(required = true, nullable = false, value_type = enums::TaintEffect)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect: Option<String>,
+}
+
+impl From<TaintRequest> for draft::TaintRequest {
+    fn from(b: TaintRequest) -> Self {
+        draft::TaintRequest {
+            key: b.key,
+            value: b.value,
+            effect: b.effect,
+        }
+    }
+}
+
+impl From<draft::TaintRequest> for TaintRequest {
+    fn from(t: draft::TaintRequest) -> Self {
+        TaintRequest {
+            key: t.key,
+            value: t.value,
+            effect: t.effect,
+        }
+    }
+}
+
+fn taints(list: Vec<TaintRequest>) -> Vec<draft::TaintRequest> {
+    list.into_iter().map(Into::into).collect()
+}
+
 impl From<NodePoolRequest> for draft::NodePoolRequest {
     fn from(b: NodePoolRequest) -> Self {
         draft::NodePoolRequest {
@@ -69,6 +119,7 @@ impl From<NodePoolRequest> for draft::NodePoolRequest {
             min_nodes: b.min_nodes,
             max_nodes: b.max_nodes,
             labels: b.labels,
+            taints: b.taints.map(taints),
             tags: b.tags,
             max_surge: b.max_surge,
             max_unavailable: b.max_unavailable,
@@ -76,7 +127,8 @@ impl From<NodePoolRequest> for draft::NodePoolRequest {
     }
 }
 
-/// `PATCH …/node-pools/{pool}`: any of count, auto_scale, min_nodes, max_nodes, labels, tags.
+/// `PATCH …/node-pools/{pool}`: any of count, auto_scale, min_nodes, max_nodes, labels,
+/// taints, tags.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodePoolPatch {
@@ -101,6 +153,12 @@ pub struct NodePoolPatch {
     #[schema(required = false, value_type = BTreeMap<String, String>)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<Option<BTreeMap<String, String>>>,
+    /// Replaces the taints whole (`[]` removes them); null is refused. Labels and taints
+    /// reach the pool's running nodes in place: no node is replaced for them.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(required = false, value_type = Vec<TaintRequest>, max_items = 50)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub taints: Option<Option<Vec<TaintRequest>>>,
     /// Replaces the tags whole; null is refused.
     #[serde(default, deserialize_with = "nullable")]
     #[schema(required = false, value_type = BTreeMap<String, String>)]
@@ -124,6 +182,7 @@ impl From<NodePoolPatch> for draft::NodePoolPatch {
             min_nodes: b.min_nodes,
             max_nodes: b.max_nodes,
             labels: b.labels,
+            taints: b.taints.map(|t| t.map(taints)),
             tags: b.tags,
             max_surge: b.max_surge,
             max_unavailable: b.max_unavailable,
@@ -241,8 +300,44 @@ mod tests {
             ),
             (r#"{"count":1}"#, Some("size")),
             (
-                r#"{"size":"s","count":1,"labels":{"Any Key/!":"v"},"tags":{"k":""}}"#,
+                r#"{"size":"s","count":1,"labels":{"example.com/Role_1":"a.b-C"},"tags":{"k":""}}"#,
                 None,
+            ),
+            (
+                r#"{"size":"s","count":1,"labels":{"Any Key/!":"v"}}"#,
+                Some("labels.Any Key/!"),
+            ),
+            (
+                r#"{"size":"s","count":1,"labels":{"app":"-bad"}}"#,
+                Some("labels.app"),
+            ),
+            (
+                r#"{"size":"s","count":1,"taints":[{"key":"nvidia.com/gpu","effect":"NoSchedule"},{"key":"nvidia.com/gpu","value":"a","effect":"NoExecute"}]}"#,
+                None,
+            ),
+            (
+                r#"{"size":"s","count":1,"taints":[{"key":"k","effect":"NoSchedule"},{"key":"k","value":"other","effect":"NoSchedule"}]}"#,
+                Some("taints[1].key"),
+            ),
+            (
+                r#"{"size":"s","count":1,"taints":[{"key":"k","effect":"NoSchedul"}]}"#,
+                Some("taints[0].effect"),
+            ),
+            (
+                r#"{"size":"s","count":1,"taints":[{"key":"k"}]}"#,
+                Some("taints[0].effect"),
+            ),
+            (
+                r#"{"size":"s","count":1,"taints":[{"effect":"NoSchedule"}]}"#,
+                Some("taints[0].key"),
+            ),
+            (
+                r#"{"size":"s","count":1,"taints":[{"key":"Bad Key","effect":"NoSchedule"}]}"#,
+                Some("taints[0].key"),
+            ),
+            (
+                r#"{"size":"s","count":1,"taints":[{"key":"k","value":"a b","effect":"NoSchedule"}]}"#,
+                Some("taints[0].value"),
             ),
         ];
         for (json, refused_at) in cases {
@@ -292,5 +387,47 @@ mod tests {
                 "{json}"
             );
         }
+    }
+
+    #[test]
+    fn pool_taints_are_at_most_fifty() {
+        let body = |n: usize| {
+            let list: Vec<String> = (0..n)
+                .map(|i| format!(r#"{{"key":"k{i}","effect":"NoSchedule"}}"#))
+                .collect();
+            format!(r#"{{"size":"s","count":1,"taints":[{}]}}"#, list.join(","))
+        };
+        assert_eq!(check(&body(50)).map(|s| s.taints.len()), Ok(50));
+        let refused = check(&body(51)).err().unwrap_or_default();
+        assert!(refused.has("node_pools[3].taints"), "{refused:?}");
+        assert_eq!(refused.len(), 1, "one problem, not one per taint");
+    }
+
+    #[test]
+    fn pool_patch_taints_are_checked_and_null_is_refused() {
+        assert!(
+            patch(r#"{"taints":null}"#)
+                .check_shape()
+                .is_err_and(|v| v.has("taints"))
+        );
+        assert!(patch(r#"{"taints":[]}"#).check_shape().is_ok());
+        assert!(
+            patch(
+                r#"{"taints":[{"key":"a","effect":"NoSchedule"},{"key":"/x","effect":"Bogus"}]}"#
+            )
+            .check_shape()
+            .is_err_and(|v| v.has("taints[1].key") && v.has("taints[1].effect"))
+        );
+        assert!(
+            patch(r#"{"labels":{"ok":"v","":"v"}}"#)
+                .check_shape()
+                .is_err_and(|v| v.has("labels."))
+        );
+        assert!(
+            serde_json::from_str::<NodePoolPatch>(
+                r#"{"taints":[{"key":"a","effect":"NoSchedule","operator":"Equal"}]}"#
+            )
+            .is_err()
+        );
     }
 }

@@ -7,6 +7,7 @@ mod approvals;
 mod auth_servers;
 mod failures;
 mod lifecycle;
+mod taints_and_firewall;
 mod terminal;
 mod upgrades;
 

@@ -71,7 +71,7 @@ fn kubectl_view(yaml: &str) -> Value {
 async fn cluster_says(app: &TestApp, cluster: &str, bearer: &str) -> u16 {
     let id = uuid::Uuid::parse_str(cluster).unwrap();
     app.cluster_api
-        .version(id, Some(&format!("Bearer {bearer}")))
+        .version(id, SOME_CALLER, Some(&format!("Bearer {bearer}")))
         .await
         .status
 }

@@ -2,6 +2,7 @@
 
 mod cache;
 mod changes;
+mod control_plane_firewall;
 mod create;
 mod credentials;
 mod limits;

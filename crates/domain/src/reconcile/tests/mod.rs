@@ -11,17 +11,20 @@ use futures::executor::block_on;
 use uuid::Uuid;
 
 use crate::model::audit::AuditResource;
+use crate::model::cluster::ControlPlaneFirewall;
 use crate::model::cluster::{
     Cluster, ClusterPhase, Exposure, ExposureChange, ExposureChangeStatus, Registration,
     RegistrationReason, SubStatus,
 };
 use crate::model::elastic_ip::{AddressPool, ElasticIp, ElasticIpStatus};
+use crate::model::firewall::IpCidr;
 use crate::model::firewall::{
     Direction, FirewallRule, FirewallRuleStatus, Ipv4Cidr, PortRange, Protocol,
 };
 use crate::model::kubeconfig::{ClusterCredentials, SealedCredentials};
 use crate::model::node::{Node, NodeStatus};
 use crate::model::node_pool::{NodePool, PoolStatus};
+use crate::model::node_pool::{Taint, TaintEffect};
 use crate::model::operation::{ClusterOperation, OperationKind, OperationStatus};
 use crate::model::secret::{PasswordHash, SealedSecret, Secret, TokenDigest};
 use crate::names::{DnsLabel, NodeName};
@@ -46,6 +49,8 @@ fn node(name: &str, pool: &str, status: NodeStatus, created: i64) -> Node {
         status,
         version: "v1.32.4".into(),
         created_at: at(created),
+        labels: Default::default(),
+        taints: Vec::new(),
     }
 }
 
@@ -373,6 +378,82 @@ fn next_work_sets_the_exposure_change_in_flight_only_when_provisioned() {
         Some(Work::SetExposure {
             to: Exposure::Public
         })
+    );
+    s.cluster.phase = ClusterPhase::ControlPlaneReady;
+    assert_eq!(next_work(&s), Some(Work::FinishProvisioning));
+}
+
+fn gpu_taint() -> Taint {
+    Taint {
+        key: "nvidia.com/gpu".into(),
+        value: String::new(),
+        effect: TaintEffect::NoSchedule,
+    }
+}
+
+/// A pool whose labels and taints changed: its `Ready` nodes are configured one by one, in
+/// place; a node still coming up is created (with them) first; nothing is ever deleted or
+/// added for it, and a node that already matches is left alone.
+#[test]
+fn next_work_configures_ready_nodes_whose_labels_or_taints_differ_never_replacing_them() {
+    let mut s = provisioned();
+    s.cluster.node_pools[0].labels = [("role".to_owned(), "gpu".to_owned())].into();
+    s.cluster.node_pools[0].taints = vec![gpu_taint()];
+    let pool = s.cluster.node_pools[0].clone();
+    assert_eq!(
+        next_work(&s),
+        Some(Work::ConfigureNode {
+            pool: pool.clone(),
+            node: s.nodes[0].clone()
+        })
+    );
+    // The first node done: the next one, never a deletion or a creation.
+    let mut walked = s.clone();
+    for i in 0..3 {
+        match next_work(&walked) {
+            Some(Work::ConfigureNode { node, .. }) => {
+                assert_eq!(node.name, s.nodes[i].name);
+                walked.nodes[i].labels = pool.labels.clone();
+                walked.nodes[i].taints = pool.taints.clone();
+            }
+            other => panic!("step {i}: {other:?}"),
+        }
+    }
+    assert_eq!(next_work(&walked), None);
+    // Only labels, only taints: each is a difference.
+    let mut only_taints = walked.clone();
+    only_taints.cluster.node_pools[0].taints = vec![];
+    assert!(matches!(
+        next_work(&only_taints),
+        Some(Work::ConfigureNode { .. })
+    ));
+    // A node still coming up is created (with the pool's labels and taints) first.
+    let mut up = s.clone();
+    up.nodes[2].status = NodeStatus::Provisioning;
+    assert!(matches!(
+        next_work(&up),
+        Some(Work::CreateNode { node: Some(n), .. }) if n.name == s.nodes[2].name
+    ));
+    // A node being deleted is finished first, and is never configured.
+    let mut deleting = s.clone();
+    deleting.nodes[0].status = NodeStatus::Deleting;
+    assert!(matches!(
+        next_work(&deleting),
+        Some(Work::DeleteNode { node }) if node.name == s.nodes[0].name
+    ));
+}
+
+#[test]
+fn next_work_applies_the_control_plane_firewall_change_only_when_provisioned() {
+    let mut s = provisioned();
+    let to = ControlPlaneFirewall {
+        enabled: true,
+        allowed_addresses: vec![IpCidr::parse("203.0.113.0/24").unwrap()],
+    };
+    s.cluster.control_plane_firewall_change = Some(to.clone());
+    assert_eq!(
+        next_work(&s),
+        Some(Work::SetControlPlaneFirewall { to: to.clone() })
     );
     s.cluster.phase = ClusterPhase::ControlPlaneReady;
     assert_eq!(next_work(&s), Some(Work::FinishProvisioning));
@@ -849,6 +930,82 @@ fn step_a_node_is_inserted_provisioning_then_created_then_marked_ready() {
         matches!(&ready.changes[..], [Change::UpdateNode(r)] if r.name == n.name && r.status == NodeStatus::Ready)
     );
     assert_eq!(w.cloud.step_names(), ["create_node"]);
+}
+
+/// A label and taint change of a pool reaches every node in place: one provider step per
+/// node, each node keeps its name, and none is deleted or created.
+#[test]
+fn step_labels_and_taints_reach_every_node_without_replacing_one() {
+    let w = world(provisioned(), FakeCloud::default());
+    let labels: std::collections::BTreeMap<String, String> =
+        [("role".to_owned(), "gpu".to_owned())].into();
+    w.user_change(|db| {
+        let pool = &mut db.cluster.as_mut().unwrap().node_pools[0];
+        pool.labels = labels.clone();
+        pool.taints = vec![gpu_taint()];
+    });
+    let before: Vec<_> = w.store.db().nodes.iter().map(|n| n.name.clone()).collect();
+    assert_eq!(w.settle(), 3);
+    assert_eq!(
+        w.cloud.step_names(),
+        ["configure_node", "configure_node", "configure_node"]
+    );
+    let nodes = w.store.db().nodes.clone();
+    assert_eq!(
+        nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>(),
+        before
+    );
+    for n in &nodes {
+        assert_eq!((&n.labels, &n.taints), (&labels, &vec![gpu_taint()]));
+        assert_eq!(n.status, NodeStatus::Ready);
+    }
+    let steps = w.cloud.steps.lock().unwrap().clone();
+    assert!(steps.iter().all(|s| matches!(
+        s,
+        Step::ConfigureNode { labels: l, taints: t, .. } if *l == labels && *t == vec![gpu_taint()]
+    )));
+    // Repeated (a worker that died before its commit): the same step, nothing else.
+    w.user_change(|db| db.nodes[0].taints.clear());
+    assert_eq!(w.settle(), 1);
+    assert_eq!(w.store.db().nodes[0].taints, vec![gpu_taint()]);
+}
+
+/// A new node comes up with its pool's labels and taints, set by its creation.
+#[test]
+fn step_a_new_node_is_created_with_its_pools_labels_and_taints() {
+    let mut c = ready_cluster(ClusterPhase::Provisioned);
+    c.node_pools[0].count = 1;
+    c.node_pools[0].labels = [("role".to_owned(), "gpu".to_owned())].into();
+    c.node_pools[0].taints = vec![gpu_taint()];
+    let w = world(state(c.clone()), FakeCloud::default());
+    assert_eq!(w.step(), Ok(Progress::More));
+    let steps = w.cloud.steps.lock().unwrap().clone();
+    assert!(
+        matches!(&steps[..], [Step::CreateNode { labels, taints, .. }] if *labels == c.node_pools[0].labels && *taints == vec![gpu_taint()]),
+        "{steps:?}"
+    );
+    let node = w.store.db().nodes[0].clone();
+    assert_eq!(node.status, NodeStatus::Ready);
+    assert!(node.matches_pool(&c.node_pools[0]));
+    assert_eq!(w.settle(), 0, "nothing left to configure");
+}
+
+#[test]
+fn step_the_control_plane_firewall_change_is_applied_then_enforced() {
+    let mut s = provisioned();
+    let to = ControlPlaneFirewall {
+        enabled: true,
+        allowed_addresses: vec![IpCidr::parse("2001:db8::/32").unwrap()],
+    };
+    s.cluster.control_plane_firewall_change = Some(to.clone());
+    let w = world(s, FakeCloud::default());
+    assert_eq!(w.settle(), 1);
+    assert_eq!(w.cloud.step_names(), ["set_control_plane_firewall"]);
+    let c = w.cluster();
+    assert_eq!(
+        (c.control_plane_firewall, c.control_plane_firewall_change),
+        (to, None)
+    );
 }
 
 #[test]

@@ -243,3 +243,53 @@ fn asking_again_after_a_decline_is_told_so_and_nothing_runs() {
     assert_eq!(d.id, a.id);
     assert_eq!(kept.lock().unwrap().len(), 1);
 }
+
+/// What the person approves says every change asked, so a change of taints or labels alone
+/// never reads as a resize to the same size.
+#[test]
+fn a_pool_change_is_summed_up_with_each_thing_it_changes() {
+    use crate::input::node_pool::{NodePoolPatch, TaintRequest};
+    let mut m = create_ready().with_cluster(cluster(ORG_A, ClusterPhase::Provisioned));
+    approvals_in_memory(&mut m);
+    let s = m.services();
+    let gpu = || {
+        Some(Some(vec![TaintRequest {
+            key: Some("nvidia.com/gpu".into()),
+            value: None,
+            effect: Some("NoSchedule".into()),
+        }]))
+    };
+    let cases = [
+        (
+            NodePoolPatch {
+                taints: gpu(),
+                ..Default::default()
+            },
+            "Change the node pool default of the cluster prod-1: its taints to nvidia.com/gpu:NoSchedule.",
+        ),
+        (
+            NodePoolPatch {
+                count: Some(Some(5)),
+                labels: Some(Some([("role".to_owned(), "gpu".to_owned())].into())),
+                ..Default::default()
+            },
+            "Change the node pool default of the cluster prod-1: from 3 nodes to 5 nodes; its labels to role=gpu.",
+        ),
+        (
+            NodePoolPatch {
+                count: Some(Some(3)),
+                ..Default::default()
+            },
+            "Change the node pool default of the cluster prod-1: from 3 nodes to 3 nodes.",
+        ),
+    ];
+    for (patch, said) in cases {
+        let asked = ApprovedAction::ScaleNodePool {
+            cluster: CLUSTER_1,
+            pool: "default".into(),
+            patch,
+        };
+        let a = block_on(s.request_approval(&assistant_of(super_admin_a()), asked)).unwrap();
+        assert_eq!(a.summary, said);
+    }
+}

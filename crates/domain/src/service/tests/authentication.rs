@@ -35,6 +35,8 @@ fn node_delete_marks_it_deleting_and_unknown_names_are_404() {
             status: crate::model::node::NodeStatus::Ready,
             version: "v1.32.4".into(),
             created_at: at(0),
+            labels: Default::default(),
+            taints: Vec::new(),
         }])
     });
     m.clusters

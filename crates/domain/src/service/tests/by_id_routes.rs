@@ -121,6 +121,7 @@ fn write_by_member_of_the_organization_is_403() {
     let patch = ClusterPatch {
         description: None,
         tags: Some(Some(vec!["a".into()])),
+        control_plane_firewall: None,
         ..ClusterPatch::default()
     };
     assert_eq!(

@@ -224,11 +224,68 @@ fn the_cluster_accepts_the_standing_token_and_active_credentials_of_its_own_only
         m.credentials
             .expect_credential_by_digest()
             .returning(move |_| Ok(found.clone()));
-        let reviewed = block_on(m.services().review_token(CLUSTER_1, &Secret::new(token))).unwrap();
+        let reviewed = block_on(m.services().review_token(
+            CLUSTER_1,
+            &Secret::new(token),
+            "127.0.0.1".parse().unwrap(),
+        ))
+        .unwrap();
         assert_eq!(
             reviewed != Reviewed::Refused,
             accepted,
             "{token}: {reviewed:?}"
         );
+    }
+}
+
+/// Behind an enabled control-plane firewall the cluster refuses a caller from outside its
+/// networks whatever the token (not even looked at), and reviews the token of one inside.
+#[test]
+fn the_cluster_refuses_callers_outside_its_enabled_firewall_before_any_token() {
+    use crate::model::cluster::ControlPlaneFirewall;
+    use crate::model::firewall::IpCidr;
+    let mut c = cluster(ORG_A, ClusterPhase::Provisioned);
+    c.control_plane_firewall = ControlPlaneFirewall {
+        enabled: true,
+        allowed_addresses: vec![
+            IpCidr::parse("203.0.113.0/24").unwrap(),
+            IpCidr::parse("2001:db8::/32").unwrap(),
+        ],
+    };
+    let cases = [
+        ("203.0.113.7", "standing", Reviewed::Standing),
+        ("::ffff:203.0.113.7", "standing", Reviewed::Standing),
+        ("2001:db8::7", "standing", Reviewed::Standing),
+        ("203.0.113.7", "kc-unknown", Reviewed::Refused),
+        ("198.51.100.7", "standing", Reviewed::Blocked),
+        ("2001:db9::7", "standing", Reviewed::Blocked),
+        ("198.51.100.7", "kc-unknown", Reviewed::Blocked),
+    ];
+    for (from, token, want) in cases {
+        let mut m = Mocks::new().with_cluster(c.clone());
+        if want != Reviewed::Blocked {
+            m.clusters.expect_credentials().returning(|_| {
+                Ok(Some(SealedCredentials {
+                    ca_certificate_pem: "PEM".into(),
+                    token: SealedSecret("sealed".into()),
+                }))
+            });
+            m.vault
+                .expect_open()
+                .returning(|_| Ok(Secret::new("standing")));
+            m.vault
+                .expect_digest_token()
+                .returning(|t| TokenDigest(format!("d:{}", t.expose())));
+            m.credentials
+                .expect_credential_by_digest()
+                .returning(|_| Ok(None));
+        }
+        let got = block_on(m.services().review_token(
+            CLUSTER_1,
+            &Secret::new(token),
+            from.parse().unwrap(),
+        ))
+        .unwrap();
+        assert_eq!(got, want, "{token} from {from}");
     }
 }

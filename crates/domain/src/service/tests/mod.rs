@@ -122,6 +122,7 @@ fn description_patch(text: &str) -> ClusterPatch {
     ClusterPatch {
         description: Some(Some(text.into())),
         tags: None,
+        control_plane_firewall: None,
         ..ClusterPatch::default()
     }
 }

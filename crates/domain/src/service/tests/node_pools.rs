@@ -164,7 +164,7 @@ fn scale_past_zone_capacity_is_503() {
         .withf(|w: &ClusterWrite| w.zone_capacity.as_ref().is_some_and(|z| z.adds == 2))
         .returning(|_| Err(StoreError::CapacityExhausted));
     let patch = NodePoolPatch {
-        count: Some(Some(2)),
+        count: Some(Some(5)),
         ..Default::default()
     };
     assert_eq!(
