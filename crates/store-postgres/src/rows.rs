@@ -24,8 +24,8 @@ use domain::model::maintenance_window::{
     MaintenanceDay, MaintenanceWindow, format_start_time, parse_start_time,
 };
 use domain::model::node::{Node, NodeStatus};
-use domain::model::upgrade::{SurgeSettings, UpgradeInFlight};
 use domain::model::node_pool::{NodePool, PoolStatus, Taint, TaintEffect};
+use domain::model::upgrade::{SurgeSettings, UpgradeInFlight};
 use domain::names::{DnsLabel, NodeName};
 use domain::ports::storage::StoreError;
 use serde_json::Value;

@@ -221,6 +221,91 @@ async fn mcp_a_tool_call_over_http_reads_and_asks_for_approval() {
     assert!(a.json()["error"]["code"].is_i64(), "{}", a.text());
 }
 
+/// The assistant reads where a cluster may go and asks for an upgrade; a refused version is
+/// refused before anyone is asked, and an approved one runs as the person who approved it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_an_upgrade_is_read_then_asked_for_and_runs_once_approved() {
+    let app = TestApp::spawn().await;
+    let c = app.provisioned_cluster("mcp-upgrade-1").await;
+    let read = rpc(
+        &app,
+        Some(TOKEN_ACME_MEMBER),
+        &call("list_upgrades", json!({"cluster": "mcp-upgrade-1"})),
+    )
+    .await;
+    let result = &read.json()["result"];
+    assert_ne!(result["isError"], true, "{result}");
+    assert_eq!(result["structuredContent"]["current_version"], "v1.32.4");
+    let offered = result["structuredContent"]["available_versions"].to_string();
+    assert!(offered.contains("v1.32.6"), "{offered}");
+
+    // A downgrade is refused with the API's code; nobody is asked.
+    let down = rpc(
+        &app,
+        Some(TOKEN_ACME_SUPER_ADMIN),
+        &call(
+            "upgrade_cluster",
+            json!({"cluster": "mcp-upgrade-1", "version": "v1.31.9"}),
+        ),
+    )
+    .await;
+    let refused = &down.json()["result"];
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(
+        refused["structuredContent"]["code"], "upgrade_not_allowed",
+        "{refused}"
+    );
+
+    let ask = call(
+        "upgrade_cluster",
+        json!({"cluster": "mcp-upgrade-1", "version": "v1.32.6"}),
+    );
+    let asked = rpc(&app, Some(TOKEN_ACME_SUPER_ADMIN), &ask).await;
+    let result = &asked.json()["result"];
+    assert_eq!(
+        result["structuredContent"]["code"], "approval_required",
+        "{result}"
+    );
+    let url = result["structuredContent"]["url"]
+        .as_str()
+        .unwrap_or_default();
+    let id = url.rsplit('/').next().unwrap_or_default().to_owned();
+    let path = format!("{CLUSTERS}/{}", id_of(&c));
+    assert!(app.get(&path, TOKEN_ACME_MEMBER).await.json()["upgrade"].is_null());
+    let approved = app
+        .post(
+            &format!("/v1/public/approvals/{id}/approve"),
+            TOKEN_ACME_SUPER_ADMIN,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(approved.status, 200, "{}", approved.text());
+    let done = app
+        .wait_for(&path, std::time::Duration::from_secs(120), |c| {
+            c["upgrade"].is_null() && c["version"] == "v1.32.6"
+        })
+        .await;
+    assert_eq!(done["node_pools"][0]["version"], "v1.32.6");
+    // The retry answers what it did, and starts nothing more.
+    let again = rpc(&app, Some(TOKEN_ACME_SUPER_ADMIN), &ask).await;
+    let result = &again.json()["result"];
+    assert_eq!(
+        result["structuredContent"]["approval"]["status"], "approved",
+        "{result}"
+    );
+    let ops = app
+        .get(&format!("{path}/operations?size=100"), TOKEN_ACME_MEMBER)
+        .await
+        .json();
+    let upgrades = ops["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|o| o["kind"] == "upgrade")
+        .count();
+    assert_eq!(upgrades, 1, "{ops}");
+}
+
 fn id_of(c: &Value) -> String {
     c["id"].as_str().unwrap_or_default().to_owned()
 }

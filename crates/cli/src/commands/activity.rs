@@ -38,6 +38,7 @@ pub async fn operations(
         "BY",
         "AGE",
         "LAST ERROR",
+        "PROGRESS",
     ]);
     for o in &list.items {
         table.row(vec![
@@ -49,6 +50,7 @@ pub async fn operations(
             o.requested_by.user_id.clone(),
             age(&o.created_at),
             o.last_error.clone().unwrap_or_else(|| "-".into()),
+            o.progress.clone().unwrap_or_else(|| "-".into()),
         ]);
     }
     s.out.show(&View {

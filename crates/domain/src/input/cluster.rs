@@ -7,8 +7,8 @@ use crate::input::check_len;
 use crate::input::node_pool::{NodePoolRequest, PoolSpec};
 use crate::input::upgrade::MaintenanceWindowRequest;
 use crate::model::cluster::{ControlPlaneFirewall, Exposure, NetworkMode};
-use crate::model::maintenance_window::MaintenanceWindow;
 use crate::model::firewall::IpCidr;
+use crate::model::maintenance_window::MaintenanceWindow;
 use crate::names::{DnsLabel, OrgRef, is_dns_label};
 use crate::ports::storage::{Freshness, PageRequest};
 use crate::rules::{

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, HashSet};
 
 use crate::input::upgrade::{check_surge, surge_or};
-use crate::model::upgrade::SurgeSettings;
 use crate::model::node_pool::{Taint, TaintEffect};
+use crate::model::upgrade::SurgeSettings;
 use crate::names::{
     DNS_SUBDOMAIN_MAX, DnsLabel, KUBERNETES_NAME_MAX, label_value_problem, qualified_name_problem,
 };

@@ -13,9 +13,9 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::input::upgrade::{MaintenanceWindowRequest, UpgradeRequest};
 use crate::input::cluster::{ControlPlaneFirewallRequest, CreateClusterRequest};
 use crate::input::node_pool::{NodePoolPatch, NodePoolRequest, TaintRequest};
+use crate::input::upgrade::{MaintenanceWindowRequest, UpgradeRequest};
 use crate::model::audit::Actor;
 use crate::model::cluster::{Exposure, NetworkMode};
 

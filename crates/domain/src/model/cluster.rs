@@ -7,10 +7,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::model::firewall::IpCidr;
 use crate::model::maintenance_window::MaintenanceWindow;
 use crate::model::node_pool::{NodePool, PoolStatus};
 use crate::model::upgrade::UpgradeInFlight;
-use crate::model::firewall::IpCidr;
 use crate::names::DnsLabel;
 
 /// Where the cluster's API endpoint is reachable from.
