@@ -45,7 +45,7 @@ can switch on. A 422 also has `errors`: one `{field, message}` per problem, `fie
 | 401 | `unauthorized` | no usable bearer token (see Authentication); with `WWW-Authenticate: Bearer` |
 | 402 | `insufficient_credit` | a prepaid organization without credit adds nodes |
 | 403 | `forbidden`, `assistant_not_allowed` | not a member (reads) or not super_admin (writes); the AI assistant's limits |
-| 404 | `not_found` | unknown, gone, or not yours to see (existence is never revealed) |
+| 404 | `not_found` | unknown or gone (an organization, a cluster, an object under it), or another person's approval |
 | 409 | `name_conflict`, `idempotency_key_reused`, `idempotency_key_in_progress`, `change_in_flight`, `last_pool`, `exposure_mismatch`, `invalid_state`, `cluster_not_provisioned`, `cluster_deleting`, `cluster_failed`, `last_credential`, `concurrent_modification` | the state of things forbids it now |
 | 412 | `precondition_failed` | an `If-Match` write on an object that changed since it was read (see Concurrent edits) |
 | 413 | `payload_too_large` | a body over 1 MiB |
@@ -56,8 +56,9 @@ can switch on. A 422 also has `errors`: one `{field, message}` per problem, `fie
 | 503 | `capacity_exhausted`, `service_unavailable` | with `Retry-After`; a retry may succeed |
 
 Authentication is checked first, then the query parameters: an out-of-range `page` is 400
-`invalid_query` whatever the organization. Another organization's object is 404, as an unknown
-one: nothing about an object is told to someone who may not see it.
+`invalid_query` whatever the organization. A cluster of another organization is 403 `forbidden`
+(not a member), and a writer who is super_admin nowhere is refused before any object is loaded;
+nothing else about an object is told to someone who may not see it.
 
 ### Authentication
 

@@ -48,6 +48,8 @@ pub async fn observe(
         request_id = %id.0,
         trace_id = tracing::field::Empty,
         caller = tracing::field::Empty,
+        // Named by a use case whose own span is off at this level (a read's, at info).
+        organization = tracing::field::Empty,
     );
     // The request's own place: under the caller's span, or the root of a new trace. The use
     // cases pass it on to the provisioning they schedule.

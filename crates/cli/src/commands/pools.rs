@@ -398,12 +398,13 @@ pub async fn nodes(s: &Session, command: NodeCommand) -> Result<(), CliError> {
                     None => e,
                 })?;
             let list: NodeList = answer.parse()?;
-            let mut table = Table::new(&["NAME", "POOL", "STATUS", "AGE"]);
+            let mut table = Table::new(&["NAME", "POOL", "STATUS", "VERSION", "AGE"]);
             for n in &list.items {
                 table.row(vec![
                     n.name.clone(),
                     n.pool.clone(),
                     cell(&json!(n.status)),
+                    n.version.clone(),
                     age(&n.created_at),
                 ]);
             }

@@ -106,12 +106,11 @@ pub async fn run(s: &Session, command: ClusterCommand) -> Result<(), CliError> {
                     "nothing to change: give --day, --start or --auto-upgrade",
                 ));
             }
-            let window = (day.is_some() || start.is_some()).then(|| {
-                Some(MaintenanceWindowRequest {
+            let window =
+                (day.is_some() || start.is_some()).then_some(Some(MaintenanceWindowRequest {
                     day,
                     start_time: start,
-                })
-            });
+                }));
             let patch = ClusterPatch {
                 maintenance_window: window,
                 auto_upgrade,
