@@ -493,25 +493,34 @@ pub async fn scale_pool(
     let (id, pool) = path.into_inner();
     let done = match sizing(&change.form) {
         Err(e) => Err(e),
-        Ok(patch) => {
-            let back = format!("{PREFIX}/clusters/{}/node-pools", id.0);
-            change
-                .run(back, async |request| {
-                    signed
-                        .services
-                        .patch_node_pool(
-                            Command::keyed(&signed.caller, Some(request)),
-                            id.0,
-                            &pool,
-                            patch,
-                            None,
-                        )
-                        .await
-                })
-                .await?
-        }
+        Ok(patch) => patch_pool(&signed, &change, id.0, &pool, patch).await?,
     };
     after_pool_change(&signed, id.0, PoolForm::Scale(pool), &change.form, done).await
+}
+
+/// A pool's PATCH from a form, under the form's idempotency key, back to the Node pools tab.
+async fn patch_pool(
+    signed: &Signed,
+    change: &Change,
+    cluster: uuid::Uuid,
+    pool: &str,
+    patch: NodePoolPatch,
+) -> Result<Result<HttpResponse, DomainError>, ConsoleError> {
+    let back = format!("{PREFIX}/clusters/{cluster}/node-pools");
+    change
+        .run(back, async |request| {
+            signed
+                .services
+                .patch_node_pool(
+                    Command::keyed(&signed.caller, Some(request)),
+                    cluster,
+                    pool,
+                    patch,
+                    None,
+                )
+                .await
+        })
+        .await
 }
 
 /// Replaces a pool's taints with the ones typed (none: every taint removed).
@@ -527,21 +536,7 @@ pub async fn taints_pool(
         taints: Some(Some(typed_taints(&change.form))),
         ..NodePoolPatch::default()
     };
-    let back = format!("{PREFIX}/clusters/{}/node-pools", id.0);
-    let done = change
-        .run(back, async |request| {
-            signed
-                .services
-                .patch_node_pool(
-                    Command::keyed(&signed.caller, Some(request)),
-                    id.0,
-                    &pool,
-                    patch,
-                    None,
-                )
-                .await
-        })
-        .await?;
+    let done = patch_pool(&signed, &change, id.0, &pool, patch).await?;
     after_pool_change(&signed, id.0, PoolForm::Taints(pool), &change.form, done).await
 }
 
