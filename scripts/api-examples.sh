@@ -162,8 +162,9 @@ OIDC client secret shows as `"[redacted]"`. Reads of the trail are not recorded.
 newest first, `limit` (1-100, default 50) at a time, narrowed by `resource`, `resource_id`,
 `cluster_id` (a cluster and everything under it), `actor` (a user id), `since` (inclusive) and
 `until` (exclusive, RFC 3339). `next_cursor` is the `cursor` of the next page (null on the last),
-with the same filters. Events are kept `AUDIT_RETENTION_DAYS` (400 by default; 0 keeps them
-forever) and purged hourly after.
+with the same filters. Events are kept at least `AUDIT_RETENTION_DAYS` (400 by default; 0 keeps
+them forever) and at most a month beyond: they are stored by month and a month goes once all of
+it is older than that.
 
 ### Kubeconfig credentials
 

@@ -141,7 +141,14 @@ pub struct Config {
     /// Days an audit event, and a finished operation, is kept (`AUDIT_RETENTION_DAYS`; 0 keeps
     /// them forever).
     pub audit_retention_days: u32,
+    /// Days a kubeconfig credential is kept once it expired or was revoked
+    /// (`KUBECONFIG_CREDENTIAL_GRACE_DAYS`; 0 keeps them forever).
+    pub credential_grace_days: u32,
 }
+
+/// Days an expired or revoked kubeconfig credential is kept: long enough that a refused
+/// download still reads as "expired" or "revoked" (and shows in the list) for a month.
+pub const CREDENTIAL_GRACE_DAYS_DEFAULT: u32 = 30;
 
 impl Config {
     pub fn load(src: &Source, dev: bool) -> Result<Config, ConfigError> {
@@ -330,6 +337,12 @@ impl Config {
                 "AUDIT_RETENTION_DAYS",
                 domain::model::audit::RETENTION_DAYS_DEFAULT,
                 "a whole number of days (0 keeps audit events forever)",
+            )?,
+            credential_grace_days: parse(
+                src,
+                "KUBECONFIG_CREDENTIAL_GRACE_DAYS",
+                CREDENTIAL_GRACE_DAYS_DEFAULT,
+                "a whole number of days (0 keeps ended credentials forever)",
             )?,
             sim: provisioner_sim::SimConfig::from_settings(|name| src.raw(name)).map_err(|e| {
                 ConfigError::Invalid {

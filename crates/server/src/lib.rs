@@ -206,7 +206,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     system::spawn_session_purge(store.clone());
     system::spawn_approval_expiry(services.clone());
     system::spawn_automatic_upgrades(services.clone());
-    system::spawn_audit_purge(store.clone(), config.audit_retention_days);
+    system::spawn_housekeeping(
+        store.clone(),
+        config.audit_retention_days,
+        config.credential_grace_days,
+    );
     let console_state = console::ConsoleState::new(
         services.clone().via(domain::model::audit::Channel::Console),
         demo_tokens

@@ -95,26 +95,41 @@ pub fn spawn_session_purge(store: PgStore) {
     });
 }
 
-/// Deletes audit events, and operations finished, more than `retention_days` ago (0: never),
-/// hourly, so each is kept at least its retention and at most an hour beyond.
-pub fn spawn_audit_purge(store: PgStore, retention_days: u32) {
-    if retention_days == 0 {
-        return;
-    }
+/// The hourly housekeeping of data that only grows: the coming months of the partitioned
+/// tables made; audit events and finished operations older than `retention_days` removed (0:
+/// never), by whole months (docs/operations.md); kubeconfig credentials that ended more than
+/// `credential_grace_days` ago deleted (0: never).
+pub fn spawn_housekeeping(store: PgStore, retention_days: u32, credential_grace_days: u32) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(3600));
         loop {
             tick.tick().await;
-            let cutoff = Utc::now() - chrono::Duration::days(i64::from(retention_days));
-            match store.purge_audit_before(cutoff).await {
-                Ok(n) if n > 0 => tracing::info!(deleted = n, "expired audit events purged"),
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "audit event purge failed"),
+            if let Err(e) = store.ensure_partitions().await {
+                tracing::warn!(error = %e, "making the coming months' partitions failed");
             }
-            match store.purge_finished_before(cutoff).await {
-                Ok(n) if n > 0 => tracing::info!(deleted = n, "finished operations purged"),
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "finished operation purge failed"),
+            let days_ago = |days: u32| Utc::now() - chrono::Duration::days(i64::from(days));
+            if retention_days > 0 {
+                let cutoff = days_ago(retention_days);
+                match store.purge_audit_before(cutoff).await {
+                    Ok(n) if n > 0 => tracing::info!(deleted = n, "expired audit events purged"),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "audit event purge failed"),
+                }
+                match store.purge_finished_before(cutoff).await {
+                    Ok(n) if n > 0 => tracing::info!(deleted = n, "finished operations purged"),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "finished operation purge failed"),
+                }
+            }
+            if credential_grace_days > 0 {
+                match store
+                    .purge_credentials_ended_before(days_ago(credential_grace_days))
+                    .await
+                {
+                    Ok(n) if n > 0 => tracing::info!(deleted = n, "ended credentials purged"),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "ended credential purge failed"),
+                }
             }
         }
     });

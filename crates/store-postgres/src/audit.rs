@@ -156,10 +156,9 @@ impl AuditLog for PgStore {
 
     async fn purge_audit_before(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         self.run_blocking(move |conn| {
-            let n = diesel::delete(a::table.filter(a::at.lt(before)))
-                .execute(conn)
-                .map_err(map)?;
-            Ok(n as u64)
+            crate::partitions::purge_before(conn, crate::partitions::AUDIT_EVENTS, before)
+                .map(|purged| purged.rows)
+                .map_err(map)
         })
         .await
     }

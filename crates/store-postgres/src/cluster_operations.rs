@@ -267,10 +267,9 @@ impl OperationLog for PgStore {
 
     async fn purge_finished_before(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         self.run_blocking(move |conn| {
-            let n = diesel::delete(o::table.filter(o::finished_at.lt(before)))
-                .execute(conn)
-                .map_err(map)?;
-            Ok(n as u64)
+            crate::partitions::purge_before(conn, crate::partitions::CLUSTER_OPERATIONS, before)
+                .map(|purged| purged.rows)
+                .map_err(map)
         })
         .await
     }

@@ -151,3 +151,23 @@ impl KubeconfigCredentials for PgStore {
         .await
     }
 }
+
+impl PgStore {
+    /// Deletes the credentials that ended before `before`: expired then, or revoked then.
+    /// Housekeeping after a grace period, so that a refused download can still be told apart
+    /// from an unknown one (and shown in the list) for a while; returns how many.
+    pub async fn purge_credentials_ended_before(
+        &self,
+        before: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        self.run_blocking(move |conn| {
+            let n = diesel::delete(
+                k::table.filter(k::expires_at.lt(before).or(k::revoked_at.lt(before))),
+            )
+            .execute(conn)
+            .map_err(map)?;
+            Ok(n as u64)
+        })
+        .await
+    }
+}

@@ -25,6 +25,7 @@ mod listener;
 mod maintenance;
 mod notifier;
 mod operations;
+mod partitions;
 mod pool;
 mod rows;
 mod schema;
@@ -81,17 +82,37 @@ pub fn run_migrations(url: &str) -> Result<(), StoreSetupError> {
         .map_err(|e| StoreSetupError::Migrations(e.to_string()))?;
     let result = conn
         .run_pending_migrations(MIGRATIONS)
-        .map(|done| done.len());
-    let _ = diesel::sql_query("SELECT pg_advisory_unlock(4242001)").execute(&mut conn);
-    match result {
-        Ok(n) => {
+        .map(|done| done.len())
+        .map_err(|e| StoreSetupError::Migrations(e.to_string()))
+        .and_then(|n| {
             if n > 0 {
                 tracing::info!(applied = n, "database migrations applied");
             }
-            Ok(())
+            convert_to_partitions(&mut conn)
+        });
+    let _ = diesel::sql_query("SELECT pg_advisory_unlock(4242001)").execute(&mut conn);
+    result
+}
+
+/// The tables that only grow, in monthly partitions (see `partitions`): converted once, in
+/// steps that let writes go on, and their coming months made.
+fn convert_to_partitions(conn: &mut PgConnection) -> Result<(), StoreSetupError> {
+    for table in partitions::TABLES {
+        let done = partitions::convert(conn, table).map_err(|e| {
+            StoreSetupError::Migrations(format!(
+                "converting {} to monthly partitions: {e}",
+                table.table
+            ))
+        })?;
+        if done.converted {
+            tracing::info!(
+                table = table.table,
+                swap_retries = done.swap_retries,
+                "table converted to monthly partitions"
+            );
         }
-        Err(e) => Err(StoreSetupError::Migrations(e.to_string())),
     }
+    Ok(())
 }
 
 /// Adds libpq's `connect_timeout` (whole seconds, at least 1) unless the URL sets one: without

@@ -390,7 +390,9 @@ pub trait AuditLog: Send + Sync {
     /// The organization's events the query asks for, newest first (`at`, then `id`, both
     /// descending), at most `query.limit`; MUST take one query whatever the filters.
     async fn audit_events(&self, query: AuditQuery) -> Result<Vec<AuditEvent>, StoreError>;
-    /// Deletes events older than `before`; returns how many.
+    /// Removes events older than `before`, never a younger one; returns how many. A store may
+    /// remove old events by whole periods (PostgreSQL's drops whole months), so an event can
+    /// outlive `before` until all of its period has.
     async fn purge_audit_before(&self, before: DateTime<Utc>) -> Result<u64, StoreError>;
 }
 
@@ -442,7 +444,9 @@ pub trait OperationLog: Send + Sync {
         progress: String,
         at: DateTime<Utc>,
     ) -> Result<(), StoreError>;
-    /// Deletes operations that finished before `before`; returns how many.
+    /// Removes operations that finished before `before`, never a running one or one that
+    /// finished later; returns how many. As with audit events, a store may remove them by
+    /// whole periods, so some outlive `before` for a while.
     async fn purge_finished_before(&self, before: DateTime<Utc>) -> Result<u64, StoreError>;
 }
 

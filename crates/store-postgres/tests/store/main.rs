@@ -204,6 +204,7 @@ fn count(conn: &mut PgConnection, table: &str) -> i64 {
 
 mod connections;
 mod constraints;
+mod housekeeping;
 mod idempotency;
 mod lifecycle;
 mod operations;

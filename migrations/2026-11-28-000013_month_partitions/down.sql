@@ -1,0 +1,1 @@
+DROP FUNCTION kubesvc_ensure_month_partitions(regclass, text, timestamptz, integer);
