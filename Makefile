@@ -21,7 +21,7 @@ TEST_STEPS ?= rust deploy openapi client refusals docs console schemathesis mcp
 
 export CARGO_TEST_ARGS TEST_STEPS
 
-.PHONY: help run test fuzz soak bench db clean-local
+.PHONY: help run test fuzz soak bench scale db clean-local
 
 help: ## this list
 	@echo 'Targets:'
@@ -53,6 +53,9 @@ soak: ## the long forms of the replica, failover and key-rotation runs (SOAK_SEC
 
 bench: ## measure against the limits: writes docs/benchmarks.md (release builds; BENCH_* settings: kubesvc-bench --help)
 	@bash scripts/bench.sh
+
+scale: ## the service at 1,000,000 clusters beside 10,000: writes docs/scale.md (release builds, about half an hour; SCALE_* settings: crates/bench/src/bin/scale.rs)
+	@bash scripts/scale.sh
 
 db: ## the PostgreSQL make test uses, kept up until Ctrl-C (prints TEST_DATABASE_URL)
 	@bash scripts/postgres.sh serve

@@ -15,5 +15,6 @@ pub mod parse;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod scale;
 pub mod settings;
 pub mod stats;

@@ -37,6 +37,18 @@ async fn pgbench(args: &[&str], raw: &Path) -> anyhow::Result<String> {
     Ok(text)
 }
 
+/// `pgbench -i -q -s FACTOR` (100,000 accounts a step) of the database at `url`.
+pub async fn init_scale(url: &str, factor: u32, raw: &Path) -> anyhow::Result<()> {
+    crate::say!("pgbench -i -s {factor} -> raw/pgbench-init-s{factor}.txt");
+    let factor = factor.to_string();
+    pgbench(
+        &["-i", "-q", "-s", &factor, url],
+        &raw.join(format!("pgbench-init-s{factor}.txt")),
+    )
+    .await?;
+    Ok(())
+}
+
 /// `pgbench -i -q` (scale 1) of the database at `url`.
 pub async fn init(url: &str, raw: &Path) -> anyhow::Result<()> {
     crate::say!("pgbench -i (scale 1) -> raw/pgbench-init.txt");

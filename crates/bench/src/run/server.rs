@@ -28,6 +28,16 @@ pub struct Stub {
 
 impl Stub {
     pub async fn start(bin: &Path, logs: &Path, http: &reqwest::Client) -> anyhow::Result<Stub> {
+        Self::start_with_directory(bin, logs, http, None).await
+    }
+
+    /// [`Stub::start`] answering from the directory file `directory` (the demo one if `None`).
+    pub async fn start_with_directory(
+        bin: &Path,
+        logs: &Path,
+        http: &reqwest::Client,
+        directory: Option<&Path>,
+    ) -> anyhow::Result<Stub> {
         let port = free_port()?;
         let url = format!("http://127.0.0.1:{port}");
         let service_token = format!("bench-service-token-{}", random_hex(12));
@@ -35,6 +45,9 @@ impl Stub {
         let mut cmd = Command::new(bin.join("platform-stub"));
         cmd.args(["--bind", &format!("127.0.0.1:{port}")])
             .env("PLATFORM_STUB_SERVICE_TOKEN", &service_token);
+        if let Some(directory) = directory {
+            cmd.arg("--directory").arg(directory);
+        }
         let mut proc = Proc::spawn("platform-stub", cmd, logs)?;
         proc.wait_port(port, Duration::from_secs(10)).await?;
         // Any answer means it serves; /v1/me without a token is a 401.

@@ -102,6 +102,23 @@ impl Wrk {
             .await
     }
 
+    /// [`Wrk::run`] with `lua` before the report's script (a `request` function, say).
+    pub async fn run_lua(
+        &self,
+        name: &str,
+        connections: u32,
+        seconds: u32,
+        url: &str,
+        headers: &[&str],
+        lua: &str,
+    ) -> anyhow::Result<WrkRun> {
+        let script = self.script.with_file_name(format!("wrk-{name}.lua"));
+        std::fs::write(&script, format!("{lua}\n{SCRIPT}"))
+            .with_context(|| format!("writing {}", script.display()))?;
+        self.run_script(name, connections, seconds, url, headers, &script)
+            .await
+    }
+
     /// `wrk --latency -c CONNECTIONS -d SECONDS` of `url` with `headers` (`Name: value`), as many
     /// threads as connections up to the cores; the output goes to raw/`name`.wrk.txt.
     pub async fn run(
