@@ -33,6 +33,10 @@ step_rust() {
     have script || apt_install bsdutils
     have tmux || apt_install tmux
     { have nginx || [[ -x /usr/sbin/nginx ]]; } || apt_install nginx
+    # The replicas test runs three servers through PgBouncer in transaction mode too (as a child
+    # process of the test, on a port of its own). Debian's package also enables a pgbouncer
+    # service on port 6432 where systemd runs; the test does not use it.
+    { have pgbouncer || [[ -x /usr/sbin/pgbouncer ]]; } || apt_install pgbouncer
     # The crash-and-restart tests run the real `server` binary as a child process, and the
     # CLI tests the real `kubesvc`, the operator's tests the real `kubesvc-admin`.
     say "cargo build -p server -p kubesvc -p kubesvc-admin (the binaries the process and CLI tests start)"

@@ -238,9 +238,13 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
             name: "SECRETS_KEY",
             reason: e.to_string(),
         })?;
-    let url = settings.database_url.clone();
+    let database = store_postgres::Database {
+        url: settings.database_url.clone(),
+        direct_url: settings.listen_database_url.clone(),
+        statement_cache: settings.database_statement_cache,
+    };
     let store = tokio::task::spawn_blocking(move || {
-        PgStore::connect(&url, 2, std::time::Duration::from_secs(5))
+        PgStore::connect_to(&database, 2, std::time::Duration::from_secs(5))
     })
     .await
     .map_err(|e| StartError::Database(e.to_string()))?
@@ -265,7 +269,7 @@ pub async fn start(settings: Settings) -> Result<Running, StartError> {
         .map_err(|e| StartError::Database(e.to_string()))?;
     warn_about_callbacks(&routes.get(), &registry.get());
     let routes_watch = tokio::spawn(routes_file.watch(registry.clone(), metrics.clone()));
-    let changes = AuthServerChanges::start(&settings.database_url);
+    let changes = AuthServerChanges::start(&settings.listen_database_url);
     let signed_out = revocations.clone().keep_fresh(
         store.clone(),
         changes.session_revocations(),

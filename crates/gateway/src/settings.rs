@@ -20,6 +20,14 @@ pub enum SettingsError {
 #[derive(Clone)]
 pub struct Settings {
     pub database_url: String,
+    /// `LISTEN_DATABASE_URL`: the LISTEN connection for auth server and sign-out changes, and
+    /// the migrations at start, which need one server session of their own (directly to
+    /// PostgreSQL when `DATABASE_URL` goes through a transaction pooler); by default
+    /// `DATABASE_URL`.
+    pub listen_database_url: String,
+    /// `DATABASE_STATEMENT_CACHE`: whether pooled connections keep their statements prepared
+    /// (off behind a pooler that does not keep them across transactions).
+    pub database_statement_cache: bool,
     pub bind_addr: String,
     /// The TLS listener (certificates from the routes file); `None`: none.
     pub tls_bind_addr: Option<String>,
@@ -71,6 +79,7 @@ impl fmt::Debug for Settings {
             .field("session_ttl", &self.session_ttl)
             .field("workers", &self.workers)
             .field("max_connections", &self.max_connections)
+            .field("database_statement_cache", &self.database_statement_cache)
             .finish_non_exhaustive()
     }
 }
@@ -125,6 +134,21 @@ impl Settings {
         let invalid =
             |name: &'static str| move |reason: String| SettingsError::Invalid { name, reason };
         let database_url = required("DATABASE_URL")?;
+        let listen_database_url =
+            get("LISTEN_DATABASE_URL").unwrap_or_else(|| database_url.clone());
+        let database_statement_cache = match get("DATABASE_STATEMENT_CACHE")
+            .map(|v| v.trim().to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("1" | "true" | "yes" | "on") => true,
+            Some("0" | "false" | "no" | "off") => false,
+            Some(_) => {
+                return Err(SettingsError::Invalid {
+                    name: "DATABASE_STATEMENT_CACHE",
+                    reason: "must be true or false".into(),
+                });
+            }
+        };
         let secrets_key = required("SECRETS_KEY")?;
         let secrets_key_previous = get("SECRETS_KEY_PREVIOUS").unwrap_or_default();
         // The key errors name their setting and never repeat a value.
@@ -182,6 +206,8 @@ impl Settings {
             .unwrap_or_default();
         Ok(Settings {
             database_url,
+            listen_database_url,
+            database_statement_cache,
             bind_addr,
             tls_bind_addr: get("GATEWAY_TLS_BIND_ADDR"),
             admin_bind_addr: get("GATEWAY_ADMIN_BIND_ADDR"),
@@ -285,6 +311,30 @@ mod tests {
     }
 
     #[test]
+    fn the_listen_url_defaults_to_the_database_url_and_the_statement_cache_is_on() {
+        let s = Settings::from_lookup(lookup(&BASE)).ok();
+        assert_eq!(
+            s.map(|s| (s.listen_database_url, s.database_statement_cache)),
+            Some(("x".to_owned(), true))
+        );
+        let mut pairs = BASE.to_vec();
+        pairs.extend([
+            (
+                "LISTEN_DATABASE_URL",
+                "postgres://kubesvc:hunter2@primary/k",
+            ),
+            ("DATABASE_STATEMENT_CACHE", "off"),
+        ]);
+        let s = Settings::from_lookup(lookup(&pairs)).ok();
+        assert_eq!(
+            s.as_ref()
+                .map(|s| (s.listen_database_url.as_str(), s.database_statement_cache)),
+            Some(("postgres://kubesvc:hunter2@primary/k", false))
+        );
+        assert!(!format!("{s:?}").contains("hunter2"), "no URL in Debug");
+    }
+
+    #[test]
     fn bad_values_are_refused_by_name() {
         for (name, value) in [
             ("GATEWAY_TRUSTED_PROXIES", "10.0.0.0/99"),
@@ -298,6 +348,7 @@ mod tests {
             ("GATEWAY_MAX_CONNECTIONS", "0"),
             ("GATEWAY_MAX_CONNECTIONS", "lots"),
             ("GATEWAY_JWKS_MIN_REFRESH_S", "soon"),
+            ("DATABASE_STATEMENT_CACHE", "sometimes"),
         ] {
             let mut pairs = BASE.to_vec();
             pairs.push((name, value));

@@ -56,8 +56,12 @@ fn parse<T: std::str::FromStr>(
 }
 
 fn boolean(src: &Source, name: &'static str) -> Result<bool, ConfigError> {
+    boolean_or(src, name, false)
+}
+
+fn boolean_or(src: &Source, name: &'static str, default: bool) -> Result<bool, ConfigError> {
     match src.get(name).map(|v| v.trim().to_ascii_lowercase()) {
-        None => Ok(false),
+        None => Ok(default),
         Some(v) if ["1", "true", "yes", "on"].contains(&v.as_str()) => Ok(true),
         Some(v) if ["0", "false", "no", "off"].contains(&v.as_str()) => Ok(false),
         Some(_) => Err(ConfigError::Invalid {
@@ -90,6 +94,13 @@ pub enum SecretsKey {
 pub struct Config {
     pub dev: bool,
     pub database_url: String,
+    /// `LISTEN_DATABASE_URL`: the change feed's LISTEN connection and the migrations at start,
+    /// which need one server session of their own (directly to PostgreSQL when `DATABASE_URL`
+    /// goes through a transaction pooler); by default `DATABASE_URL`.
+    pub listen_database_url: String,
+    /// `DATABASE_STATEMENT_CACHE`: whether pooled connections keep their statements prepared
+    /// (off behind a pooler that does not keep them across transactions).
+    pub database_statement_cache: bool,
     pub bind_addr: String,
     pub identity: Identity,
     pub secrets_key: SecretsKey,
@@ -158,6 +169,9 @@ impl Config {
             (None, true) => "postgres://postgres@127.0.0.1:5432/kubesvc_dev".to_owned(),
             (None, false) => return Err(ConfigError::Missing("DATABASE_URL")),
         };
+        let listen_database_url = src
+            .get("LISTEN_DATABASE_URL")
+            .unwrap_or_else(|| database_url.clone());
         let identity = match (src.get("ACCOUNT_PLATFORM_URL"), dev) {
             (Some(url), _) => Identity::Platform {
                 url,
@@ -187,6 +201,8 @@ impl Config {
         Ok(Config {
             dev,
             database_url,
+            listen_database_url,
+            database_statement_cache: boolean_or(src, "DATABASE_STATEMENT_CACHE", true)?,
             bind_addr: src
                 .get("BIND_ADDR")
                 .unwrap_or_else(|| "127.0.0.1:8080".into()),
@@ -429,6 +445,51 @@ mod tests {
             c.map(|c| c.identity),
             Some(Identity::Platform { .. })
         ));
+    }
+
+    #[test]
+    fn the_listen_url_defaults_to_the_database_url_and_the_statement_cache_is_on() {
+        let load = |pairs: &[(&str, &str)]| Config::load(&Source::from_pairs(pairs), true);
+        let c = load(&[("DATABASE_URL", "postgres://pgbouncer:6432/k")]).ok();
+        assert_eq!(
+            c.map(|c| (c.listen_database_url, c.database_statement_cache)),
+            Some(("postgres://pgbouncer:6432/k".into(), true))
+        );
+        let c = load(&[
+            ("DATABASE_URL", "postgres://pgbouncer:6432/k"),
+            ("LISTEN_DATABASE_URL", "postgres://primary:5432/k"),
+            ("DATABASE_STATEMENT_CACHE", "off"),
+        ])
+        .ok();
+        assert_eq!(
+            c.map(|c| (
+                c.database_url,
+                c.listen_database_url,
+                c.database_statement_cache
+            )),
+            Some((
+                "postgres://pgbouncer:6432/k".into(),
+                "postgres://primary:5432/k".into(),
+                false
+            ))
+        );
+        // Unset and empty are the same: DATABASE_URL.
+        let c = load(&[
+            ("DATABASE_URL", "postgres://a/k"),
+            ("LISTEN_DATABASE_URL", " "),
+        ])
+        .ok();
+        assert_eq!(
+            c.map(|c| c.listen_database_url).as_deref(),
+            Some("postgres://a/k")
+        );
+        assert_eq!(
+            load(&[("DATABASE_STATEMENT_CACHE", "sometimes")]).err(),
+            Some(ConfigError::Invalid {
+                name: "DATABASE_STATEMENT_CACHE",
+                message: "must be true or false".into()
+            })
+        );
     }
 
     #[test]

@@ -96,14 +96,25 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         )
     })?;
 
-    let db_url = config.database_url.clone();
+    let database = store_postgres::Database {
+        url: config.database_url.clone(),
+        direct_url: config.listen_database_url.clone(),
+        statement_cache: config.database_statement_cache,
+    };
+    if database.url != database.direct_url {
+        // Never the URLs themselves: they may hold a password.
+        tracing::info!(
+            statement_cache = database.statement_cache,
+            "LISTEN_DATABASE_URL is set: the change feed and the migrations connect there, every query to DATABASE_URL"
+        );
+    }
     let pool_size = config.database_pool_size;
     let store = tokio::task::spawn_blocking(move || {
-        PgStore::connect(&db_url, pool_size, std::time::Duration::from_secs(5))
+        PgStore::connect_to(&database, pool_size, std::time::Duration::from_secs(5))
     })
     .await
     .context("database set-up")?
-    .context("DATABASE_URL: cannot connect or migrate")?;
+    .context("DATABASE_URL or LISTEN_DATABASE_URL: cannot connect or migrate")?;
     // A key generated for this run could not open a digest key stored by an earlier run, and
     // nothing sealed by that run opens either: such a run keeps the key it derives.
     let vault = if generated_secrets_key {
@@ -111,7 +122,7 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     } else {
         store.open_vault(vault).await?
     };
-    let feed = PgChangeFeed::start(&config.database_url, config.cluster_cache_size);
+    let feed = PgChangeFeed::start(&config.listen_database_url, config.cluster_cache_size);
     let clusters = Arc::new(CachedStore::new(store.clone(), &feed));
 
     let mut registry = api::metrics::Metrics::default();

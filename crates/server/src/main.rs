@@ -58,13 +58,12 @@ fn init_tracing() -> Telemetry {
 }
 
 /// `server --migrate`: what a deployment's migration Job runs before a release's replicas start.
-/// Only DATABASE_URL is read; the other settings belong to the serving process.
+/// Only LISTEN_DATABASE_URL (the direct connection, when set) and DATABASE_URL are read; the
+/// other settings belong to the serving process.
 fn migrate() -> ExitCode {
     let _export = init_tracing();
-    let Some(url) = std::env::var("DATABASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-    else {
+    let setting = |name| std::env::var(name).ok().filter(|u| !u.trim().is_empty());
+    let Some(url) = setting("LISTEN_DATABASE_URL").or_else(|| setting("DATABASE_URL")) else {
         eprintln!("server: DATABASE_URL is required to migrate");
         return ExitCode::from(2);
     };
@@ -99,7 +98,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!(
-            "usage: server [--dev | --migrate]\n  settings come from the environment; see README.md and docs/configuration.md\n  --migrate: apply the pending database migrations (DATABASE_URL) and exit"
+            "usage: server [--dev | --migrate]\n  settings come from the environment; see README.md and docs/configuration.md\n  --migrate: apply the pending database migrations (LISTEN_DATABASE_URL when set, else DATABASE_URL) and exit"
         );
         return ExitCode::SUCCESS;
     }

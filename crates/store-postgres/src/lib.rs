@@ -72,7 +72,56 @@ pub const SESSION_CHANNEL: &str = "session_revocations";
 
 type PgPool = Pool<pool::PgManager>;
 
-/// Runs every pending migration on the database at `url`.
+/// Where the store connects, and how its pooled connections may be used.
+///
+/// `url` carries every query of the pool and the notifier. Each of those is one statement or
+/// one transaction and leaves nothing behind on its session, so `url` may lead to a pooler in
+/// transaction mode (PgBouncer's `pool_mode = transaction`), which hands a server session to a
+/// client for one transaction only. `direct_url` is for what needs one server session for
+/// longer: the change feed's LISTEN (a notification goes to the session that listens; the caller
+/// hands it to [`PgChangeFeed::start`] or [`AuthServerChanges::start`]), and the migrations.
+#[derive(Clone)]
+pub struct Database {
+    /// The pool's and the notifier's connections.
+    pub url: String,
+    /// The migrations' connection (and, passed on by the caller, the LISTEN connections).
+    pub direct_url: String,
+    /// Whether each pooled connection keeps its statements prepared for the next use
+    /// (diesel's statement cache): a query is then planned once per connection instead of at
+    /// every call. Off behind a pooler that does not keep prepared statements across
+    /// transactions (PgBouncer in transaction mode before 1.21, or with
+    /// `max_prepared_statements = 0`): each statement is then sent with its text and run in
+    /// one exchange (libpq's PQsendQueryParams, an unnamed statement), which any pooler passes.
+    pub statement_cache: bool,
+}
+
+impl Database {
+    /// Every connection to `url`, directly to PostgreSQL, statements cached.
+    pub fn direct(url: &str) -> Database {
+        Database {
+            url: url.to_owned(),
+            direct_url: url.to_owned(),
+            statement_cache: true,
+        }
+    }
+}
+
+impl std::fmt::Debug for Database {
+    // The URLs may hold a password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("separate_direct_url", &(self.url != self.direct_url))
+            .field("statement_cache", &self.statement_cache)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs every pending migration on the database at `url`, then converts the tables that only
+/// grow to monthly partitions, all under one session-level advisory lock: processes starting
+/// together do it once, one after the other. That lock, and the conversion's several
+/// transactions, need one server session throughout: `url` must lead straight to PostgreSQL
+/// (or to a pooler in session mode), never to a pooler in transaction mode, where the unlock
+/// could reach another server session than the lock did and leave it held.
 pub fn run_migrations(url: &str) -> Result<(), StoreSetupError> {
     let mut conn = PgConnection::establish(&with_connect_timeout(url, Duration::from_secs(10)))
         .map_err(|e| StoreSetupError::Connect(e.to_string()))?;
@@ -260,15 +309,25 @@ impl std::fmt::Debug for PgStore {
 }
 
 impl PgStore {
-    /// Runs the pending migrations, then opens a pool of at most `pool_size` connections.
-    /// `connect_timeout` bounds both opening a connection and waiting for a free one.
-    /// Blocks: call it at start, before serving.
+    /// Runs the pending migrations, then opens a pool of at most `pool_size` connections, every
+    /// one directly to `database_url` ([`Database::direct`]). `connect_timeout` bounds both
+    /// opening a connection and waiting for a free one. Blocks: call it at start, before serving.
     pub fn connect(
         database_url: &str,
         pool_size: u32,
         connect_timeout: Duration,
     ) -> Result<PgStore, StoreSetupError> {
-        Self::open(database_url, pool_size, connect_timeout, true)
+        Self::connect_to(&Database::direct(database_url), pool_size, connect_timeout)
+    }
+
+    /// As [`PgStore::connect`], the migrations on `database.direct_url`, the pool and the
+    /// notifier on `database.url`.
+    pub fn connect_to(
+        database: &Database,
+        pool_size: u32,
+        connect_timeout: Duration,
+    ) -> Result<PgStore, StoreSetupError> {
+        Self::open(database, pool_size, connect_timeout, true)
     }
 
     /// As [`PgStore::connect`] without running migrations: for tools that must not change the
@@ -289,7 +348,13 @@ impl PgStore {
         // No idle connection kept: r2d2 would open it on its own thread whenever the one in
         // use leaves none idle, and a short-lived tool that exits while libpq is connecting on
         // another thread can crash in the TLS library's exit handlers.
-        Self::build(database_url, pool_size, 0, connect_timeout, true)
+        Self::build(
+            &Database::direct(database_url),
+            pool_size,
+            0,
+            connect_timeout,
+            true,
+        )
     }
 
     /// As [`PgStore::connect`], without the checkout check: only the retry of
@@ -301,34 +366,36 @@ impl PgStore {
         pool_size: u32,
         connect_timeout: Duration,
     ) -> Result<PgStore, StoreSetupError> {
-        Self::open(database_url, pool_size, connect_timeout, false)
+        Self::open(
+            &Database::direct(database_url),
+            pool_size,
+            connect_timeout,
+            false,
+        )
     }
 
     fn open(
-        database_url: &str,
+        database: &Database,
         pool_size: u32,
         connect_timeout: Duration,
         check_on_checkout: bool,
     ) -> Result<PgStore, StoreSetupError> {
-        run_migrations(database_url)?;
-        Self::build(
-            database_url,
-            pool_size,
-            1,
-            connect_timeout,
-            check_on_checkout,
-        )
+        run_migrations(&database.direct_url)?;
+        Self::build(database, pool_size, 1, connect_timeout, check_on_checkout)
     }
 
     fn build(
-        database_url: &str,
+        database: &Database,
         pool_size: u32,
         min_idle: u32,
         connect_timeout: Duration,
         check_on_checkout: bool,
     ) -> Result<PgStore, StoreSetupError> {
         let pool_size = pool_size.max(1);
-        let manager = pool::PgManager::new(with_connect_timeout(database_url, connect_timeout));
+        let manager = pool::PgManager::new(
+            with_connect_timeout(&database.url, connect_timeout),
+            database.statement_cache,
+        );
         let reachability = Arc::new(Reachability::new());
         let pool = Pool::builder()
             .max_size(pool_size)
@@ -347,7 +414,7 @@ impl PgStore {
             permits: Arc::new(Semaphore::new(pool_size as usize)),
             wait: connect_timeout,
             reachability,
-            notifier: notifier::Notifier::start(database_url),
+            notifier: notifier::Notifier::start(&database.url),
         })
     }
 

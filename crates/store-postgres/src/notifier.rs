@@ -5,9 +5,11 @@
 //! database would then commit one at a time (docs/performance.md measures it). So a write only
 //! records its change in `cluster_change_log`, and once it committed hands its payload to this
 //! notifier's thread. The thread sends whatever has accumulated meanwhile in one statement, on
-//! its own connection, with `synchronous_commit` off: the notifying transaction writes nothing
-//! that must survive a crash, so it does not wait for a flush and holds the lock for
-//! microseconds.
+//! its own connection, with `synchronous_commit` off for that statement's transaction only: the
+//! notifying transaction writes nothing that must survive a crash, so it does not wait for a
+//! flush and holds the lock for microseconds. Nothing is set on the session, so the connection
+//! may go through a pooler in transaction mode, as the store's pool does (a NOTIFY reaches every
+//! listener of the database whichever session sends it).
 //!
 //! Losing a notification is allowed (the process dies right after a commit, the database is
 //! away, the queue is full): every change feed reads `cluster_change_log` once a second and
@@ -18,7 +20,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
 use diesel::sql_types::{Array, Text};
 use diesel::{Connection, RunQueryDsl};
@@ -156,19 +157,70 @@ fn run(url: &str, rx: &Receiver<Message>) {
     }
 }
 
+/// A plain connection: its one statement is a `sql_query`, which diesel never keeps prepared,
+/// so it passes a pooler in transaction mode as it is.
 fn connect(url: &str) -> Result<PgConnection, String> {
-    let mut conn = PgConnection::establish(url).map_err(|e| e.to_string())?;
-    conn.batch_execute("SET synchronous_commit = off")
-        .map_err(|e| e.to_string())?;
-    Ok(conn)
+    PgConnection::establish(url).map_err(|e| e.to_string())
 }
 
-/// One autocommit statement: one transaction, one round trip, however many payloads.
+/// One autocommit statement: one transaction, one round trip, however many payloads. The
+/// setting is local to that transaction (`set_config(…, true)` is `SET LOCAL`), read when it
+/// commits; the aggregate makes it one row, so `set_config` runs once.
 fn send(conn: &mut PgConnection, payloads: &[String]) -> Result<(), String> {
-    diesel::sql_query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
-        .bind::<Text, _>(CLUSTER_CHANNEL)
-        .bind::<Array<Text>, _>(payloads)
-        .execute(conn)
-        .map(drop)
-        .map_err(|e| e.to_string())
+    diesel::sql_query(
+        "SELECT set_config('synchronous_commit', 'off', true), count(pg_notify($1, p)) \
+         FROM unnest($2::text[]) AS p",
+    )
+    .bind::<Text, _>(CLUSTER_CHANNEL)
+    .bind::<Array<Text>, _>(payloads)
+    .execute(conn)
+    .map(drop)
+    .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The notifications reach a listener, and the session is left as it was: nothing of the
+    /// notifier's stays on a server session a pooler would hand to another client next.
+    #[cfg(feature = "test-support")]
+    #[test]
+    fn a_batch_is_notified_and_leaves_no_setting_on_the_session() {
+        use crate::listener::Listener;
+        use diesel::QueryableByName;
+
+        #[derive(QueryableByName)]
+        struct Setting {
+            #[diesel(sql_type = Text)]
+            v: String,
+        }
+        let db = crate::TestDatabase::create();
+        let timeout = Duration::from_secs(10);
+        let mut listener = Listener::connect(&db.url).unwrap_or_else(|e| panic!("{e}"));
+        listener
+            .execute(&format!("LISTEN {CLUSTER_CHANNEL}"), timeout)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut conn = connect(&db.url).unwrap_or_else(|e| panic!("{e}"));
+        send(&mut conn, &["a".to_owned(), "b".to_owned()]).unwrap_or_else(|e| panic!("{e}"));
+
+        let mut heard = Vec::new();
+        let deadline = Instant::now() + timeout;
+        while heard.len() < 2 && Instant::now() < deadline {
+            let got = listener
+                .wait(Duration::from_millis(200))
+                .unwrap_or_else(|e| panic!("{e}"));
+            heard.extend(got.into_iter().map(|n| n.payload));
+        }
+        assert_eq!(heard, ["a", "b"]);
+        let after: Vec<Setting> =
+            diesel::sql_query("SELECT current_setting('synchronous_commit') AS v")
+                .load(&mut conn)
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            after.first().map(|s| s.v.as_str()),
+            Some("on"),
+            "synchronous_commit was set for the notifying transaction only"
+        );
+    }
 }

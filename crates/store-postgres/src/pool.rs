@@ -18,7 +18,7 @@
 use std::fmt::Write as _;
 
 use diesel::Connection as _;
-use diesel::connection::{Instrumentation, InstrumentationEvent};
+use diesel::connection::{CacheSize, Instrumentation, InstrumentationEvent};
 use diesel::pg::PgConnection;
 use diesel::r2d2::{ConnectionManager, ManageConnection};
 
@@ -28,12 +28,16 @@ use crate::error::is_connection_lost;
 #[derive(Debug)]
 pub(crate) struct PgManager {
     inner: ConnectionManager<PgConnection>,
+    /// Whether statements stay prepared on a connection for its next use (see
+    /// `Database::statement_cache`).
+    statement_cache: bool,
 }
 
 impl PgManager {
-    pub(crate) fn new(database_url: String) -> PgManager {
+    pub(crate) fn new(database_url: String, statement_cache: bool) -> PgManager {
         PgManager {
             inner: ConnectionManager::new(database_url),
+            statement_cache,
         }
     }
 }
@@ -45,6 +49,9 @@ impl ManageConnection for PgManager {
     fn connect(&self) -> Result<PgConnection, Self::Error> {
         let mut conn = self.inner.connect()?;
         conn.set_instrumentation(Watch::default());
+        if !self.statement_cache {
+            conn.set_prepared_statement_cache_size(CacheSize::Disabled);
+        }
         Ok(conn)
     }
 

@@ -420,6 +420,7 @@ mod failover;
 mod graceful_stop;
 mod key_rotation;
 mod migrate;
+mod pgbouncer;
 mod platform_outage;
 mod replicas;
 mod secrets;

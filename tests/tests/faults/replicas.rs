@@ -5,11 +5,16 @@
 //! dead replica end with an error that is retried, and the only errors the load sees are for
 //! requests in flight on the killed replica. `SOAK_SECONDS` (scripts/soak.sh, `make soak`) is the
 //! long form: the same round again and again for that long, the roles rotating over the replicas.
+//!
+//! The same again with every query of the replicas through one PgBouncer in transaction mode
+//! (`pgbouncer.rs`), fewer server sessions than the replicas have pool connections, and only
+//! their LISTEN connections and migrations direct (`LISTEN_DATABASE_URL`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::process::Child;
 
+use super::pgbouncer::PgBouncer;
 use super::*;
 
 const REPLICAS: usize = 3;
@@ -35,6 +40,11 @@ const KILL_GRACE: Duration = Duration::from_millis(500);
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// How often a creator resends the keys still in progress (held by a request that died).
 const PARKED_RETRY: Duration = Duration::from_secs(2);
+/// Each replica's `DATABASE_POOL_SIZE`.
+const POOL_SIZE: u32 = 4;
+/// PgBouncer's server sessions for all three replicas: fewer than the replicas' pools open
+/// even when idle (one each), so every session is shared.
+const PGBOUNCER_SESSIONS: u32 = 2;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_replicas_behind_nginx_lose_and_duplicate_nothing_when_one_is_killed_and_one_stopped()
@@ -42,11 +52,91 @@ async fn three_replicas_behind_nginx_lose_and_duplicate_nothing_when_one_is_kill
     let Some(nginx_bin) = Nginx::find() else {
         return;
     };
-    let plan = Plan::from_env();
     // The in-process app only provides the database and the platform; its workers are off.
     let app = TestApp::spawn_with(&[("RECONCILER_WORKERS", "0")]).await;
-    let mut replicas = Replicas::start(&app).await;
-    let mut nginx = Nginx::start(&nginx_bin, &replicas.upstreams());
+    let replicas = kill_and_stop_replicas_under_load(&app, &nginx_bin, Route::Direct).await;
+    drop(replicas);
+}
+
+/// As above, every query of the replicas through one PgBouncer in transaction mode with fewer
+/// server sessions than the replicas' pools hold, statements not cached
+/// (`DATABASE_STATEMENT_CACHE=off`), the change feeds' LISTEN and the migrations direct
+/// (`LISTEN_DATABASE_URL`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_through_one_pgbouncer_in_transaction_mode_lose_and_duplicate_nothing() {
+    let Some(nginx_bin) = Nginx::find() else {
+        return;
+    };
+    let Some(pgbouncer_bin) = PgBouncer::find() else {
+        return;
+    };
+    let app = TestApp::spawn_with(&[("RECONCILER_WORKERS", "0")]).await;
+    let pgbouncer = PgBouncer::start(&pgbouncer_bin, &app.db.url, PGBOUNCER_SESSIONS);
+    let pooled = pgbouncer.url(&app.db.url);
+    let replicas =
+        kill_and_stop_replicas_under_load(&app, &nginx_bin, Route::Pooler(&pooled)).await;
+
+    // Every query went through PgBouncer, sharing its sessions: the replicas' pools hold more
+    // connections than PostgreSQL has sessions for them, and those are PgBouncer's (it names
+    // each after the client it serves, `kubesvc-replica-<i>`). Counted once the load is over:
+    // under it, a session PgBouncer closed (its client was killed mid-transaction) may still
+    // be ending beside the one that replaces it.
+    let pooled_connections = replicas.pool_connections().await;
+    let sessions_named = |name: &str| {
+        count(
+            &app.db.url,
+            &format!(
+                "SELECT count(*) AS n FROM pg_stat_activity \
+                 WHERE datname = current_database() AND application_name LIKE '{name}'"
+            ),
+        )
+    };
+    let shared = sessions_named("kubesvc-replica-%");
+    let feeds = sessions_named(store_postgres::CHANGE_FEED_APPLICATION_NAME);
+    eprintln!(
+        "through pgbouncer: the replicas' pools hold {pooled_connections} connections to it, \
+         served by {shared} server sessions (default_pool_size {}); change feeds listening \
+         directly: {feeds}",
+        pgbouncer.default_pool_size
+    );
+    assert!(
+        (1..=i64::from(pgbouncer.default_pool_size)).contains(&shared),
+        "server sessions of the replicas' pools: {shared}\n{}",
+        pgbouncer.log()
+    );
+    assert!(
+        pooled_connections > i64::from(pgbouncer.default_pool_size),
+        "the pools' {pooled_connections} connections share PgBouncer's {} sessions",
+        pgbouncer.default_pool_size
+    );
+    // One LISTEN session per replica straight to PostgreSQL, and the in-process app's (one
+    // through PgBouncer would be among its sessions, and fewer).
+    assert_eq!(feeds, REPLICAS as i64 + 1, "direct change feed sessions");
+    drop(replicas);
+    drop(pgbouncer);
+}
+
+/// How the replicas reach PostgreSQL.
+#[derive(Clone, Copy)]
+enum Route<'a> {
+    /// Every connection to the test database directly.
+    Direct,
+    /// Every query through a pooler in transaction mode at this URL, statements not cached;
+    /// the LISTEN connections and the migrations directly.
+    Pooler(&'a str),
+}
+
+/// Three replicas behind nginx under steady load, through `route`: one killed and another
+/// stopped each round, both back; then everything the load was answered is checked. Returns
+/// the replicas, still running.
+async fn kill_and_stop_replicas_under_load(
+    app: &TestApp,
+    nginx_bin: &Path,
+    route: Route<'_>,
+) -> Replicas {
+    let plan = Plan::from_env();
+    let mut replicas = Replicas::start(app, route).await;
+    let mut nginx = Nginx::start(nginx_bin, &replicas.upstreams());
     let http = Http::new(&nginx.base, Duration::from_secs(30));
     let fixtures = Fixtures::create(&http).await;
     let started = Instant::now();
@@ -80,15 +170,15 @@ async fn three_replicas_behind_nginx_lose_and_duplicate_nothing_when_one_is_kill
         &nginx,
     );
     nginx_sends_to_every_replica_again(&http, &replicas).await;
-    keys_held_by_a_dead_request_are_taken_over_once_their_lease_runs_out(&app, &http, &mut load)
+    keys_held_by_a_dead_request_are_taken_over_once_their_lease_runs_out(app, &http, &mut load)
         .await;
-    every_acknowledged_create_exists_exactly_once(&app, &load.acks);
+    every_acknowledged_create_exists_exactly_once(app, &load.acks);
     every_key_replays_its_first_answer_through_each_replica_and_nginx(&replicas, &http, &load.acks)
         .await;
-    provisioning_finishes_each_cluster_once(&app, &rounds, load.acks.len() + 3).await;
+    provisioning_finishes_each_cluster_once(app, &rounds, load.acks.len() + 3).await;
     print_the_figures(&load, &rounds, &errors, loaded_for, &nginx);
     drop(nginx);
-    drop(replicas);
+    replicas
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -135,28 +225,35 @@ struct Replicas {
 }
 
 impl Replicas {
-    async fn start(app: &TestApp) -> Replicas {
-        let (delay, drain) = (
+    async fn start(app: &TestApp, route: Route<'_>) -> Replicas {
+        let (delay, drain, pool) = (
             SHUTDOWN_DELAY_SECONDS.to_string(),
             DRAIN_TIMEOUT_SECONDS.to_string(),
+            POOL_SIZE.to_string(),
         );
-        let env = binary_env(
-            &app.platform,
-            &app.db.url,
-            &[
-                // Provisioning runs during the load, each cluster in a fraction of a second.
-                ("PROVISIONER_STEP_MS", "20"),
-                ("RECONCILER_POLL_MS", "50"),
-                ("ZONE_MAX_NODES", "1000000"),
-                ("DATABASE_POOL_SIZE", "4"),
-                // A short stop: the delay nginx cannot see anyway (it does not read /readyz).
-                ("SHUTDOWN_DELAY_SECONDS", &delay),
-                ("DRAIN_TIMEOUT_SECONDS", &drain),
-            ],
-        );
+        let mut extra = vec![
+            // Provisioning runs during the load, each cluster in a fraction of a second.
+            ("PROVISIONER_STEP_MS", "20"),
+            ("RECONCILER_POLL_MS", "50"),
+            ("ZONE_MAX_NODES", "1000000"),
+            ("DATABASE_POOL_SIZE", pool.as_str()),
+            // A short stop: the delay nginx cannot see anyway (it does not read /readyz).
+            ("SHUTDOWN_DELAY_SECONDS", &delay),
+            ("DRAIN_TIMEOUT_SECONDS", &drain),
+        ];
+        let db = match route {
+            Route::Direct => app.db.url.clone(),
+            Route::Pooler(url) => {
+                // Unnamed: the change feed's sessions are then named by the feed itself.
+                extra.push(("LISTEN_DATABASE_URL", app.db.url.as_str()));
+                extra.push(("DATABASE_STATEMENT_CACHE", "off"));
+                url.to_owned()
+            }
+        };
+        let env = binary_env(&app.platform, &app.db.url, &extra);
         let mut replicas = Replicas {
             env,
-            db: app.db.url.clone(),
+            db,
             scratch: Scratch::new("replicas"),
             ports: (0..REPLICAS).map(|_| free_port()).collect(),
             processes: Vec::new(),
@@ -182,6 +279,25 @@ impl Replicas {
         env.retain(|(k, _)| *k != "DATABASE_URL");
         env.push(("DATABASE_URL", db));
         start_ready(&env, self.ports[i], log).await.0
+    }
+
+    /// The connections the replicas' pools hold now, from each one's `/metrics`.
+    async fn pool_connections(&self) -> i64 {
+        let mut open = 0;
+        for i in 0..REPLICAS {
+            let a = self
+                .direct(i, Duration::from_secs(10))
+                .get("/metrics")
+                .await;
+            assert_eq!(a.status, 200, "{}", a.text());
+            open += a
+                .text()
+                .lines()
+                .find_map(|l| l.strip_prefix("db_pool_connections{state=\"open\"} "))
+                .and_then(|n| n.trim().parse::<i64>().ok())
+                .unwrap_or_else(|| panic!("no open pool connections in /metrics:\n{}", a.text()));
+        }
+        open
     }
 
     /// The replica again on its port, once `/readyz` answers 200; when that was.
@@ -342,7 +458,7 @@ impl Drop for Nginx {
     }
 }
 
-fn running_as_root() -> bool {
+pub(super) fn running_as_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
