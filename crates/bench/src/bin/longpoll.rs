@@ -4,6 +4,7 @@
 //!
 //! `bench-longpoll --url URL --patch-url URL2 --token T --server-pid PID [--org acme]
 //! [--waiters 10000] [--clusters 100] [--connect-concurrency 128] [--settle-ms 3000]
+//! [--source-addresses 1] (more: waiters connect from 127.0.0.1, .2, … in turn)
 //! [--gap-ms 100] [--poll-timeout 60] --out FILE.json`
 //!
 //! The waiters speak raw HTTP/1.1 (one request per connection, `Connection: close`) so that
@@ -89,9 +90,25 @@ async fn cluster_ids(
     Ok(ids)
 }
 
+/// A connection to `addr`, from `source` when given (a loopback address of its own, so that
+/// more waiters than one address has ephemeral ports can connect).
+async fn connect(addr: &str, source: Option<std::net::IpAddr>) -> std::io::Result<TcpStream> {
+    let Some(source) = source else {
+        return TcpStream::connect(addr).await;
+    };
+    let target: std::net::SocketAddr = tokio::net::lookup_host(addr)
+        .await?
+        .next()
+        .ok_or_else(|| std::io::Error::other("no address"))?;
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(std::net::SocketAddr::new(source, 0))?;
+    socket.connect(target).await
+}
+
 /// One waiter: connect, send, then wait for the whole answer (the server closes after it).
 async fn wait_once(
     addr: &str,
+    source: Option<std::net::IpAddr>,
     request: &[u8],
     permits: &Semaphore,
     sent: &AtomicUsize,
@@ -99,7 +116,7 @@ async fn wait_once(
 ) -> Outcome {
     let stream = {
         let _permit = permits.acquire().await;
-        let mut stream = match TcpStream::connect(addr).await {
+        let mut stream = match connect(addr, source).await {
             Ok(s) => s,
             Err(e) => return Outcome::Failed(format!("connect: {}", e.kind())),
         };
@@ -148,6 +165,7 @@ async fn main() -> anyhow::Result<()> {
     let settle_ms: u64 = args.or("settle-ms", 3000)?;
     let gap_ms: u64 = args.or("gap-ms", 100)?;
     let poll_timeout: u64 = args.or("poll-timeout", 60)?;
+    let source_addresses: u8 = args.or("source-addresses", 1)?;
     let addr = authority(&url)?;
     let host = addr.clone();
 
@@ -184,6 +202,10 @@ async fn main() -> anyhow::Result<()> {
              Host: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n",
             ids[cluster], versions[cluster]
         );
+        // Waiter w connects from 127.0.0.(1 + w % N) when N > 1 (all of 127/8 is loopback).
+        let source = (source_addresses > 1).then(|| {
+            std::net::IpAddr::from([127, 0, 0, 1 + (w % usize::from(source_addresses)) as u8])
+        });
         let (permits, sent, finished, addr) = (
             permits.clone(),
             sent.clone(),
@@ -191,7 +213,8 @@ async fn main() -> anyhow::Result<()> {
             addr.clone(),
         );
         tasks.push(tokio::spawn(async move {
-            let outcome = wait_once(&addr, request.as_bytes(), &permits, &sent, deadline).await;
+            let outcome =
+                wait_once(&addr, source, request.as_bytes(), &permits, &sent, deadline).await;
             finished.fetch_add(1, Ordering::SeqCst);
             Waiter { cluster, outcome }
         }));

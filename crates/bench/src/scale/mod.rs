@@ -22,7 +22,7 @@ use domain::model::identity::{
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::results::{PgbenchRun, WrkRun};
+use crate::results::{LongPoll, PgbenchRun, WrkRun};
 use crate::run::database::Databases;
 use crate::run::server::{ServerEnv, Stub, random_hex};
 use crate::run::wrk::Wrk;
@@ -62,6 +62,8 @@ pub struct Settings {
     pub duration_s: u32,
     pub connections: u32,
     pub pool_size: u32,
+    /// State long-polls parked at once on one server.
+    pub waiters: u32,
 }
 
 impl Settings {
@@ -82,6 +84,7 @@ impl Settings {
             duration_s: get("SCALE_DURATION", 10)?,
             connections: get("SCALE_CONNECTIONS", 16)?,
             pool_size: get("SCALE_DB_POOL_SIZE", 16)?,
+            waiters: get("SCALE_WAITERS", 50_000)?,
         })
     }
 }
@@ -99,6 +102,9 @@ pub struct SizeResult {
     pub pages: Vec<(String, WrkRun)>,
     pub audit_pages: Vec<(String, WrkRun)>,
     pub rss_kb: u64,
+    /// Creates of new clusters in the big organization, one after another on each connection.
+    pub creates: WrkRun,
+    pub long_polls: Option<LongPoll>,
 }
 
 /// A whole run.
@@ -188,6 +194,42 @@ end"#,
         file.display()
     )
 }
+
+/// The waiters one process can hold: `wanted`, or fewer when the open-files limit (the
+/// server's and bench-longpoll's alike, both started from here) is lower, leaving 1,000
+/// descriptors for everything else. A machine whose hard limit cannot be raised (a sandbox
+/// without the capability) caps the run; the report says so.
+fn waiters_within_open_files(wanted: u32) -> u32 {
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX);
+    let room = u32::try_from(limit.saturating_sub(1_000)).unwrap_or(u32::MAX);
+    if room < wanted {
+        crate::say!(
+            "warning: the open files limit ({limit}) holds {room} waiters, not {wanted}: \
+             measuring {room}"
+        );
+    }
+    wanted.min(room)
+}
+
+/// wrk's `request`: a create in acme with a name no other request of the run has (each
+/// thread numbered by `setup`, each of its requests counted).
+const CREATES_LUA: &str = r#"local threads = 0
+setup = function(thread)
+   threads = threads + 1
+   thread:set("tid", threads)
+end
+local sent = 0
+request = function()
+   sent = sent + 1
+   local body = string.format('{"organization":"acme","name":"new-%d-%d",'
+      .. '"node_pools":[{"name":"default","size":"kube.c5.large","count":1}]}', tid, sent)
+   return wrk.format("POST", "/v1/public/clusters", {
+      ["Authorization"] = "Bearer scale-acme",
+      ["Content-Type"] = "application/json",
+   }, body)
+end"#;
 
 struct Run<'a> {
     setup: &'a Setup,
@@ -306,7 +348,19 @@ impl Run<'_> {
             "{n} clusters: server RSS {} MiB after it all",
             rss_kb / 1024
         );
+        let creates = self
+            .wrk
+            .run_lua(
+                &format!("scale-{n}-creates"),
+                s.connections,
+                s.duration_s,
+                &server.url,
+                &[],
+                CREATES_LUA,
+            )
+            .await?;
         server.stop().await?;
+        let long_polls = self.long_polls(&env, n).await?;
         stub.stop().await?;
         Ok(SizeResult {
             shape,
@@ -318,7 +372,67 @@ impl Run<'_> {
             pages,
             audit_pages,
             rss_kb,
+            creates,
+            long_polls,
         })
+    }
+
+    /// `SCALE_WAITERS` state long-polls on a fresh server L over 100 of acme's clusters, the
+    /// changes made through a second server; `None` when switched off (0).
+    async fn long_polls(&self, env: &ServerEnv, n: u32) -> anyhow::Result<Option<LongPoll>> {
+        let waiters = waiters_within_open_files(self.settings.waiters);
+        if waiters == 0 {
+            return Ok(None);
+        }
+        crate::say!("{n} clusters: {waiters} long-polls on a fresh server");
+        let l = env.start(&format!("scale-{n}-l"), 3600).await?;
+        let patcher = env.start(&format!("scale-{n}-b"), 3600).await?;
+        let out = self.raw.join(format!("scale-{n}-longpoll.json"));
+        let _ = std::fs::remove_file(&out);
+        let stderr =
+            std::fs::File::create(self.raw.join(format!("scale-{n}-longpoll.stderr.txt")))?;
+        // A source address for every 12,500 waiters: one address's ephemeral ports (28,000
+        // by default) cannot hold 50,000 connections to one server port.
+        let sources = waiters.div_ceil(12_500).max(1);
+        let status = tokio::process::Command::new(self.setup.bin_dir.join("bench-longpoll"))
+            .args([
+                "--url",
+                &l.url,
+                "--patch-url",
+                &patcher.url,
+                "--token",
+                "scale-acme",
+                "--server-pid",
+                &l.pid().to_string(),
+                "--waiters",
+                &waiters.to_string(),
+                "--clusters",
+                "100",
+                "--source-addresses",
+                &sources.to_string(),
+                "--out",
+                &out.display().to_string(),
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(stderr)
+            .kill_on_drop(true)
+            .status()
+            .await
+            .context("running bench-longpoll")?;
+        l.stop().await?;
+        patcher.stop().await?;
+        if !status.success() {
+            crate::say!(
+                "warning: bench-longpoll reported a failure ({status}; see {})",
+                out.display()
+            );
+        }
+        let text = std::fs::read_to_string(&out)
+            .with_context(|| format!("bench-longpoll wrote no {}", out.display()))?;
+        Ok(Some(
+            serde_json::from_str(&text).context("bench-longpoll's results")?,
+        ))
     }
 }
 
