@@ -281,19 +281,21 @@ mod tests {
             let port = std::net::TcpListener::bind("127.0.0.1:0")
                 .and_then(|l| l.local_addr())
                 .map(|a| a.port())
-                .expect("a free port");
+                .unwrap_or_else(|e| panic!("no free port: {e}"));
             Relay { port }
         }
 
         fn open(&self, to: String) {
-            let listener = std::net::TcpListener::bind(("127.0.0.1", self.port)).expect("bind");
+            let listener = std::net::TcpListener::bind(("127.0.0.1", self.port))
+                .unwrap_or_else(|e| panic!("bind {}: {e}", self.port));
             std::thread::spawn(move || {
                 for client in listener.incoming().flatten() {
                     let Ok(server) = std::net::TcpStream::connect(&to) else {
                         continue;
                     };
-                    let (mut c2, mut s2) =
-                        (client.try_clone().unwrap(), server.try_clone().unwrap());
+                    let (Ok(mut c2), Ok(mut s2)) = (client.try_clone(), server.try_clone()) else {
+                        continue;
+                    };
                     let (mut c, mut s) = (client, server);
                     std::thread::spawn(move || std::io::copy(&mut c, &mut s));
                     std::thread::spawn(move || std::io::copy(&mut s2, &mut c2));
@@ -307,7 +309,9 @@ mod tests {
     fn database_through(port: u16) -> (String, String) {
         let url = std::env::var("TEST_DATABASE_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-        let (scheme, rest) = url.split_once("://").expect("a URL");
+        let Some((scheme, rest)) = url.split_once("://") else {
+            panic!("TEST_DATABASE_URL is not a URL: {url}");
+        };
         let (user, rest) = rest.rsplit_once('@').map_or(("", rest), |(u, r)| (u, r));
         let (address, path) = rest.split_once('/').unwrap_or((rest, "postgres"));
         let address = if address.contains(':') {
@@ -379,7 +383,7 @@ mod tests {
         use diesel::RunQueryDsl as _;
         diesel::sql_query("SELECT 1")
             .execute(&mut *conn)
-            .expect("a query on the connection");
+            .unwrap_or_else(|e| panic!("a query on the connection: {e}"));
     }
 
     #[test]
