@@ -1,8 +1,8 @@
 //! Automatic PostgreSQL failover by Patroni: a three-member etcd and two Patroni members (a
 //! primary and its synchronous standby, `synchronous_mode: true`) on loopback, the service
 //! given both in one URL (the standby first, `target_session_attrs=read-write`). Under keyed
-//! creates, reads and long-polls the primary's PostgreSQL (the postmaster and its backends) is
-//! killed with SIGKILL, nothing else: Patroni (left running) sees its PostgreSQL crashed and, told by `primary_start_timeout: 0`
+//! creates, reads and long-polls the primary's PostgreSQL (the postmaster and all its children)
+//! is killed with SIGKILL, nothing else: Patroni (left running) sees its PostgreSQL crashed and, told by `primary_start_timeout: 0`
 //! to fail over rather than restart a crashed primary, releases the leader key; the other
 //! member's Patroni promotes its standby. No person and no step of the test promotes anything.
 //! Checked: every request answered while there is no primary is a prompt 503 with Retry-After,
@@ -54,7 +54,7 @@ async fn patroni_promotes_the_synchronous_standby_when_the_primarys_postgresql_i
         &load,
         before,
         (&primary.url(), standby.name),
-        "SIGKILL to the primary's PostgreSQL, postmaster and backends (its Patroni left running)",
+        "SIGKILL to the primary's PostgreSQL, the postmaster and all its children (its Patroni left running)",
         || primary.kill_postgresql(),
     )
     .await;
@@ -66,6 +66,7 @@ async fn patroni_promotes_the_synchronous_standby_when_the_primarys_postgresql_i
         readiness_fails_and_liveness_holds(&http),
     );
     let promoted = standby.promoted_by_patroni(&cluster).await;
+    let old_primary_back = primary.watch_for_its_return_as_a_standby(&cluster.client);
     let first_ack =
         the_same_process_acknowledges_creates_on_the_new_primary(&load, &kill, &server).await;
     http.wait_ready().await;
@@ -91,12 +92,18 @@ async fn patroni_promotes_the_synchronous_standby_when_the_primarys_postgresql_i
     every_acknowledged_key_replays_its_answer_byte_for_byte(&http, &log).await;
     the_change_feed_listens_on_the_new_primary(&new_primary, &server).await;
     a_notification_on_the_new_primary_wakes_a_long_poll(&http, &new_primary, &id).await;
-    let rejoined = primary.rejoined_as_a_standby(&cluster, kill.at).await;
+    let Some(back) = old_primary_back.await.unwrap() else {
+        panic!(
+            "the old primary never ran again as a standby: {:?}\n{}",
+            primary.cluster_view(&cluster.client).await,
+            cluster.logs()
+        );
+    };
 
     report_the_figures("patroni", &log, &kill, &recovery, answered_503, started);
     eprintln!(
         "patroni: the old primary back as a standby of the new one {} ms after the kill",
-        rejoined.as_millis()
+        (back - kill.at).as_millis()
     );
     drop(server);
     drop(cluster);
@@ -186,6 +193,25 @@ fn owned_dir(path: &Path) {
     assert!(st.success(), "chmod {}", path.display());
 }
 
+/// The pids of the processes whose parent is `pid` (from `/proc/<pid>/stat`).
+fn children_of(pid: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // `pid (comm) state ppid …`: the fields after the command's closing parenthesis.
+            let ppid = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .to_owned();
+            (ppid == pid).then(|| entry.file_name().to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
 /// A child process of the test, its output in a file; killed on drop.
 struct Daemon(Child);
 
@@ -272,8 +298,9 @@ bootstrap:
         wal_level: replica
         hot_standby: "on"
         wal_log_hints: "on"
+        # Safe here: only processes are killed, never the machine, so what PostgreSQL wrote
+        # is in the OS cache. (full_page_writes stays on: pg_rewind needs it.)
         fsync: "off"
-        full_page_writes: "off"
   initdb:
   - encoding: UTF8
   - no-locale
@@ -306,58 +333,38 @@ postgresql:
         )
     }
 
-    /// SIGKILL to every process of this member's PostgreSQL at once, as when the instance
-    /// crashes: the postmaster (its pid is the first line of `postmaster.pid`) and its
-    /// backends, which are its process group (Patroni starts the postmaster in a session of
-    /// its own). Patroni stays up. Killing the postmaster alone would leave its backends to
-    /// answer queries until each notices it is gone.
+    /// SIGKILL to every process of this member's PostgreSQL, as when the instance crashes:
+    /// the postmaster (its pid is the first line of `postmaster.pid`) and each of its
+    /// children (the backends, the WAL sender, the checkpointer…). The postmaster is stopped
+    /// (SIGSTOP) first so that it forks no backend while its children are listed; each child
+    /// is a process group of its own, so the group cannot be signalled instead. Killing the
+    /// postmaster alone would leave its backends to answer, and even commit, until each
+    /// notices it is gone. Patroni stays up.
     fn kill_postgresql(&self) {
         let pid_file = std::fs::read_to_string(self.data().join("postmaster.pid")).unwrap();
-        let pid = pid_file.lines().next().unwrap().trim().to_owned();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-        // `pid (comm) state ppid pgrp …`: the fields after the command's closing parenthesis.
-        let pgrp = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(2))
-            .unwrap()
-            .to_owned();
-        let patroni = self.patroni.as_ref().map(|d| d.0.id().to_string());
-        let own = std::fs::read_to_string("/proc/self/stat").unwrap();
-        let own_pgrp = own
-            .rsplit_once(')')
-            .and_then(|(_, r)| r.split_whitespace().nth(2));
-        assert!(
-            pgrp != "0"
-                && pgrp != "1"
-                && Some(pgrp.as_str()) != own_pgrp
-                && Some(&pgrp) != patroni.as_ref(),
-            "the postmaster {pid} is not in a process group of its own ({pgrp})"
-        );
+        let postmaster = pid_file.lines().next().unwrap().trim().to_owned();
         let st = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pgrp}")])
+            .args(["-STOP", &postmaster])
             .status()
             .unwrap();
-        assert!(st.success(), "kill -KILL -{pgrp}");
+        assert!(st.success(), "kill -STOP {postmaster}");
+        let mut victims = children_of(&postmaster);
+        assert!(
+            !victims.is_empty(),
+            "the postmaster {postmaster} has no children"
+        );
+        victims.push(postmaster);
+        let st = Command::new("kill")
+            .arg("-KILL")
+            .args(&victims)
+            .status()
+            .unwrap();
+        assert!(st.success(), "kill -KILL {victims:?}");
     }
 
-    /// What this member's Patroni says of the cluster: each member's name, role and state.
+    /// What this member's Patroni says of the cluster.
     async fn cluster_view(&self, client: &Client) -> Vec<(String, String, String)> {
-        let Ok(answer) = client.get(self.api("/cluster")).send().await else {
-            return Vec::new();
-        };
-        let view: Value = answer.json().await.unwrap_or_default();
-        view["members"]
-            .as_array()
-            .map(|members| {
-                members
-                    .iter()
-                    .map(|m| {
-                        let s = |k: &str| m[k].as_str().unwrap_or_default().to_owned();
-                        (s("name"), s("role"), s("state"))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
+        cluster_view(client, &self.api("/cluster")).await
     }
 
     /// Until Patroni's `/primary` on this member answers 200 (it holds the leader key and has
@@ -395,28 +402,50 @@ postgresql:
         }
     }
 
-    /// Until this (former primary) member runs again as a standby of the new leader, rewound
-    /// by Patroni. How long after `since` that was.
-    async fn rejoined_as_a_standby(&self, cluster: &Patroni, since: Instant) -> Duration {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let view = self.cluster_view(&cluster.client).await;
-            let me = view.iter().find(|(name, _, _)| name == self.name);
-            if let Some((_, role, state)) = me
-                && (role == "sync_standby" || role == "replica")
-                && state == "running"
-            {
-                return since.elapsed();
+    /// Watches, from now on, for this member (the former primary) to run again as a standby
+    /// of the new leader, rewound by Patroni: the task answers when that was (`None`: not
+    /// within 90 s).
+    fn watch_for_its_return_as_a_standby(&self, client: &Client) -> JoinHandle<Option<Instant>> {
+        let (url, name, client) = (self.api("/cluster"), self.name, client.clone());
+        tokio::spawn(async move {
+            let deadline = Instant::now() + Duration::from_secs(90);
+            while Instant::now() < deadline {
+                let back = cluster_view(&client, &url)
+                    .await
+                    .iter()
+                    .any(|(n, role, state)| {
+                        n == name
+                            && (role == "sync_standby" || role == "replica")
+                            && state == "running"
+                    });
+                if back {
+                    return Some(Instant::now());
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            assert!(
-                Instant::now() < deadline,
-                "{} never rejoined as a standby: {view:?}\n{}",
-                self.name,
-                cluster.logs()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            None
+        })
     }
+}
+
+/// What a Patroni REST API's `/cluster` at `url` says: each member's name, role and state.
+async fn cluster_view(client: &Client, url: &str) -> Vec<(String, String, String)> {
+    let Ok(answer) = client.get(url).send().await else {
+        return Vec::new();
+    };
+    let view: Value = answer.json().await.unwrap_or_default();
+    view["members"]
+        .as_array()
+        .map(|members| {
+            members
+                .iter()
+                .map(|m| {
+                    let s = |k: &str| m[k].as_str().unwrap_or_default().to_owned();
+                    (s("name"), s("role"), s("state"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Three etcd members and two Patroni members, everything in a scratch directory; on drop
