@@ -259,7 +259,11 @@ impl PgStore {
         let pool = Pool::builder()
             .max_size(pool_size)
             .min_idle(Some(min_idle))
-            .connection_timeout(connect_timeout)
+            // No checkout waits on r2d2's own timeout (`pool::check_out` passes its own), so
+            // this one only bounds how far apart r2d2's attempts to reconnect get (half of
+            // it): while the database is away, one a second at least, so the service is back
+            // within a second of a new primary accepting connections.
+            .connection_timeout(2 * pool::RECONNECT_AT_MOST_EVERY)
             // A connection that died while idle (database restarted) is found and replaced on
             // checkout instead of failing the request that drew it. The check reads the
             // socket and sends nothing (see `pool`), so it costs no round trip.
@@ -267,8 +271,13 @@ impl PgStore {
             .idle_timeout(Some(Duration::from_secs(300)))
             .error_handler(Box::new(pool::ConnectOutcomes(reachability.clone())))
             .event_handler(Box::new(pool::ConnectOutcomes(reachability.clone())))
-            .build(manager)
-            .map_err(|e| StoreSetupError::Connect(e.to_string()))?;
+            .build_unchecked(manager);
+        // What `build` would do with the connect timeout: wait for the first connection, so
+        // that a database that cannot be reached stops the start.
+        if min_idle > 0 {
+            pool::check_out(&pool, &reachability, connect_timeout)
+                .map_err(|e| StoreSetupError::Connect(e.to_string()))?;
+        }
         Ok(PgStore {
             pool,
             permits: Arc::new(Semaphore::new(pool_size as usize)),

@@ -181,8 +181,8 @@ impl std::fmt::Write for Prefix {
 /// Whether the database takes new connections, as the pool's own connection attempts found
 /// last. A failed attempt sets "unreachable"; only a connection made clears it.
 ///
-/// r2d2 keeps trying in the background after a failure (its delay doubles up to half the
-/// connect timeout, 2.5 s by default), and a request that finds no idle connection waits for
+/// r2d2 keeps trying in the background after a failure (its delay doubles up to
+/// [`RECONNECT_AT_MOST_EVERY`]), and a request that finds no idle connection waits for
 /// one of those attempts to succeed: `Pool::get` is woken by a connection made, never by an
 /// attempt that failed, so during an outage it waits its whole timeout (5 s) for a 503. A
 /// window of "failed a moment ago" does not cure that: it lapses between two background
@@ -232,6 +232,10 @@ impl diesel::r2d2::HandleEvent for ConnectOutcomes {
         self.0.reached();
     }
 }
+
+/// The longest r2d2 waits between two attempts to connect while they fail (its delay doubles
+/// from 0.4 s up to half its connection timeout, which `PgStore` sets from this).
+pub(crate) const RECONNECT_AT_MOST_EVERY: Duration = Duration::from_secs(1);
 
 /// How often a checkout waiting for a new connection looks whether an attempt failed
 /// meanwhile: r2d2 wakes it only when a connection is made.
@@ -339,7 +343,7 @@ mod tests {
         let pool = Pool::builder()
             .max_size(2)
             .min_idle(Some(0))
-            .connection_timeout(wait)
+            .connection_timeout(2 * RECONNECT_AT_MOST_EVERY)
             .test_on_check_out(true)
             .error_handler(Box::new(ConnectOutcomes(reachability.clone())))
             .event_handler(Box::new(ConnectOutcomes(reachability.clone())))
