@@ -2,13 +2,14 @@
 //! primary and its synchronous standby, `synchronous_mode: true`) on loopback, the service
 //! given both in one URL (the standby first, `target_session_attrs=read-write`). Under keyed
 //! creates, reads and long-polls the primary's PostgreSQL (the postmaster and all its children)
-//! is killed with SIGKILL, nothing else: Patroni (left running) sees its PostgreSQL crashed and, told by `primary_start_timeout: 0`
-//! to fail over rather than restart a crashed primary, releases the leader key; the other
-//! member's Patroni promotes its standby. No person and no step of the test promotes anything.
-//! Checked: every request answered while there is no primary is a prompt 503 with Retry-After,
-//! `/readyz` is 503 then 200, the same server process acknowledges creates again within 15 s
-//! of the kill, every create acknowledged before the kill is on the new primary exactly once,
-//! and the old primary rejoins as a standby. The load and its checks are failover_load.rs's.
+//! is killed with SIGKILL, nothing else: Patroni (left running) sees its PostgreSQL crashed and,
+//! told by `primary_start_timeout: 0` to fail over rather than restart a crashed primary,
+//! releases the leader key; the other member's Patroni promotes its standby. No person and no
+//! step of the test promotes anything. Checked: every request answered while there is no
+//! primary is a prompt 503 with Retry-After, `/readyz` is 503 then 200, the same server process
+//! acknowledges creates again within 15 s of the kill, every create acknowledged before the
+//! kill is on the new primary exactly once, and the old primary rejoins as a standby. The load
+//! and its checks are failover_load.rs's.
 //!
 //! Needs Debian's `patroni` and `etcd-server` (scripts/test.sh installs them); PostgreSQL's
 //! server binaries as the other database tests. `SOAK_SECONDS` runs the load longer.
@@ -54,7 +55,8 @@ async fn patroni_promotes_the_synchronous_standby_when_the_primarys_postgresql_i
         &load,
         before,
         (&primary.url(), standby.name),
-        "SIGKILL to the primary's PostgreSQL, the postmaster and all its children (its Patroni left running)",
+        "SIGKILL to the primary's PostgreSQL, its postmaster and all its children (Patroni left \
+         running)",
         || primary.kill_postgresql(),
     )
     .await;
