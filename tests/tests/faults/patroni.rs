@@ -570,17 +570,21 @@ impl Patroni {
         )
     }
 
-    /// The last lines of each Patroni's log, for failure messages.
+    /// The last lines of each Patroni's log (and its PostgreSQL's, which Patroni writes there),
+    /// for failure messages; the once-a-second "no action" lines are left out.
     fn logs(&self) -> String {
         self.members
             .iter()
             .map(|m| {
                 let text = std::fs::read_to_string(m.dir.join("patroni.log")).unwrap_or_default();
-                let lines: Vec<&str> = text.lines().collect();
+                let lines: Vec<&str> = text
+                    .lines()
+                    .filter(|l| !l.contains("INFO: no action."))
+                    .collect();
                 format!(
                     "--- {} ---\n{}",
                     m.name,
-                    lines[lines.len().saturating_sub(25)..].join("\n")
+                    lines[lines.len().saturating_sub(40)..].join("\n")
                 )
             })
             .collect::<Vec<_>>()
