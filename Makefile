@@ -37,7 +37,7 @@ help: ## this list
 	@echo '  TEST_STEPS          make test: the steps to run (default: $(TEST_STEPS))'
 	@echo '  FUZZ_SECONDS        make fuzz: how long the gateway'"'"'s fuzz target runs (default 300)'
 	@echo '  SOAK_SECONDS        make soak: how long each long run lasts (default 300)'
-	@echo '  SOAK_TESTS          make soak: the test name filters (default: replicas failover key_rotation)'
+	@echo '  SOAK_TESTS          make soak: the test name filters (default: replicas failover patroni key_rotation)'
 
 run: ## the server in development mode (PostgreSQL, database kubesvc_dev, SECRETS_KEY set up first)
 	@bash scripts/run.sh

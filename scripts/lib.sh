@@ -47,6 +47,17 @@ apt_install() {
         >/dev/null
 }
 
+# Debian's Patroni and etcd, for the automatic failover test; installed only when missing.
+# On a machine with systemd the etcd-server package starts an etcd of its own on 2379/2380:
+# the test uses other ports.
+ensure_patroni() {
+    if { have patroni || [[ -x /usr/bin/patroni ]]; } && { have etcd || [[ -x /usr/bin/etcd ]]; }; then
+        return 0
+    fi
+    say "Patroni or etcd is missing (the automatic failover test runs both)"
+    apt_install patroni etcd-server
+}
+
 # diesel's PostgreSQL backend links libpq, so every build needs its development files.
 ensure_libpq_dev() {
     if have dpkg-query; then

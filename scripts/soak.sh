@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # make soak: the long forms of the fault tests that run for as long as they are given: three
 # server replicas behind nginx, killed and stopped round after round under load
-# (tests/tests/faults/replicas.rs), the database failover run (failover.rs), and the
-# SECRETS_KEY rotation under load (key_rotation.rs). Each reads SOAK_SECONDS and runs its short
+# (tests/tests/faults/replicas.rs), the database failover runs (failover.rs, by hand, and
+# patroni.rs, Patroni promoting by itself), and the SECRETS_KEY rotation under load
+# (key_rotation.rs). Each reads SOAK_SECONDS and runs its short
 # form (as in make test) without it. Prints each test's measured figures.
 #
 # Settings (make passes them through): SOAK_SECONDS (default 300), SOAK_TESTS (the test name
-# filters, default "replicas failover key_rotation"), TEST_DATABASE_URL (as for make test; when
+# filters, default "replicas failover patroni key_rotation"), TEST_DATABASE_URL (as for make test; when
 # unset, see scripts/postgres.sh).
 
 set -euo pipefail
@@ -15,13 +16,14 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/postgres.sh"
 
 export SOAK_SECONDS=${SOAK_SECONDS:-300}
-SOAK_TESTS=${SOAK_TESTS:-replicas failover key_rotation}
+SOAK_TESTS=${SOAK_TESTS:-replicas failover patroni key_rotation}
 # Each replica holds connections of its own and the long-polls of the load.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 cd "$ROOT"
 ensure_libpq_dev
 { have nginx || [[ -x /usr/sbin/nginx ]]; } || apt_install nginx
+ensure_patroni
 
 choose_test_database
 

@@ -37,6 +37,9 @@ step_rust() {
     # process of the test, on a port of its own). Debian's package also enables a pgbouncer
     # service on port 6432 where systemd runs; the test does not use it.
     { have pgbouncer || [[ -x /usr/sbin/pgbouncer ]]; } || apt_install pgbouncer
+    # The automatic failover test (tests/tests/faults/patroni.rs) runs Patroni over a
+    # three-member etcd, each process started by the test on ports of its own.
+    ensure_patroni
     # The crash-and-restart tests run the real `server` binary as a child process, and the
     # CLI tests the real `kubesvc`, the operator's tests the real `kubesvc-admin`.
     say "cargo build -p server -p kubesvc -p kubesvc-admin (the binaries the process and CLI tests start)"
@@ -190,9 +193,14 @@ step_deploy() {
     kubectl kustomize "$ROOT/deploy" >"$rendered" || return $?
     say "validating every object against the Kubernetes 1.32 schemas (kubernetes-validate --strict)"
     "$DEPLOY_VENV/bin/kubernetes-validate" --strict --quiet -k 1.32.0 "$rendered" || return $?
-    say "checking settings, probes, resources and security contexts (scripts/check-deploy.py)"
+    # deploy/postgres/ (CloudNativePG's Cluster) is applied on its own, once the operator is
+    # installed; the Kubernetes schemas do not know its kind, so check-deploy.py checks it.
+    local rendered_pg="$ROOT/.local/deploy-postgres.yaml"
+    say "rendering deploy/postgres with kubectl kustomize"
+    kubectl kustomize "$ROOT/deploy/postgres" >"$rendered_pg" || return $?
+    say "checking settings, probes, resources and security contexts, and the PostgreSQL cluster (scripts/check-deploy.py)"
     "$DEPLOY_VENV/bin/python" "$ROOT/scripts/check-deploy.py" "$rendered" \
-        "$ROOT/docs/configuration.md" "$ROOT/docs/gateway.md" || return $?
+        "$ROOT/docs/configuration.md" "$ROOT/docs/gateway.md" "$rendered_pg" || return $?
     step_deploy_monitoring
 }
 

@@ -192,23 +192,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_failed_connection_attempt_makes_requests_fail_fast_until_one_succeeds() {
-        let r = Reachability::new();
-        assert!(!r.failed_lately(), "nothing failed yet");
-        r.failed();
-        assert!(r.failed_lately());
-        r.reached();
-        assert!(!r.failed_lately(), "a connection made ends it");
-        // A failure older than the window no longer counts.
-        r.failed_at.store(1, std::sync::atomic::Ordering::Relaxed);
-        let later = Reachability {
-            since: r.since - FAIL_FAST_FOR - Duration::from_millis(10),
-            failed_at: std::sync::atomic::AtomicU64::new(1),
-        };
-        assert!(!later.failed_lately());
-    }
-
-    #[test]
     fn connection_parameters_are_added_once_in_the_strings_own_syntax() {
         let t = Duration::from_millis(2500);
         assert_eq!(
@@ -230,63 +213,6 @@ mod tests {
     }
 }
 
-/// Logs the pool's connection failures through tracing (r2d2 would print them through `log`),
-/// and remembers when the last one happened.
-#[derive(Debug)]
-struct PoolErrorLog(Arc<Reachability>);
-
-impl diesel::r2d2::HandleError<diesel::r2d2::Error> for PoolErrorLog {
-    fn handle_error(&self, error: diesel::r2d2::Error) {
-        self.0.failed();
-        tracing::warn!(%error, "database connection failed");
-    }
-}
-
-/// How long after a failed connection attempt a request that finds no idle connection is
-/// answered "unavailable" at once rather than waiting out the connect timeout.
-const FAIL_FAST_FOR: Duration = Duration::from_secs(1);
-
-/// Whether the database could be reached lately. While it cannot (it is down, or a failover
-/// has no primary yet), the pool keeps trying in the background and each failure is recorded
-/// here: a request that finds no idle connection then answers 503 at once instead of waiting
-/// up to the connect timeout (5 s) for a connection that is not coming, and holding a pool
-/// permit meanwhile. The first connection made again (in the background, or by a request once
-/// the last failure is older than [`FAIL_FAST_FOR`]) ends it.
-#[derive(Debug)]
-struct Reachability {
-    since: std::time::Instant,
-    /// Milliseconds after `since` of the last failure, plus one; 0: none since the last success.
-    failed_at: std::sync::atomic::AtomicU64,
-}
-
-impl Reachability {
-    fn new() -> Reachability {
-        Reachability {
-            since: std::time::Instant::now(),
-            failed_at: std::sync::atomic::AtomicU64::new(0),
-        }
-    }
-
-    fn now_ms(&self) -> u64 {
-        u64::try_from(self.since.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1
-    }
-
-    fn failed(&self) {
-        self.failed_at
-            .store(self.now_ms(), std::sync::atomic::Ordering::Relaxed);
-    }
-
-    fn reached(&self) {
-        self.failed_at
-            .store(0, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    fn failed_lately(&self) -> bool {
-        let at = self.failed_at.load(std::sync::atomic::Ordering::Relaxed);
-        at != 0 && self.now_ms().saturating_sub(at) < FAIL_FAST_FOR.as_millis() as u64
-    }
-}
-
 /// The PostgreSQL store: implements `ClusterRepository`, `IdempotencyStore`, `OperationQueue`
 /// and `AuthServerRepository`. Cheap to clone.
 #[derive(Clone)]
@@ -295,7 +221,7 @@ pub struct PgStore {
     permits: Arc<Semaphore>,
     wait: Duration,
     notifier: notifier::Notifier,
-    reachability: Arc<Reachability>,
+    reachability: Arc<pool::Reachability>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -396,19 +322,29 @@ impl PgStore {
             with_connect_timeout(&database.url, connect_timeout),
             database.statement_cache,
         );
-        let reachability = Arc::new(Reachability::new());
+        let reachability = Arc::new(pool::Reachability::default());
         let pool = Pool::builder()
             .max_size(pool_size)
             .min_idle(Some(min_idle))
-            .connection_timeout(connect_timeout)
+            // No checkout waits on r2d2's own timeout (`pool::check_out` passes its own), so
+            // this one only bounds how far apart r2d2's attempts to reconnect get (half of
+            // it): while the database is away, one a second at least, so the service is back
+            // within a second of a new primary accepting connections.
+            .connection_timeout(2 * pool::RECONNECT_AT_MOST_EVERY)
             // A connection that died while idle (database restarted) is found and replaced on
             // checkout instead of failing the request that drew it. The check reads the
             // socket and sends nothing (see `pool`), so it costs no round trip.
             .test_on_check_out(check_on_checkout)
             .idle_timeout(Some(Duration::from_secs(300)))
-            .error_handler(Box::new(PoolErrorLog(reachability.clone())))
-            .build(manager)
-            .map_err(|e| StoreSetupError::Connect(e.to_string()))?;
+            .error_handler(Box::new(pool::ConnectOutcomes(reachability.clone())))
+            .event_handler(Box::new(pool::ConnectOutcomes(reachability.clone())))
+            .build_unchecked(manager);
+        // What `build` would do with the connect timeout: wait for the first connection, so
+        // that a database that cannot be reached stops the start.
+        if min_idle > 0 {
+            pool::check_out(&pool, &reachability, connect_timeout)
+                .map_err(|e| StoreSetupError::Connect(e.to_string()))?;
+        }
         Ok(PgStore {
             pool,
             permits: Arc::new(Semaphore::new(pool_size as usize)),
@@ -478,6 +414,7 @@ impl PgStore {
             };
         let pool = self.pool.clone();
         let reachability = self.reachability.clone();
+        let wait = self.wait;
         let span = tracing::Span::current();
         // A span per query at `debug` (off at `info`, where its cost is one check): the
         // store's function that ran, e.g. `clusters::cluster`.
@@ -487,16 +424,7 @@ impl PgStore {
             let _query = query.enter();
             let _permit = permit;
             let checkout = || {
-                // The atomic first: `state()` takes the pool's lock, only worth it in an outage.
-                if reachability.failed_lately() && pool.state().idle_connections == 0 {
-                    return Err(StoreError::Unavailable(
-                        "the database could not be reached a moment ago".into(),
-                    ));
-                }
-                let mut conn = pool
-                    .get()
-                    .map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))?;
-                reachability.reached();
+                let mut conn = pool::check_out(&pool, &reachability, wait)?;
                 pool::Watch::reset(&mut conn);
                 Ok::<_, StoreError>(conn)
             };

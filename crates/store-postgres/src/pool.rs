@@ -14,13 +14,21 @@
 //! effect, so the work runs once more on another connection. A first statement that writes
 //! (an `INSERT` in autocommit) is never re-run: the server might have committed it before the
 //! connection broke.
+//!
+//! While the database takes no new connections (it is down, or a failover has no primary yet),
+//! [`check_out`] answers at once instead of waiting for a connection that is not coming: see
+//! [`Reachability`].
 
 use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use diesel::Connection as _;
 use diesel::connection::{CacheSize, Instrumentation, InstrumentationEvent};
 use diesel::pg::PgConnection;
-use diesel::r2d2::{ConnectionManager, ManageConnection};
+use diesel::r2d2::{ConnectionManager, ManageConnection, Pool, PooledConnection};
+use domain::ports::storage::StoreError;
 
 use crate::error::is_connection_lost;
 
@@ -177,9 +185,220 @@ impl std::fmt::Write for Prefix {
     }
 }
 
+/// Whether the database takes new connections, as the pool's own connection attempts found
+/// last. A failed attempt sets "unreachable"; only a connection made clears it.
+///
+/// r2d2 keeps trying in the background after a failure (its delay doubles up to
+/// [`RECONNECT_AT_MOST_EVERY`]), and a request that finds no idle connection waits for
+/// one of those attempts to succeed: `Pool::get` is woken by a connection made, never by an
+/// attempt that failed, so during an outage it waits its whole timeout (5 s) for a 503. A
+/// window of "failed a moment ago" does not cure that: it lapses between two background
+/// attempts once they are seconds apart. The state here does not lapse: as long as the last
+/// attempt failed, a checkout takes an idle connection if one is there and otherwise answers
+/// at once; requests never connect themselves, and r2d2's retries (one always follows a
+/// failure) are what find the database back.
+#[derive(Debug, Default)]
+pub(crate) struct Reachability {
+    unreachable: AtomicBool,
+}
+
+impl Reachability {
+    pub(crate) fn unreachable(&self) -> bool {
+        self.unreachable.load(Ordering::Acquire)
+    }
+
+    fn failed(&self) {
+        self.unreachable.store(true, Ordering::Release);
+    }
+
+    fn reached(&self) {
+        self.unreachable.store(false, Ordering::Release);
+    }
+}
+
+/// r2d2's hooks on its connection attempts, recording their outcome in [`Reachability`] and
+/// logging failures through tracing (r2d2 would print them through `log`).
+#[derive(Debug)]
+pub(crate) struct ConnectOutcomes(pub(crate) Arc<Reachability>);
+
+impl diesel::r2d2::HandleError<diesel::r2d2::Error> for ConnectOutcomes {
+    fn handle_error(&self, error: diesel::r2d2::Error) {
+        // Two kinds come here: an attempt to connect that failed, and an idle connection the
+        // checkout check found closed (`is_valid`, a query error). Only the first says the
+        // database takes no connections; one session ended (`pg_terminate_backend`) does not.
+        if matches!(error, diesel::r2d2::Error::ConnectionError(_)) {
+            self.0.failed();
+        }
+        tracing::warn!(%error, "database connection failed");
+    }
+}
+
+impl diesel::r2d2::HandleEvent for ConnectOutcomes {
+    /// A connection was made (r2d2 calls this for each one it opens).
+    fn handle_acquire(&self, _: diesel::r2d2::event::AcquireEvent) {
+        self.0.reached();
+    }
+}
+
+/// The longest r2d2 waits between two attempts to connect while they fail (its delay doubles
+/// from 0.4 s up to half its connection timeout, which `PgStore` sets from this).
+pub(crate) const RECONNECT_AT_MOST_EVERY: Duration = Duration::from_secs(1);
+
+/// How often a checkout waiting for a new connection looks whether an attempt failed
+/// meanwhile: r2d2 wakes it only when a connection is made.
+const WAIT_SLICE: Duration = Duration::from_millis(50);
+
+/// A connection of the pool, waiting at most `wait` for one to be made, and answering
+/// `Unavailable` at once while the database cannot be reached and none is idle.
+pub(crate) fn check_out(
+    pool: &Pool<PgManager>,
+    reachability: &Reachability,
+    wait: Duration,
+) -> Result<PooledConnection<PgManager>, StoreError> {
+    let deadline = Instant::now() + wait;
+    loop {
+        if reachability.unreachable() {
+            return pool.try_get().ok_or_else(|| {
+                StoreError::Unavailable(
+                    "the database cannot be reached; the pool keeps trying to connect".into(),
+                )
+            });
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match pool.get_timeout(left.min(WAIT_SLICE)) {
+            Ok(conn) => return Ok(conn),
+            Err(e) if left <= WAIT_SLICE => {
+                return Err(StoreError::Unavailable(format!(
+                    "no database connection: {e}"
+                )));
+            }
+            Err(_) => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A TCP relay from a port of its own to `to`, started when the test says: the database
+    /// "comes back" on an address the pool already tried in vain.
+    struct Relay {
+        port: u16,
+    }
+
+    impl Relay {
+        fn reserve() -> Relay {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map(|a| a.port())
+                .unwrap_or_else(|e| panic!("no free port: {e}"));
+            Relay { port }
+        }
+
+        fn open(&self, to: String) {
+            let listener = std::net::TcpListener::bind(("127.0.0.1", self.port))
+                .unwrap_or_else(|e| panic!("bind {}: {e}", self.port));
+            std::thread::spawn(move || {
+                for client in listener.incoming().flatten() {
+                    let Ok(server) = std::net::TcpStream::connect(&to) else {
+                        continue;
+                    };
+                    let (Ok(mut c2), Ok(mut s2)) = (client.try_clone(), server.try_clone()) else {
+                        continue;
+                    };
+                    let (mut c, mut s) = (client, server);
+                    std::thread::spawn(move || std::io::copy(&mut c, &mut s));
+                    std::thread::spawn(move || std::io::copy(&mut s2, &mut c2));
+                }
+            });
+        }
+    }
+
+    /// The test server's address (`TEST_DATABASE_URL`'s host and port) and its URL with
+    /// that address replaced by `port` on loopback.
+    fn database_through(port: u16) -> (String, String) {
+        let url = std::env::var("TEST_DATABASE_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+        let Some((scheme, rest)) = url.split_once("://") else {
+            panic!("TEST_DATABASE_URL is not a URL: {url}");
+        };
+        let (user, rest) = rest.rsplit_once('@').map_or(("", rest), |(u, r)| (u, r));
+        let (address, path) = rest.split_once('/').unwrap_or((rest, "postgres"));
+        let address = if address.contains(':') {
+            address.to_owned()
+        } else {
+            format!("{address}:5432")
+        };
+        let at = if user.is_empty() {
+            String::new()
+        } else {
+            format!("{user}@")
+        };
+        let through = format!("{scheme}://{at}127.0.0.1:{port}/{path}");
+        (address, crate::with_param(&through, "sslmode", "disable"))
+    }
+
+    #[test]
+    fn while_connections_fail_a_checkout_answers_at_once_and_serves_once_one_is_made() {
+        let relay = Relay::reserve();
+        let (address, url) = database_through(relay.port);
+        let reachability = Arc::new(Reachability::default());
+        // A wait far longer than the bound below: answering within the bound is only possible
+        // by not waiting for a connection at all.
+        let wait = Duration::from_secs(30);
+        let pool = Pool::builder()
+            .max_size(2)
+            .min_idle(Some(0))
+            .connection_timeout(2 * RECONNECT_AT_MOST_EVERY)
+            .test_on_check_out(true)
+            .error_handler(Box::new(ConnectOutcomes(reachability.clone())))
+            .event_handler(Box::new(ConnectOutcomes(reachability.clone())))
+            .build_unchecked(PgManager::new(
+                crate::with_connect_timeout(&url, wait),
+                true,
+            ));
+
+        // Nothing listens: the first checkout starts an attempt, which is refused.
+        let started = Instant::now();
+        let Err(StoreError::Unavailable(reason)) = check_out(&pool, &reachability, wait) else {
+            panic!("a checkout with nothing listening succeeded");
+        };
+        assert!(reason.contains("cannot be reached"), "{reason}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the checkout waited {:?} for its answer",
+            started.elapsed()
+        );
+        assert!(reachability.unreachable());
+        // The next ones do not even wait for an attempt of their own.
+        for _ in 0..3 {
+            let started = Instant::now();
+            assert!(check_out(&pool, &reachability, wait).is_err());
+            assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "{:?}",
+                started.elapsed()
+            );
+        }
+
+        // The database comes back: r2d2's next background attempt gets through and the pool
+        // serves again, with no checkout having connected itself.
+        relay.open(address);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut conn = loop {
+            match check_out(&pool, &reachability, wait) {
+                Ok(conn) => break conn,
+                Err(e) => assert!(Instant::now() < deadline, "never served again: {e:?}"),
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(!reachability.unreachable());
+        use diesel::RunQueryDsl as _;
+        diesel::sql_query("SELECT 1")
+            .execute(&mut *conn)
+            .unwrap_or_else(|e| panic!("a query on the connection: {e}"));
+    }
 
     #[test]
     fn only_statements_that_change_nothing_may_run_again() {

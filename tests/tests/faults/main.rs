@@ -215,6 +215,13 @@ fn token_server(name: &str, token: &str) -> Value {
            "config": {"tokens": [token]}})
 }
 
+fn running_as_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
 /// A throwaway PostgreSQL cluster of this test only, on its own port.
 struct PrivatePostgres {
     bin: PathBuf,
@@ -417,9 +424,11 @@ async fn readiness_fails_and_liveness_holds(http: &Http) {
 
 mod database_outage;
 mod failover;
+mod failover_load;
 mod graceful_stop;
 mod key_rotation;
 mod migrate;
+mod patroni;
 mod pgbouncer;
 mod platform_outage;
 mod replicas;

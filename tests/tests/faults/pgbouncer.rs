@@ -7,7 +7,6 @@
 use std::path::Path;
 use std::process::Child;
 
-use super::replicas::running_as_root;
 use super::*;
 
 /// One PgBouncer with its config, pid file and output in a scratch directory; stopped on drop.

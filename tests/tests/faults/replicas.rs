@@ -458,13 +458,6 @@ impl Drop for Nginx {
     }
 }
 
-pub(super) fn running_as_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
 /// nginx as in front of replicas in production, everything it writes inside `dir`, `down`
 /// (an upstream) taken out:
 ///
