@@ -461,6 +461,20 @@ impl TestApp {
         rows.into_iter().map(|r| r.v).collect()
     }
 
+    /// Waits (up to a minute) until every row of the provisioning queue is done. A
+    /// reconcile commits a cluster's last phase, then settles its queue row in a transaction
+    /// of its own: a read that saw the phase may still see the row running.
+    pub async fn wait_until_the_queue_is_settled(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while self.count_rows("operations WHERE state <> 'done'") > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the provisioning queue never settled"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Rows in a table of this test's database (to show nothing was written).
     pub fn count_rows(&self, table: &str) -> i64 {
         use diesel::{Connection, QueryableByName, RunQueryDsl, sql_types::BigInt};

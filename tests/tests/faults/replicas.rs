@@ -1551,7 +1551,7 @@ async fn provisioning_finishes_each_cluster_once(app: &TestApp, rounds: &[Round]
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(app.count_rows("clusters"), clusters as i64);
-    assert_eq!(app.count_rows("operations WHERE state <> 'done'"), 0);
+    app.wait_until_the_queue_is_settled().await;
     assert_eq!(
         app.count_rows(
             "clusters c WHERE (SELECT count(*) FROM nodes n WHERE n.cluster_id = c.id) <> 2"

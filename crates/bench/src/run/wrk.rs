@@ -94,11 +94,9 @@ impl Wrk {
         headers: &[&str],
         body: &str,
     ) -> anyhow::Result<WrkRun> {
-        let script = self.script.with_file_name(format!("wrk-{name}.lua"));
         // A Lua long string holds the JSON as it is (it has no `]==]`).
-        let text = format!("wrk.method = \"POST\"\nwrk.body = [==[{body}]==]\n{SCRIPT}");
-        std::fs::write(&script, text).with_context(|| format!("writing {}", script.display()))?;
-        self.run_script(name, connections, seconds, url, headers, &script)
+        let lua = format!("wrk.method = \"POST\"\nwrk.body = [==[{body}]==]");
+        self.run_lua(name, connections, seconds, url, headers, &lua)
             .await
     }
 

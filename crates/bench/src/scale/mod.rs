@@ -4,7 +4,7 @@
 //! organization (a super_admin token each); one release `server`; then GET by id over
 //! uniformly random ids of all clusters next to `pgbench -S` on the same database (scale
 //! factor as many accounts as clusters), pages of 100 of the big organization (first,
-//! middle, last), its audit trail (first page, and one a year back), the time from start to
+//! middle, last; after its first list, timed alone), its audit trail (first page, and one a year back), the time from start to
 //! `/readyz` and the resident memory after it all. `docs/scale.md` gets the figures with the
 //! goals' verdicts ([`report`]).
 
@@ -24,6 +24,7 @@ use uuid::Uuid;
 
 use crate::results::{LongPoll, PgbenchRun, WrkRun};
 use crate::run::database::Databases;
+use crate::run::longpoll::Waiting;
 use crate::run::server::{ServerEnv, Stub, random_hex};
 use crate::run::wrk::Wrk;
 use crate::run::{Setup, pgbench};
@@ -100,6 +101,8 @@ pub struct SizeResult {
     pub pgbench: PgbenchRun,
     /// (which page, the run)
     pub pages: Vec<(String, WrkRun)>,
+    /// The big organization's first list after the start (its index read), before the runs.
+    pub first_list_ms: f64,
     pub audit_pages: Vec<(String, WrkRun)>,
     pub rss_kb: u64,
     /// Creates of new clusters in the big organization, one after another on each connection.
@@ -305,6 +308,20 @@ impl Run<'_> {
         let pgbench = pgbench::select_only(&url, s.connections, s.duration_s, &self.raw).await?;
 
         let auth = "Authorization: Bearer scale-acme";
+        // The organization's first list after the start reads its whole index from the
+        // database (the watch cache's list of it); timed alone, then the runs measure the
+        // steady state.
+        let cold = Instant::now();
+        self.http
+            .get(format!("{}/v1/public/clusters?size=100&page=1", server.url))
+            .bearer_auth("scale-acme")
+            .header("X-Platform-Organization", "acme")
+            .send()
+            .await?
+            .error_for_status()
+            .context("the first list of the big organization")?;
+        let first_list_ms = cold.elapsed().as_secs_f64() * 1e3;
+        crate::say!("{n} clusters: the big organization's first list took {first_list_ms:.0} ms");
         let mut pages = Vec::new();
         let last = shape.big.div_ceil(100).max(1);
         for (which, page) in [("first", 1), ("middle", last.div_ceil(2)), ("last", last)] {
@@ -370,6 +387,7 @@ impl Run<'_> {
             get_by_id,
             pgbench,
             pages,
+            first_list_ms,
             audit_pages,
             rss_kb,
             creates,
@@ -387,52 +405,21 @@ impl Run<'_> {
         crate::say!("{n} clusters: {waiters} long-polls on a fresh server");
         let l = env.start(&format!("scale-{n}-l"), 3600).await?;
         let patcher = env.start(&format!("scale-{n}-b"), 3600).await?;
+        let waiting = Waiting {
+            token: "scale-acme",
+            waiters: waiters as usize,
+            clusters: 100,
+            gap_ms: 100,
+            settle_ms: 3000,
+            // An address for every 12,500 waiters: one address's ephemeral ports (28,000 by
+            // default) cannot hold 50,000 connections to one server port.
+            source_addresses: u8::try_from(waiters.div_ceil(12_500).max(1)).unwrap_or(u8::MAX),
+        };
         let out = self.raw.join(format!("scale-{n}-longpoll.json"));
-        let _ = std::fs::remove_file(&out);
-        let stderr =
-            std::fs::File::create(self.raw.join(format!("scale-{n}-longpoll.stderr.txt")))?;
-        // A source address for every 12,500 waiters: one address's ephemeral ports (28,000
-        // by default) cannot hold 50,000 connections to one server port.
-        let sources = waiters.div_ceil(12_500).max(1);
-        let status = tokio::process::Command::new(self.setup.bin_dir.join("bench-longpoll"))
-            .args([
-                "--url",
-                &l.url,
-                "--patch-url",
-                &patcher.url,
-                "--token",
-                "scale-acme",
-                "--server-pid",
-                &l.pid().to_string(),
-                "--waiters",
-                &waiters.to_string(),
-                "--clusters",
-                "100",
-                "--source-addresses",
-                &sources.to_string(),
-                "--out",
-                &out.display().to_string(),
-            ])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(stderr)
-            .kill_on_drop(true)
-            .status()
-            .await
-            .context("running bench-longpoll")?;
+        let result = waiting.run(&self.setup.bin_dir, &l, &patcher, &out).await;
         l.stop().await?;
         patcher.stop().await?;
-        if !status.success() {
-            crate::say!(
-                "warning: bench-longpoll reported a failure ({status}; see {})",
-                out.display()
-            );
-        }
-        let text = std::fs::read_to_string(&out)
-            .with_context(|| format!("bench-longpoll wrote no {}", out.display()))?;
-        Ok(Some(
-            serde_json::from_str(&text).context("bench-longpoll's results")?,
-        ))
+        Ok(Some(result?))
     }
 }
 

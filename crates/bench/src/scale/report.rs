@@ -254,6 +254,21 @@ pub fn markdown(results: &ScaleResults) -> String {
             r.pgbench.tps
         );
     }
+    let _ = writeln!(md, "\n## The big organization's first list\n");
+    let _ = writeln!(
+        md,
+        "Its first page after the start reads the organization's whole list index from the \
+         database into the watch cache; the page runs above start after it.\n"
+    );
+    for r in &results.sizes {
+        let _ = writeln!(
+            md,
+            "- {} clusters ({} in the organization): {:.0} ms",
+            n(r.shape.clusters),
+            n(r.shape.big),
+            r.first_list_ms
+        );
+    }
     let _ = writeln!(md, "\n## Making the data\n");
     for r in &results.sizes {
         let _ = writeln!(

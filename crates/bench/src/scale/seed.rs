@@ -12,7 +12,7 @@ use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
 use diesel::{Connection, QueryableByName, RunQueryDsl};
 use diesel_migrations::MigrationHarness;
-use domain::ports::storage::{Change, ClusterRepository, ClusterWrite};
+use domain::ports::storage::ClusterRepository;
 use store_postgres::{MIGRATIONS, PgStore};
 use uuid::Uuid;
 
@@ -143,18 +143,7 @@ pub async fn clusters(url: &str, shape: Shape, big_org: Uuid) -> anyhow::Result<
     let model = crate::run::seed::cluster(0, 3, big_org)?;
     let model_id = model.id;
     store
-        .commit(ClusterWrite {
-            cluster_id: model.id,
-            expected_revision: None,
-            reconcile: false,
-            zone_capacity: None,
-            idempotency: None,
-            cause: None,
-            audit: None,
-            operation: None,
-            at: model.created_at,
-            changes: vec![Change::InsertCluster(model)],
-        })
+        .commit(crate::run::seed::insert(model))
         .await
         .context("the model cluster")?;
     drop(store);
