@@ -16,6 +16,7 @@ use domain::model::cluster::{Cluster, ClusterPhase, Exposure};
 use domain::model::elastic_ip::{ElasticIp, ElasticIpStatus};
 use domain::model::firewall::FirewallRule;
 use domain::model::kubeconfig::SealedCredentials;
+use domain::model::maintenance_window::{OpenWindows, format_start_time};
 use domain::model::node::Node;
 use domain::model::secret::SealedSecret;
 use domain::ports::storage::{
@@ -630,18 +631,58 @@ impl ClusterRepository for PgStore {
         .await
     }
 
-    async fn auto_upgrade_candidates(&self, limit: u32) -> Result<Vec<Uuid>, StoreError> {
+    async fn auto_upgrade_candidates(
+        &self,
+        open: &[OpenWindows],
+        limit: u32,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        if open.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One clause per open window set; its bounds are the domain's (`open_windows`), so
+        // the rule of when a window is open stays there. Start times are `HH:MM` text, which
+        // orders as the times do.
+        let mut windows = Vec::with_capacity(open.len());
+        for (i, _) in open.iter().enumerate() {
+            let n = 2 + i * 4;
+            windows.push(format!(
+                "(maintenance_day IN ('any', ${n}) \
+                  AND maintenance_start_time BETWEEN ${} AND ${} \
+                  AND (last_auto_upgrade_window IS NULL \
+                       OR last_auto_upgrade_window < \
+                          (${}::date + maintenance_start_time::time) AT TIME ZONE 'UTC'))",
+                n + 1,
+                n + 2,
+                n + 3
+            ));
+        }
+        let sql = format!(
+            "SELECT id FROM clusters \
+             WHERE auto_upgrade AND deleted_at IS NULL AND phase = $1 AND upgrade_to IS NULL \
+               AND ({}) \
+             ORDER BY updated_at, id LIMIT {}",
+            windows.join(" OR "),
+            limit
+        );
+        let open = open.to_vec();
         self.run_blocking(move |conn| {
-            clusters::table
-                .filter(clusters::auto_upgrade.eq(true))
-                .filter(clusters::deleted_at.is_null())
-                .filter(clusters::phase.eq(ClusterPhase::Provisioned.as_str()))
-                .filter(clusters::upgrade_to.is_null())
-                .order((clusters::updated_at.asc(), clusters::id.asc()))
-                .limit(i64::from(limit))
-                .select(clusters::id)
-                .load(conn)
-                .map_err(map)
+            #[derive(QueryableByName)]
+            struct Id {
+                #[diesel(sql_type = diesel::sql_types::Uuid)]
+                id: Uuid,
+            }
+            let mut q = diesel::sql_query(sql.clone())
+                .into_boxed::<diesel::pg::Pg>()
+                .bind::<Text, _>(ClusterPhase::Provisioned.as_str());
+            for o in &open {
+                q = q
+                    .bind::<Text, _>(o.weekday.as_str())
+                    .bind::<Text, _>(format_start_time(o.from))
+                    .bind::<Text, _>(format_start_time(o.to))
+                    .bind::<Text, _>(o.date.to_string());
+            }
+            let ids: Vec<Id> = q.load(conn).map_err(map)?;
+            Ok(ids.into_iter().map(|r| r.id).collect())
         })
         .await
     }

@@ -106,6 +106,68 @@ impl MaintenanceWindow {
     }
 }
 
+/// The windows open at an instant, as data a store can select by: a window is open when its
+/// day admits `date`'s weekday (`MaintenanceDay::Any` always does) and its start time is
+/// within `from..=to`; it then started at `date` + its start time. [`open_windows`] gives at
+/// most two (a window of today, one of yesterday still running past midnight), and a window is
+/// open at `now` exactly when [`MaintenanceWindow::open_at`] says so (the tests hold them to
+/// each other).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenWindows {
+    pub date: chrono::NaiveDate,
+    pub weekday: MaintenanceDay,
+    pub from: NaiveTime,
+    pub to: NaiveTime,
+}
+
+impl OpenWindows {
+    pub fn admits(&self, window: &MaintenanceWindow) -> bool {
+        (window.day == MaintenanceDay::Any || window.day == self.weekday)
+            && self.from <= window.start_time
+            && window.start_time <= self.to
+    }
+
+    /// When a window this admits started.
+    pub fn start_of(&self, window: &MaintenanceWindow) -> DateTime<Utc> {
+        self.date.and_time(window.start_time).and_utc()
+    }
+}
+
+fn day_of(weekday: Weekday) -> MaintenanceDay {
+    match weekday {
+        Weekday::Mon => MaintenanceDay::Monday,
+        Weekday::Tue => MaintenanceDay::Tuesday,
+        Weekday::Wed => MaintenanceDay::Wednesday,
+        Weekday::Thu => MaintenanceDay::Thursday,
+        Weekday::Fri => MaintenanceDay::Friday,
+        Weekday::Sat => MaintenanceDay::Saturday,
+        Weekday::Sun => MaintenanceDay::Sunday,
+    }
+}
+
+/// Every window open at `now` (start times are whole minutes; a window is open from its start,
+/// inclusive, for [`WINDOW_HOURS`]).
+pub fn open_windows(now: DateTime<Utc>) -> Vec<OpenWindows> {
+    const LAST_MINUTE: i64 = 24 * 60 - 1;
+    (0..=1)
+        .filter_map(|back| {
+            let date = (now - Duration::days(back)).date_naive();
+            let seconds = (now - date.and_time(NaiveTime::MIN).and_utc()).num_seconds();
+            // Start minute m is open when m*60 <= seconds < m*60 + the window.
+            let to = (seconds.div_euclid(60)).min(LAST_MINUTE);
+            let from = ((seconds - WINDOW_HOURS * 3600).div_euclid(60) + 1).max(0);
+            let minute = |m: i64| NaiveTime::from_hms_opt((m / 60) as u32, (m % 60) as u32, 0);
+            (from <= to).then_some(())?;
+            Some(OpenWindows {
+                date,
+                weekday: day_of(date.weekday()),
+                from: minute(from)?,
+                to: minute(to)?,
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,5 +236,33 @@ mod tests {
             Some(at("2026-11-28T03:30:00Z"))
         );
         assert_eq!(w.open_at(at("2026-11-28T07:30:00Z")), None);
+    }
+
+    #[test]
+    fn the_open_windows_are_exactly_those_open_at_says_are_open() {
+        let days = [
+            MaintenanceDay::Any,
+            MaintenanceDay::Monday,
+            MaintenanceDay::Tuesday,
+            MaintenanceDay::Sunday,
+        ];
+        // Instants across a Monday and the midnights around it, every 13 minutes and 7 s.
+        let mut now = at("2026-11-29T20:00:00Z");
+        while now < at("2026-12-01T04:00:00Z") {
+            let open = open_windows(now);
+            assert!(open.len() <= 2);
+            for day in days {
+                for minute in (0..24 * 60).step_by(11) {
+                    let w = MaintenanceWindow {
+                        day,
+                        start_time: NaiveTime::from_hms_opt(minute / 60, minute % 60, 0)
+                            .unwrap_or_default(),
+                    };
+                    let by_data = open.iter().find(|o| o.admits(&w)).map(|o| o.start_of(&w));
+                    assert_eq!(by_data, w.open_at(now), "{w:?} at {now}");
+                }
+            }
+            now += Duration::seconds(13 * 60 + 7);
+        }
     }
 }

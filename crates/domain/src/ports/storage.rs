@@ -195,8 +195,15 @@ pub trait ClusterRepository: Send + Sync {
     async fn elastic_ips(&self, cluster_id: Uuid) -> Result<Vec<ElasticIp>, StoreError>;
     async fn firewall_rules(&self, cluster_id: Uuid) -> Result<Vec<FirewallRule>, StoreError>;
     /// Live clusters whose owners asked for automatic upgrades and that are `Provisioned` with
-    /// no upgrade in flight: at most `limit`, the least recently changed first.
-    async fn auto_upgrade_candidates(&self, limit: u32) -> Result<Vec<Uuid>, StoreError>;
+    /// no upgrade in flight, whose maintenance window one of `open` admits and that had no
+    /// automatic upgrade in that window yet: at most `limit`, the least recently changed
+    /// first. (Selecting by the open windows keeps clusters whose windows are closed from
+    /// filling the batch: at scale they would starve the others.)
+    async fn auto_upgrade_candidates(
+        &self,
+        open: &[crate::model::maintenance_window::OpenWindows],
+        limit: u32,
+    ) -> Result<Vec<Uuid>, StoreError>;
     /// Addresses held by alive Elastic IPs of this exposure, across all clusters.
     async fn addresses_in_use(&self, exposure: Exposure) -> Result<HashSet<Ipv4Addr>, StoreError>;
     /// Nodes the live clusters of a zone ask for (sum of pool targets).

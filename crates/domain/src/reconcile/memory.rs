@@ -211,7 +211,11 @@ impl ClusterRepository for MemoryClusters {
         Ok(self.read()?.elastic_ips.clone())
     }
 
-    async fn auto_upgrade_candidates(&self, _: u32) -> Result<Vec<Uuid>, StoreError> {
+    async fn auto_upgrade_candidates(
+        &self,
+        open: &[crate::model::maintenance_window::OpenWindows],
+        _: u32,
+    ) -> Result<Vec<Uuid>, StoreError> {
         Ok(self
             .read()?
             .cluster
@@ -221,6 +225,11 @@ impl ClusterRepository for MemoryClusters {
                     && !c.is_gone()
                     && c.phase == crate::model::cluster::ClusterPhase::Provisioned
                     && c.upgrade.is_none()
+                    && open.iter().any(|o| {
+                        o.admits(&c.maintenance_window)
+                            && c.last_auto_upgrade_window
+                                .is_none_or(|last| last < o.start_of(&c.maintenance_window))
+                    })
             })
             .map(|c| c.id)
             .collect())

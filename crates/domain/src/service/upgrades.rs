@@ -15,7 +15,7 @@ use crate::model::audit::{Outcome, Parent};
 use crate::model::catalog::KubernetesVersion;
 use crate::model::cluster::{Cluster, UpgradeBlocker};
 use crate::model::identity::{Caller, ClientKind, User};
-use crate::model::maintenance_window::MaintenanceWindow;
+use crate::model::maintenance_window::{MaintenanceWindow, open_windows};
 use crate::model::operation::OperationKind;
 use crate::model::upgrade::{
     UpgradeInFlight, UpgradeRefusal, auto_upgrade_due, check_upgrade, upgrade_targets,
@@ -124,7 +124,7 @@ impl Services {
         let ids = self
             .ports
             .clusters
-            .auto_upgrade_candidates(AUTO_UPGRADE_BATCH)
+            .auto_upgrade_candidates(&open_windows(now), AUTO_UPGRADE_BATCH)
             .await
             .map_err(store_error)?;
         let mut started = 0;

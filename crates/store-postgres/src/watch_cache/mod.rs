@@ -28,6 +28,7 @@ use domain::model::cluster::{Cluster, ClusterPhase, Exposure};
 use domain::model::elastic_ip::ElasticIp;
 use domain::model::firewall::FirewallRule;
 use domain::model::kubeconfig::SealedCredentials;
+use domain::model::maintenance_window::OpenWindows;
 use domain::model::node::Node;
 use domain::ports::storage::{
     ClusterRepository, ClusterWrite, Freshness, Page, PageRequest, StoreError,
@@ -230,8 +231,12 @@ impl ClusterRepository for CachedStore {
         self.store.firewall_rules(cluster_id).await
     }
 
-    async fn auto_upgrade_candidates(&self, limit: u32) -> Result<Vec<Uuid>, StoreError> {
-        self.store.auto_upgrade_candidates(limit).await
+    async fn auto_upgrade_candidates(
+        &self,
+        open: &[OpenWindows],
+        limit: u32,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        self.store.auto_upgrade_candidates(open, limit).await
     }
 
     async fn addresses_in_use(&self, exposure: Exposure) -> Result<HashSet<Ipv4Addr>, StoreError> {

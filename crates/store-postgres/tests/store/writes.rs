@@ -605,3 +605,65 @@ async fn a_write_past_its_zones_capacity_writes_nothing() {
             .is_some()
     );
 }
+
+/// The automatic upgrades' candidates are the clusters whose maintenance window is open now and
+/// had no automatic upgrade in it yet: closed windows never fill the batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_upgrade_candidates_are_the_clusters_whose_window_is_open() {
+    use diesel::connection::SimpleConnection;
+    use domain::model::maintenance_window::open_windows;
+    let db = TestDatabase::create();
+    let store = store(&db);
+    let mut conn = raw(&db);
+    let org = Uuid::new_v4();
+    // A Tuesday, 02:30 UTC.
+    let now = DateTime::parse_from_rfc3339("2026-12-01T02:30:00Z")
+        .unwrap()
+        .with_timezone(&Utc);
+    // (name, day, start, last automatic upgrade, a candidate?)
+    let cases = [
+        ("any-0100", "any", "01:00", None, true),
+        ("tuesday-0000", "tuesday", "00:00", None, true),
+        ("monday-2300", "monday", "23:00", None, true),
+        ("wednesday-0100", "wednesday", "01:00", None, false),
+        ("any-0300", "any", "03:00", None, false),
+        (
+            "any-0100-done",
+            "any",
+            "01:00",
+            Some("2026-12-01T01:00:00Z"),
+            false,
+        ),
+        (
+            "any-0100-last-week",
+            "any",
+            "01:00",
+            Some("2026-11-24T01:00:00Z"),
+            true,
+        ),
+    ];
+    let mut wanted = Vec::new();
+    for (name, day, start, last, candidate) in cases {
+        let c = cluster(org, name);
+        insert(&store, &c).await.unwrap();
+        let last = last.map_or("NULL".to_owned(), |t| format!("'{t}'"));
+        conn.batch_execute(&format!(
+            "UPDATE clusters SET phase = 'Provisioned', auto_upgrade = true, \
+                 maintenance_day = '{day}', maintenance_start_time = '{start}', \
+                 last_auto_upgrade_window = {last} WHERE id = '{}'",
+            c.id
+        ))
+        .unwrap();
+        if candidate {
+            wanted.push(c.id);
+        }
+    }
+    let mut found = store
+        .auto_upgrade_candidates(&open_windows(now), 100)
+        .await
+        .unwrap();
+    found.sort();
+    wanted.sort();
+    assert_eq!(found, wanted);
+    assert!(store.auto_upgrade_candidates(&[], 100).await.unwrap().is_empty());
+}
