@@ -226,11 +226,23 @@ impl diesel::r2d2::HandleError<diesel::r2d2::Error> for ConnectOutcomes {
         // Two kinds come here: an attempt to connect that failed, and an idle connection the
         // checkout check found closed (`is_valid`, a query error). Only the first says the
         // database takes no connections; one session ended (`pg_terminate_backend`) does not.
-        if matches!(error, diesel::r2d2::Error::ConnectionError(_)) {
+        // Nor does an attempt whose new session was ended during its start-up (the server
+        // answered, then an administrator's termination, or a restart's, took the session):
+        // the next attempt follows within a second, and a refused one marks the database
+        // away then.
+        if let diesel::r2d2::Error::ConnectionError(e) = &error
+            && !ended_while_starting(&e.to_string())
+        {
             self.0.failed();
         }
         tracing::warn!(%error, "database connection failed");
     }
+}
+
+/// Whether a failed connection attempt reached a server that then ended the session.
+fn ended_while_starting(message: &str) -> bool {
+    message.contains("terminating connection due to administrator command")
+        || message.contains("server closed the connection unexpectedly")
 }
 
 impl diesel::r2d2::HandleEvent for ConnectOutcomes {

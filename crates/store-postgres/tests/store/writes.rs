@@ -665,5 +665,11 @@ async fn auto_upgrade_candidates_are_the_clusters_whose_window_is_open() {
     found.sort();
     wanted.sort();
     assert_eq!(found, wanted);
-    assert!(store.auto_upgrade_candidates(&[], 100).await.unwrap().is_empty());
+    assert!(
+        store
+            .auto_upgrade_candidates(&[], 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
