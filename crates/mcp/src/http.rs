@@ -25,6 +25,7 @@ use rmcp::{RoleServer, ServerHandler};
 use serde_json::json;
 
 use crate::Settings;
+use crate::direct;
 use crate::tools::{self, Acting, Answer};
 
 /// Where the endpoint is served.
@@ -105,6 +106,19 @@ pub async fn serve(req: HttpRequest, body: Bytes, endpoint: Data<Endpoint>) -> H
         request_id: ctx.request_id,
         org_header: ctx.org_header,
     };
+    // The commonest message, a stateless read, answered here (see `direct`); the rest by the
+    // SDK.
+    if let Some(call) = direct::read_call(&req, &body) {
+        return match direct::answer(&acting, call).await {
+            Some(json) => HttpResponse::Ok()
+                .content_type("application/json")
+                .body(json),
+            None => api::problem::problem_response(
+                &DomainError::Internal("a read tool asked for an approval".into()),
+                &api::extract::request_id(&req),
+            ),
+        };
+    }
     // Held here, so the queue stays open until the SDK has answered, whatever it did with
     // the request's own copy.
     let open = jobs.clone();
@@ -328,7 +342,7 @@ impl ServerHandler for Assistant {
             .call(request.name.to_string(), arguments, url_elicitation)
             .await
         {
-            Some(Answer::Done(result)) => Ok(CallToolResponse::Complete(result)),
+            Some(Answer::Done(done)) => Ok(CallToolResponse::Complete(done.into_result())),
             Some(Answer::Approve(input)) => Ok(CallToolResponse::InputRequired(input)),
             None => Err(ErrorData::invalid_params("no such tool", None)),
         }

@@ -5,10 +5,13 @@
 //! The protocol itself (version negotiation, the 2026-07-28 stateless revision with
 //! `server/discover` and input-required results, the 2025-11-25 `initialize` handshake,
 //! JSON-RPC framing and headers) is the official SDK's, `rmcp`; this crate carries a request
-//! from actix to it and gives it the tools ([`tools`]). Every tool acts as the assistant
+//! from actix to it and gives it the tools ([`tools`]). One message is answered before it
+//! reaches the SDK: a plain stateless call of a read tool (`direct`), which the SDK would
+//! serve by standing up a whole service for it; the answer is built from the SDK's types. Every tool acts as the assistant
 //! client kind, whatever the token's platform says, so the domain's access policy decides
 //! what the assistant may do; a change it asks for runs only once its person approves it.
 
+mod direct;
 pub mod http;
 pub mod schema;
 pub mod tools;

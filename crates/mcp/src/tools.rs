@@ -23,6 +23,7 @@ use rmcp::model::{
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -358,13 +359,47 @@ pub fn get(name: &str) -> Option<Tool> {
 
 /// What a call answers: a result, or a request that the person approve first.
 pub enum Answer {
-    Done(CallToolResult),
+    Done(Done),
     Approve(InputRequiredResult),
+}
+
+/// A call's result: its words for the person and whether it is an error (the SDK's result,
+/// without structured content), and its data, already written as JSON.
+pub struct Done {
+    pub(crate) result: CallToolResult,
+    pub(crate) data: Box<RawValue>,
+}
+
+impl Done {
+    fn success(text: String, data: Box<RawValue>) -> Done {
+        Done {
+            result: CallToolResult::success(vec![ContentBlock::text(text)]),
+            data,
+        }
+    }
+
+    /// The SDK's result, the data read into its structured content.
+    pub fn into_result(self) -> CallToolResult {
+        let mut r = self.result;
+        r.structured_content = Some(serde_json::from_str(self.data.get()).unwrap_or(Value::Null));
+        r
+    }
 }
 
 /// Whether the client asked for by name is one of the tools.
 pub fn exists(name: &str) -> bool {
     Name::parse(name).is_some()
+}
+
+/// Whether `name` is a tool that only reads (its listing's `readOnlyHint`): one that never
+/// asks for an approval, whatever its arguments.
+pub fn reads(name: &str) -> bool {
+    Name::parse(name).is_some_and(|n| {
+        let i = ALL.iter().position(|&m| m == n);
+        i.and_then(|i| all()[i].annotations.as_ref())
+            .and_then(|a| a.read_only_hint)
+            == Some(true)
+    })
 }
 
 /// Runs tool `name` with `arguments`. `url_elicitation`: the client can open a URL for its
@@ -391,7 +426,7 @@ async fn run(
 ) -> Result<Answer, DomainError> {
     let s = &acting.services;
     let caller = &acting.caller;
-    let done = |text: String, value: Value| Ok(Answer::Done(structured(text, value)));
+    let done = |text: String, data: Box<RawValue>| Ok(Answer::Done(Done::success(text, data)));
     match name {
         Name::GetCatalog => {
             let a: ZoneArgs = args(arguments)?;
@@ -404,7 +439,7 @@ async fn run(
                 .await?;
             done(
                 "The zone's catalog is in the structured content.".into(),
-                to_value(&wire::catalog::CatalogView::from(&view)),
+                raw(&wire::catalog::CatalogView::from(&view)),
             )
         }
         Name::ListClusters => {
@@ -440,7 +475,7 @@ async fn run(
                     found.total,
                     found.page
                 ),
-                to_value(&wire::cluster::ClusterList {
+                raw(&wire::cluster::ClusterList {
                     items: found
                         .items
                         .iter()
@@ -461,7 +496,7 @@ async fn run(
                     "The cluster is {}; its fields are in the structured content.",
                     c.phase.as_str()
                 ),
-                to_value(&wire::cluster::Cluster::from(&c)),
+                raw(&wire::cluster::Cluster::from(&c)),
             )
         }
         Name::ListNodePools => {
@@ -473,7 +508,7 @@ async fn run(
                     "{} node pools; they are in the structured content.",
                     items.len()
                 ),
-                to_value(&wire::cluster::NodePoolList {
+                raw(&wire::cluster::NodePoolList {
                     items: items.iter().map(wire::cluster::NodePool::from).collect(),
                 }),
             )
@@ -484,7 +519,7 @@ async fn run(
             let items = s.list_nodes(caller, id, None).await?;
             done(
                 format!("{} nodes; they are in the structured content.", items.len()),
-                to_value(&wire::cluster::NodeList {
+                raw(&wire::cluster::NodeList {
                     items: items.iter().map(wire::cluster::Node::from).collect(),
                 }),
             )
@@ -498,7 +533,7 @@ async fn run(
                     "{} Elastic IPs; they are in the structured content.",
                     items.len()
                 ),
-                to_value(&wire::networking::ElasticIpList {
+                raw(&wire::networking::ElasticIpList {
                     items: items
                         .iter()
                         .map(wire::networking::ElasticIpView::from)
@@ -515,7 +550,7 @@ async fn run(
                     "{} firewall rules; they are in the structured content.",
                     items.len()
                 ),
-                to_value(&wire::networking::FirewallRuleList {
+                raw(&wire::networking::FirewallRuleList {
                     items: items
                         .iter()
                         .map(wire::networking::FirewallRule::from)
@@ -534,7 +569,7 @@ async fn run(
                     found.items.len(),
                     found.total
                 ),
-                to_value(&wire::operation::OperationList {
+                raw(&wire::operation::OperationList {
                     items: found
                         .items
                         .iter()
@@ -564,7 +599,7 @@ async fn run(
                         versions.join(", ")
                     )
                 },
-                to_value(&wire::cluster::ClusterUpgrades::from(&o)),
+                raw(&wire::cluster::ClusterUpgrades::from(&o)),
             )
         }
         Name::CreateCluster => {
@@ -913,7 +948,7 @@ async fn ran(acting: &Acting, a: &Approval) -> Result<Answer, DomainError> {
 
 /// A refusal as a tool error: the API's problem document (the same code, words and field
 /// messages its error answer has) as structured content, its words as text.
-fn refusal(acting: &Acting, e: &DomainError) -> CallToolResult {
+fn refusal(acting: &Acting, e: &DomainError) -> Done {
     let p = api::problem::of_domain(e, &acting.request_id);
     let mut text = p.detail.clone();
     if let Ok(v) = serde_json::to_value(&p)
@@ -925,23 +960,30 @@ fn refusal(acting: &Acting, e: &DomainError) -> CallToolResult {
             text.push_str(&format!("\n{field}: {message}"));
         }
     }
-    error(text, to_value(&p))
+    Done {
+        result: CallToolResult::error(vec![ContentBlock::text(text)]),
+        data: raw(&p),
+    }
 }
 
-fn structured(text: String, value: Value) -> CallToolResult {
-    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
-    r.structured_content = Some(value);
-    r
+fn structured(text: String, value: Value) -> Done {
+    Done::success(text, raw(&value))
 }
 
-fn error(text: String, value: Value) -> CallToolResult {
-    let mut r = CallToolResult::error(vec![ContentBlock::text(text)]);
-    r.structured_content = Some(value);
-    r
+fn error(text: String, value: Value) -> Done {
+    Done {
+        result: CallToolResult::error(vec![ContentBlock::text(text)]),
+        data: raw(&value),
+    }
 }
 
 fn to_value<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// The JSON of `v`, written once: a read's answer goes out as it is, never through a `Value`.
+fn raw<T: serde::Serialize>(v: &T) -> Box<RawValue> {
+    serde_json::value::to_raw_value(v).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 #[cfg(test)]

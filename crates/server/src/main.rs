@@ -32,10 +32,15 @@ fn init_tracing() -> Telemetry {
     };
     // Lines are written by a thread of their own, so no request waits on a write to the log
     // (a write per access line was most of what logging at `info` cost); when its buffer is
-    // full the request waits rather than a line being lost.
+    // full the request waits rather than a line being lost. That thread gathers the lines
+    // queued meanwhile into one write (it flushes each time the queue is empty, so a line is
+    // never held back): under load one system call carries many lines, not one each.
     let (writer, log) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .lossy(false)
-        .finish(std::io::stderr());
+        .finish(std::io::BufWriter::with_capacity(
+            64 * 1024,
+            std::io::stderr(),
+        ));
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(writer)
         .with_span_events(spans)

@@ -306,6 +306,75 @@ async fn mcp_an_upgrade_is_read_then_asked_for_and_runs_once_approved() {
     assert_eq!(upgrades, 1, "{ops}");
 }
 
+/// A `tools/call` in the 2026-07-28 revision's framing: the version and capabilities in the
+/// message's `_meta` (with `extra` added to it), and the headers that name the call. The
+/// request id is the caller's, so two answers can be compared whole.
+async fn stateless(
+    app: &TestApp,
+    token: &str,
+    name: &str,
+    arguments: Value,
+    extra: Value,
+) -> Answer {
+    let mut meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}});
+    if let (Some(m), Some(extra)) = (meta.as_object_mut(), extra.as_object()) {
+        m.extend(extra.clone());
+    }
+    let body = json!({"jsonrpc": "2.0", "id": "r-1", "method": "tools/call",
+                      "params": {"name": name, "arguments": arguments, "_meta": meta}});
+    app.send(
+        app.request(Method::POST, MCP, Some(token))
+            .header("Accept", ACCEPT)
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", "tools/call")
+            .header("Mcp-Name", name)
+            .header("X-Request-Id", format!("stateless-{name}"))
+            .json(&body),
+    )
+    .await
+}
+
+/// A plain stateless read is answered without the SDK's per-request service; one with a
+/// progress token still goes through the SDK. Both answer the same, byte for byte once
+/// parsed: reads that find, reads that are refused, and arguments that are wrong.
+#[tokio::test]
+async fn mcp_a_stateless_read_answers_as_the_sdk_does() {
+    let app = TestApp::spawn_api_only(&[]).await;
+    let c = app.create_cluster("mcp-direct-1").await;
+    let cases = [
+        ("get_cluster", json!({"cluster": "mcp-direct-1"})),
+        ("get_cluster", json!({"cluster": id_of(&c)})),
+        ("get_cluster", json!({"cluster": "no-such-cluster"})),
+        ("get_cluster", json!({"cluster": 5})),
+        ("list_clusters", json!({"organization": "acme", "size": 2})),
+        ("list_clusters", json!({"organization": "initech"})),
+        ("list_node_pools", json!({"cluster": "mcp-direct-1"})),
+        ("get_catalog", json!({})),
+        ("list_operations", json!({"cluster": "mcp-direct-1"})),
+    ];
+    for (name, arguments) in cases {
+        let direct = stateless(&app, TOKEN_ACME_MEMBER, name, arguments.clone(), json!({})).await;
+        let sdk = stateless(
+            &app,
+            TOKEN_ACME_MEMBER,
+            name,
+            arguments.clone(),
+            json!({"progressToken": "p-1"}),
+        )
+        .await;
+        assert_eq!(direct.status, 200, "{name} {arguments}: {}", direct.text());
+        assert_eq!(direct.status, sdk.status, "{name} {arguments}");
+        assert_eq!(
+            direct.header("content-type"),
+            sdk.header("content-type"),
+            "{name} {arguments}"
+        );
+        assert_eq!(direct.json(), sdk.json(), "{name} {arguments}");
+        assert_eq!(direct.json()["id"], "r-1");
+    }
+}
+
 fn id_of(c: &Value) -> String {
     c["id"].as_str().unwrap_or_default().to_owned()
 }

@@ -419,20 +419,24 @@ impl Services {
         since: i64,
         timeout_seconds: u32,
     ) -> Result<StateAnswer, DomainError> {
-        let cluster = self.live_cluster(id).await?;
-        access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
+        // Only what the answer needs is kept: a waiter holds it for up to a minute, and there
+        // may be tens of thousands of them.
+        let (cluster_id, mut version, mut phase) = {
+            let cluster = self.live_cluster(id).await?;
+            access::authorize_object(caller, &cluster.organization_id, Access::Read)?;
+            (cluster.id, cluster.revision, cluster.phase)
+        };
         let answer = |version: i64, phase: ClusterPhase, changed: bool| StateAnswer {
-            cluster_id: cluster.id,
+            cluster_id,
             version,
             phase,
             changed,
         };
-        if cluster.revision > since {
-            return Ok(answer(cluster.revision, cluster.phase, true));
+        if version > since {
+            return Ok(answer(version, phase, true));
         }
         let deadline =
             self.ports.clock.now() + chrono::Duration::seconds(i64::from(timeout_seconds));
-        let (mut version, mut phase) = (cluster.revision, cluster.phase);
         loop {
             let remaining = (deadline - self.ports.clock.now())
                 .to_std()
@@ -440,11 +444,11 @@ impl Services {
             if remaining.is_zero() {
                 return Ok(answer(version, phase, false));
             }
-            let wake = self.ports.changes.wait(cluster.id, since, remaining).await;
+            let wake = self.ports.changes.wait(cluster_id, since, remaining).await;
             match self
                 .ports
                 .clusters
-                .revision(cluster.id)
+                .revision(cluster_id)
                 .await
                 .map_err(store_error)?
             {
