@@ -133,15 +133,7 @@ async fn a_failover_to_the_synchronous_standby_loses_no_acknowledged_write() {
     let (before, after) = load_phases();
     let platform = StubPlatform::start_demo();
     let scratch = Scratch::new("failover");
-    let env = binary_env(
-        &platform,
-        &pair.url(),
-        &[
-            ("PROVISIONER_STEP_MS", "0"),
-            ("RECONCILER_POLL_MS", "50"),
-            ("DATABASE_POOL_SIZE", "4"),
-        ],
-    );
+    let env = failover_server_env(&platform, &pair.url());
     let (server, http) = start_ready(&env, free_port(), scratch.path("server.log")).await;
 
     the_service_runs_on_the_primary_though_the_standby_is_listed_first(&pair, &server).await;

@@ -20,6 +20,24 @@ const ACKS_BEFORE_THE_KILL: usize = 10;
 /// a connection that was not coming (the pool's connect timeout is 5 s), not a speed goal.
 const PROMPT_503: Duration = Duration::from_secs(2);
 
+/// The server's settings in both failover tests: provisioning at full speed (a cluster is
+/// provisioned before the kill in a moment), the reconciler polling often, and a small pool,
+/// so the outage meets every connection.
+pub(super) fn failover_server_env(
+    platform: &platform_stub::StubHandle,
+    database_url: &str,
+) -> Vec<(&'static str, String)> {
+    binary_env(
+        platform,
+        database_url,
+        &[
+            ("PROVISIONER_STEP_MS", "0"),
+            ("RECONCILER_POLL_MS", "50"),
+            ("DATABASE_POOL_SIZE", "4"),
+        ],
+    )
+}
+
 /// How long the load runs before the kill, and after the recovery.
 pub(super) fn load_phases() -> (Duration, Duration) {
     match std::env::var("SOAK_SECONDS")

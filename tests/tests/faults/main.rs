@@ -215,6 +215,23 @@ fn token_server(name: &str, token: &str) -> Value {
            "config": {"tokens": [token]}})
 }
 
+/// Stops a helper process the test started: SIGTERM to `pid` (the process itself, or the one
+/// a wrapper like runuser started), up to 5 s for `child` to exit, then SIGKILL.
+fn stop_child(child: &mut std::process::Child, pid: &str) {
+    if !pid.trim().is_empty() {
+        let _ = Command::new("kill").args(["-TERM", pid.trim()]).status();
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 fn running_as_root() -> bool {
     Command::new("id")
         .arg("-u")

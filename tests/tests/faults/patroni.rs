@@ -38,15 +38,7 @@ async fn patroni_promotes_the_synchronous_standby_when_the_primarys_postgresql_i
     let (before, after) = load_phases();
     let platform = StubPlatform::start_demo();
     let scratch = Scratch::new("patroni-server");
-    let env = binary_env(
-        &platform,
-        &cluster.url(),
-        &[
-            ("PROVISIONER_STEP_MS", "0"),
-            ("RECONCILER_POLL_MS", "50"),
-            ("DATABASE_POOL_SIZE", "4"),
-        ],
-    );
+    let env = failover_server_env(&platform, &cluster.url());
     let (server, http) = start_ready(&env, free_port(), scratch.path("server.log")).await;
     let id = commit_a_provisioned_cluster_before_the_failover(&http).await;
     let load = start_creates_reads_and_long_polls(&http, &id);

@@ -133,18 +133,7 @@ impl Drop for PgBouncer {
     fn drop(&mut self) {
         // Its own pid (under runuser the child is runuser): SIGTERM is its immediate shutdown.
         let pid = std::fs::read_to_string(self.dir.path("pgbouncer.pid")).unwrap_or_default();
-        if !pid.trim().is_empty() {
-            let _ = Command::new("kill").args(["-TERM", pid.trim()]).status();
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        super::stop_child(&mut self.child, &pid);
     }
 }
 

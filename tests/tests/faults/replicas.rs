@@ -443,18 +443,8 @@ impl Nginx {
 impl Drop for Nginx {
     fn drop(&mut self) {
         // SIGTERM to the master stops its worker too; SIGKILL would leave the worker behind.
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let pid = self.child.id().to_string();
+        super::stop_child(&mut self.child, &pid);
     }
 }
 
