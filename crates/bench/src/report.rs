@@ -662,7 +662,8 @@ const METHOD: &str = "\
   A's first answer showing it, so it includes that read, a cache miss that reads the database \
   (the notification dropped A's copy); its own time is given beside. One read until shown \
   means the notification was in before A was asked.
-- 8: a fresh server process, with the seed of item 2 in the database and nothing cached: VmRSS \
+- 8: a fresh server process (`CLUSTER_CACHE_PREFILL=false`), with the seed of item 2 in the \
+  database and nothing cached: VmRSS \
   from /proc, then one `GET /v1/public/clusters/{id}` of every seeded cluster (16 at a time) and \
   every page of `GET /v1/public/clusters?size=100`, then VmRSS and `/metrics` \
   `cluster_cache_entries` again. The cost per cluster is the RSS growth over the entries cached; \

@@ -122,6 +122,9 @@ pub struct Config {
     pub database_pool_size: u32,
     /// Clusters the watch cache may hold (0: no cache, every read goes to the database).
     pub cluster_cache_size: usize,
+    /// `CLUSTER_CACHE_PREFILL`: whether the watch cache reads every live cluster in the
+    /// background once the change feed listens (and after each reconnect), up to its size.
+    pub cluster_cache_prefill: bool,
     pub reconciler_workers: usize,
     /// How often an idle provisioning worker looks at the queue.
     pub reconciler_poll: Duration,
@@ -269,6 +272,7 @@ impl Config {
                 50_000usize,
                 "a whole number (0 switches the cache off)",
             )?,
+            cluster_cache_prefill: boolean_or(src, "CLUSTER_CACHE_PREFILL", true)?,
             reconciler_workers: parse(
                 src,
                 "RECONCILER_WORKERS",

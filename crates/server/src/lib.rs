@@ -124,6 +124,16 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     };
     let feed = PgChangeFeed::start(&config.listen_database_url, config.cluster_cache_size);
     let clusters = Arc::new(CachedStore::new(store.clone(), &feed));
+    if config.cluster_cache_prefill && config.cluster_cache_size > 0 {
+        // In the background: `/readyz` and the first requests do not wait for it, and a miss
+        // meanwhile reads the database as it would without it.
+        tokio::spawn(
+            clusters
+                .as_ref()
+                .clone()
+                .keep_filled(store_postgres::PREFILL_BATCH),
+        );
+    }
 
     let mut registry = api::metrics::Metrics::default();
     registry.register(Box::new(metrics::PoolMetrics(store.clone())));

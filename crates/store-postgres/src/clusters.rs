@@ -470,6 +470,26 @@ impl PgStore {
         .await
     }
 
+    /// Up to `limit` live clusters with their pools, in id order, after `after`: the watch
+    /// cache's prefill walks the fleet with it (keyset pages, so each costs the same).
+    pub(crate) async fn live_clusters_after(
+        &self,
+        after: Option<Uuid>,
+        limit: u32,
+    ) -> Result<Vec<Cluster>, StoreError> {
+        self.run_blocking(move |conn| {
+            load_clusters(conn, |q| {
+                let q = q.filter(clusters::deleted_at.is_null());
+                let q = match after {
+                    Some(after) => q.filter(clusters::id.gt(after)),
+                    None => q,
+                };
+                q.order(clusters::id.asc()).limit(i64::from(limit))
+            })
+        })
+        .await
+    }
+
     /// Every live cluster of an organization, as its list index (one index-only scan).
     pub(crate) async fn org_index(&self, organization_id: Uuid) -> Result<OrgIndex, StoreError> {
         self.run_blocking(move |conn| {

@@ -185,6 +185,11 @@ impl PgChangeFeed {
         self.shared.listening.load(Ordering::SeqCst)
     }
 
+    /// Whether [`Self::stop`] was called: the cache's background work ends then.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.shared.stopped.load(Ordering::SeqCst)
+    }
+
     pub(crate) fn watch(&self) -> Arc<WatchState> {
         self.watch.clone()
     }

@@ -55,7 +55,7 @@ pub use notifier::APPLICATION_NAME as NOTIFIER_APPLICATION_NAME;
 pub use sealed_values::{SealedColumn, SealedValue, TOKEN_DIGEST_KEY, VaultSetupError};
 #[cfg(feature = "test-support")]
 pub use test_support::TestDatabase;
-pub use watch_cache::{CacheStats, CachedStore};
+pub use watch_cache::{CacheStats, CachedStore, PREFILL_BATCH, Prefilled};
 
 /// The migrations of `/migrations`, compiled into the binary.
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");

@@ -15,6 +15,7 @@
 //! Authorization is not the cache's business: the use cases check the organization of every
 //! cluster they are given, cached or not, and a list is indexed per organization.
 
+mod entry;
 mod index;
 mod state;
 
@@ -36,10 +37,48 @@ use domain::ports::storage::{
 use uuid::Uuid;
 
 pub(crate) use index::OrgIndex;
+use state::BulkTicket;
 pub use state::CacheStats;
 pub(crate) use state::{Membership, WatchState};
 
 use crate::{PgChangeFeed, PgStore};
+
+/// Clusters the prefill reads per statement: large enough that a million-cluster fleet takes
+/// a few hundred statements, small enough that one holds a pooled connection briefly.
+pub const PREFILL_BATCH: u32 = 5_000;
+
+/// What a prefill pass did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Prefilled {
+    /// Live clusters read.
+    pub read: u64,
+    /// Of those, kept (the rest were notified meanwhile, already held, or past the size).
+    pub kept: u64,
+}
+
+/// A bulk read's window, closed when dropped: a prefill abandoned halfway (its task
+/// cancelled, a read failed) does not leave notifications collecting in it.
+struct Window<'a> {
+    state: &'a WatchState,
+    ticket: Option<BulkTicket>,
+}
+
+impl Window<'_> {
+    fn finish(mut self, read: &[Cluster]) -> usize {
+        match self.ticket.take() {
+            Some(ticket) => self.state.finish_bulk(ticket, read),
+            None => 0,
+        }
+    }
+}
+
+impl Drop for Window<'_> {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            self.state.finish_bulk(ticket, &[]);
+        }
+    }
+}
 
 /// How many times a list tries to settle its organization's pending changes before it reads
 /// the page from the database instead.
@@ -84,9 +123,114 @@ impl CachedStore {
         self.state.heartbeat_age(Instant::now())
     }
 
+    /// Reads every live cluster with its pools, `batch` at a time in id order, and keeps them
+    /// up to the cache's size, without ever keeping a copy a notification overtook (the rule
+    /// "Bulk reads" in `state.rs`). `None` when the cache stopped being trusted or the feed
+    /// reconnected meanwhile: what was kept went with the reconnect.
+    pub async fn prefill(&self, batch: u32) -> Result<Option<Prefilled>, StoreError> {
+        Ok(self
+            .prefill_with(batch, || async {})
+            .await?
+            .map(|(done, _)| done))
+    }
+
+    /// [`Self::prefill`], running `between` after each batch was read and before it is kept:
+    /// for tests to commit a change in that gap.
+    #[cfg(feature = "test-support")]
+    #[doc(hidden)]
+    pub async fn prefill_racing<F, Fut>(
+        &self,
+        batch: u32,
+        between: F,
+    ) -> Result<Option<Prefilled>, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        Ok(self
+            .prefill_with(batch, between)
+            .await?
+            .map(|(done, _)| done))
+    }
+
+    /// The pass, and the epoch it filled.
+    async fn prefill_with<F, Fut>(
+        &self,
+        batch: u32,
+        mut between: F,
+    ) -> Result<Option<(Prefilled, u64)>, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let batch = batch.max(1);
+        let mut done = Prefilled::default();
+        let mut epoch = None;
+        let mut after = None;
+        while self.state.has_room() {
+            let Some(ticket) = self.state.begin_bulk(Instant::now()) else {
+                return Ok(None);
+            };
+            let window = Window {
+                state: &self.state,
+                ticket: Some(ticket),
+            };
+            if *epoch.get_or_insert(ticket.epoch) != ticket.epoch {
+                return Ok(None);
+            }
+            let read = self.store.live_clusters_after(after, batch).await?;
+            between().await;
+            let kept = window.finish(&read);
+            if self.state.epoch() != ticket.epoch {
+                return Ok(None);
+            }
+            done.read += read.len() as u64;
+            done.kept += kept as u64;
+            match read.last() {
+                Some(last) if read.len() >= batch as usize => after = Some(last.id),
+                _ => break,
+            }
+        }
+        // No batch at all: the cache was full already, which fills this epoch too.
+        Ok(Some((done, epoch.unwrap_or_else(|| self.state.epoch()))))
+    }
+
+    /// Keeps the cache filled in the background: a prefill pass once the feed listens, and
+    /// again after every reconnect (the cache starts empty then). Reads go on meanwhile; the
+    /// pass only saves the misses. Ends when the feed is stopped.
+    pub async fn keep_filled(self, batch: u32) {
+        const IDLE: Duration = Duration::from_millis(250);
+        const AFTER_FAILURE: Duration = Duration::from_secs(5);
+        let mut filled = None;
+        while !self.feed.is_stopped() {
+            if filled == Some(self.state.epoch()) || !self.state.trusted(Instant::now()) {
+                tokio::time::sleep(IDLE).await;
+                continue;
+            }
+            let started = Instant::now();
+            match self.prefill_with(batch, || async {}).await {
+                Ok(Some((done, epoch))) => {
+                    filled = Some(epoch);
+                    tracing::info!(
+                        read = done.read,
+                        kept = done.kept,
+                        ms = started.elapsed().as_millis() as u64,
+                        "watch cache prefilled"
+                    );
+                }
+                // Not trusted any more, or a reconnect: the next turn decides.
+                Ok(None) => tokio::time::sleep(IDLE).await,
+                Err(error) => {
+                    tracing::warn!(%error, "watch cache prefill failed; trying again");
+                    tokio::time::sleep(AFTER_FAILURE).await;
+                }
+            }
+        }
+    }
+
     /// Reads clusters, from the cache where it holds them and in one statement for the rest,
     /// keeping what it read. In the order of `ids`; an unknown id is absent.
-    async fn clusters(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, Arc<Cluster>>, StoreError> {
+    async fn clusters(&self, ids: &[Uuid]) -> Result<HashMap<Uuid, Cluster>, StoreError> {
         let now = Instant::now();
         let mut found = HashMap::with_capacity(ids.len());
         let mut tickets = HashMap::new();
@@ -111,7 +255,7 @@ impl CachedStore {
             if let Some(Some(ticket)) = tickets.get(&cluster.id) {
                 self.state.finish_load(*ticket, &cluster);
             }
-            found.insert(cluster.id, Arc::new(cluster));
+            found.insert(cluster.id, cluster);
         }
         Ok(found)
     }
@@ -140,10 +284,8 @@ impl CachedStore {
             if !pending.is_empty() {
                 match self.clusters(&pending).await {
                     Ok(read) => {
-                        let read: Vec<(Uuid, Option<&Cluster>)> = pending
-                            .iter()
-                            .map(|id| (*id, read.get(id).map(Arc::as_ref)))
-                            .collect();
+                        let read: Vec<(Uuid, Option<&Cluster>)> =
+                            pending.iter().map(|id| (*id, read.get(id))).collect();
                         self.state.resolve(org, handle, &read);
                     }
                     Err(e) => {
@@ -155,14 +297,14 @@ impl CachedStore {
             let Some((ids, total)) = self.state.page(org, handle, zone, page) else {
                 continue;
             };
-            let found = self.clusters(&ids).await?;
+            let mut found = self.clusters(&ids).await?;
             let mut items = Vec::with_capacity(ids.len());
             for id in &ids {
-                match found.get(id) {
+                match found.remove(id) {
                     // The index is behind a removal the feed has not delivered yet, but this
                     // read saw: the database answers the whole page instead.
                     Some(c) if c.organization_id == org && !c.is_gone() => {
-                        items.push(Cluster::clone(c));
+                        items.push(c);
                     }
                     _ => return Ok(None),
                 }
@@ -181,7 +323,7 @@ impl ClusterRepository for CachedStore {
             return self.store.cluster(id, Freshness::Latest).await;
         }
         if let Some(c) = self.state.cached(id, now) {
-            return Ok(Some(Cluster::clone(&c)));
+            return Ok(Some(c));
         }
         let ticket = self.state.begin_load(id, now);
         if ticket.is_none() {

@@ -4,24 +4,36 @@
 //! - **Trust.** The cache answers only while the change feed listens and proved itself alive
 //!   within [`STALE_AFTER`] (its heartbeat reads the change log on the LISTEN connection, so
 //!   every change committed before it was applied). Otherwise every read goes to the database.
-//! - **Epoch.** Losing or regaining the LISTEN connection, and evicting entries, raise the
-//!   epoch and drop what was cached. A read from the database is kept only if the epoch did not
-//!   move while it ran: notifications missed meanwhile can never leave a stale copy behind.
+//! - **Epoch.** Losing or regaining the LISTEN connection raises the epoch and drops what was
+//!   cached. A read from the database is kept only if the epoch did not move while it ran:
+//!   notifications missed meanwhile can never leave a stale copy behind.
 //! - **Revisions.** Each cluster the cache holds or is loading has a slot with the highest
 //!   revision seen for it, from notifications and from this process's own commits. A copy
 //!   older than that is dropped, and a load that comes back older is not kept. A slot exists
 //!   before its load starts, so a notification that arrives during the load is never missed.
+//! - **Births.** Each slot is numbered when it is made, never twice, and a load keeps what it
+//!   read only in the slot it started with. Dropping a slot (an eviction, an uncertain commit)
+//!   therefore strands only the loads of that slot: a notification that came while no slot
+//!   existed was not recorded anywhere, and a later slot (seen 0) must not take a read made
+//!   before it. That is why an eviction does not move the epoch: it drops slots, every load of
+//!   a slot that survives stays valid, and the loads of a dropped one can no longer land.
+//! - **Bulk reads.** A read of many clusters that had no slot before it started (the prefill)
+//!   opens a window first; every cluster notified while it is open is left out of what the read
+//!   keeps, and the epoch moving discards all of it. A change committed after the read's
+//!   snapshot is notified after the window opened, so it is either in the window or arrives
+//!   once the copy has a slot, whose revision it then overtakes.
 //! - **Lists.** An organization's index changes only when a cluster is created or removed; the
 //!   ids those notifications name wait in `pending` and are read again before the next page.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use domain::model::cluster::Cluster;
 use uuid::Uuid;
 
+use super::entry::{self, Vocabulary};
 use super::index::OrgIndex;
 
 /// How long a heartbeat vouches for the feed: three missed beats and the cache stops answering.
@@ -59,14 +71,26 @@ pub struct CacheStats {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ticket {
     epoch: u64,
+    /// The birth of the slot the load started with.
+    born: u64,
 }
 
-#[derive(Debug, Default)]
+/// Proof that a bulk read started while the cache was trusted, with its window open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BulkTicket {
+    pub epoch: u64,
+    window: u64,
+}
+
+#[derive(Debug)]
 struct Slot {
     /// The highest revision this process knows the cluster has reached.
     seen: i64,
-    /// A copy at revision `seen`, when one is held.
-    value: Option<Arc<Cluster>>,
+    /// When the slot was made (`WatchState::births`): the loads it admits.
+    born: u64,
+    /// A copy at revision `seen`, when one is held: the cluster's compact encoding
+    /// (`entry`), shared so a hit decodes it outside the shard's lock.
+    value: Option<Arc<[u8]>>,
 }
 
 #[derive(Debug)]
@@ -93,6 +117,14 @@ pub(crate) struct WatchState {
     shards: Vec<Mutex<HashMap<Uuid, Slot>>>,
     orgs: Mutex<HashMap<Uuid, OrgSlot>>,
     generations: AtomicU64,
+    /// The last slot birth given.
+    births: AtomicU64,
+    vocabulary: Vocabulary,
+    /// Open bulk-read windows, each with the clusters notified since it opened.
+    windows: Mutex<Vec<(u64, HashSet<Uuid>)>>,
+    /// How many windows are open: a notification looks at `windows` only when some are.
+    open_windows: AtomicUsize,
+    window_numbers: AtomicU64,
     hits: AtomicU64,
     misses: AtomicU64,
     bypasses: AtomicU64,
@@ -127,6 +159,11 @@ impl WatchState {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             orgs: Mutex::default(),
             generations: AtomicU64::new(0),
+            births: AtomicU64::new(0),
+            vocabulary: Vocabulary::default(),
+            windows: Mutex::default(),
+            open_windows: AtomicUsize::new(0),
+            window_numbers: AtomicU64::new(0),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             bypasses: AtomicU64::new(0),
@@ -136,6 +173,19 @@ impl WatchState {
     fn shard(&self, id: Uuid) -> MutexGuard<'_, HashMap<Uuid, Slot>> {
         let n = (id.as_u128() % SHARDS as u128) as usize;
         lock(&self.shards[n])
+    }
+
+    /// Clusters one shard may hold.
+    fn shard_capacity(&self) -> usize {
+        self.capacity.div_ceil(SHARDS)
+    }
+
+    fn slot(&self, seen: i64, value: Option<Arc<[u8]>>) -> Slot {
+        Slot {
+            seen,
+            born: self.births.fetch_add(1, Ordering::SeqCst) + 1,
+            value,
+        }
     }
 
     fn millis(&self, now: Instant) -> u64 {
@@ -188,21 +238,27 @@ impl WatchState {
                 < STALE_AFTER.as_millis() as u64
     }
 
+    /// Moves on every reconnect (rule "Epoch").
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
     /// A read the cache could not vouch for went to the database.
     pub fn bypassed(&self) {
         self.bypasses.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The cached copy of a cluster, when the cache is trusted and holds a current one.
-    pub fn cached(&self, id: Uuid, now: Instant) -> Option<Arc<Cluster>> {
+    pub fn cached(&self, id: Uuid, now: Instant) -> Option<Cluster> {
         if !self.trusted(now) {
             return None;
         }
-        let value = self.shard(id).get(&id).and_then(|s| s.value.clone());
-        if value.is_some() {
-            self.hits.fetch_add(1, Ordering::Relaxed);
-        }
-        value
+        let bytes = self.shard(id).get(&id).and_then(|s| s.value.clone())?;
+        // Bytes this module did not write never get in, so this is always `Some`; were it
+        // not, the read goes to the database like any miss.
+        let cluster = entry::decode(id, &bytes, &self.vocabulary)?;
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        Some(cluster)
     }
 
     /// Before reading a cluster from the database to keep it: the slot that will collect
@@ -213,21 +269,33 @@ impl WatchState {
             return None;
         }
         let mut shard = self.shard(id);
-        if !shard.contains_key(&id) && shard.len() >= self.capacity.div_ceil(SHARDS) {
+        if !shard.contains_key(&id) && shard.len() >= self.shard_capacity() {
             drop(shard);
             self.evict(id);
             shard = self.shard(id);
         }
-        let ticket = Ticket {
-            epoch: self.epoch.load(Ordering::SeqCst),
+        let epoch = self.epoch.load(Ordering::SeqCst);
+        let born = match shard.get(&id) {
+            Some(slot) => slot.born,
+            None => {
+                let slot = self.slot(0, None);
+                let born = slot.born;
+                shard.insert(id, slot);
+                born
+            }
         };
-        shard.entry(id).or_default();
         self.misses.fetch_add(1, Ordering::Relaxed);
-        Some(ticket)
+        Some(Ticket { epoch, born })
     }
 
-    /// Keeps what a load read, unless the epoch moved or a newer revision was seen meanwhile.
+    /// Keeps what a load read, unless the epoch moved, its slot was dropped, or a newer
+    /// revision was seen meanwhile.
     pub fn finish_load(&self, ticket: Ticket, cluster: &Cluster) {
+        if self.epoch.load(Ordering::SeqCst) != ticket.epoch {
+            return;
+        }
+        // Encoded before the lock is taken: other reads of the shard do not wait for it.
+        let bytes = entry::encode(cluster, &self.vocabulary);
         let mut shard = self.shard(cluster.id);
         if self.epoch.load(Ordering::SeqCst) != ticket.epoch {
             return;
@@ -235,16 +303,15 @@ impl WatchState {
         let Some(slot) = shard.get_mut(&cluster.id) else {
             return;
         };
-        if cluster.revision >= slot.seen {
+        if slot.born == ticket.born && cluster.revision >= slot.seen {
             slot.seen = cluster.revision;
-            slot.value = Some(Arc::new(cluster.clone()));
+            slot.value = Some(bytes);
         }
     }
 
     /// Makes room in the shard of `id`: half of it goes (whichever come first in the map's
-    /// order), and the epoch moves so no load in flight relies on a dropped slot.
+    /// order). The epoch stays: a load of a dropped slot cannot land (rule "Births").
     fn evict(&self, id: Uuid) {
-        self.epoch.fetch_add(1, Ordering::SeqCst);
         let mut shard = self.shard(id);
         let drop_n = shard.len() / 2 + 1;
         let victims: Vec<Uuid> = shard.keys().take(drop_n).copied().collect();
@@ -255,6 +322,11 @@ impl WatchState {
 
     /// A cluster reached `revision` (a notification, or a commit of this process).
     pub fn changed(&self, id: Uuid, revision: i64, org: Option<Uuid>, membership: Membership) {
+        if self.open_windows.load(Ordering::SeqCst) > 0 {
+            for (_, notified) in lock(&self.windows).iter_mut() {
+                notified.insert(id);
+            }
+        }
         if let Some(slot) = self.shard(id).get_mut(&id)
             && revision > slot.seen
         {
@@ -284,6 +356,76 @@ impl WatchState {
     pub fn forget(&self, id: Uuid) {
         self.shard(id).remove(&id);
         self.changed(id, 0, None, Membership::Unknown);
+    }
+
+    /// Whether some shard has room for a cluster it does not hold yet.
+    pub fn has_room(&self) -> bool {
+        let capacity = self.shard_capacity();
+        self.shards.iter().any(|s| lock(s).len() < capacity)
+    }
+
+    /// Before a bulk read of clusters (the prefill): opens its window. `None` when the cache is
+    /// not trusted (nothing read would be kept).
+    pub fn begin_bulk(&self, now: Instant) -> Option<BulkTicket> {
+        if !self.trusted(now) {
+            return None;
+        }
+        let window = self.window_numbers.fetch_add(1, Ordering::SeqCst) + 1;
+        {
+            let mut windows = lock(&self.windows);
+            windows.push((window, HashSet::new()));
+            self.open_windows.store(windows.len(), Ordering::SeqCst);
+        }
+        // Read after the window is open: a reconnect from here on moves it past the ticket's.
+        let epoch = self.epoch.load(Ordering::SeqCst);
+        Some(BulkTicket { epoch, window })
+    }
+
+    /// Closes the window and keeps what the bulk read found, as far as there is room: not the
+    /// clusters notified while it was open, not a copy older than a revision seen, nothing if
+    /// the epoch moved. Clusters already held stay as they are. How many it kept.
+    pub fn finish_bulk(&self, ticket: BulkTicket, read: &[Cluster]) -> usize {
+        let notified = {
+            let mut windows = lock(&self.windows);
+            let at = windows.iter().position(|(w, _)| *w == ticket.window);
+            let notified = at.map(|at| windows.swap_remove(at).1);
+            self.open_windows.store(windows.len(), Ordering::SeqCst);
+            notified
+        };
+        let Some(notified) = notified else {
+            return 0;
+        };
+        let capacity = self.shard_capacity();
+        let mut kept = 0;
+        for cluster in read {
+            if notified.contains(&cluster.id) || cluster.is_gone() {
+                continue;
+            }
+            if self.epoch.load(Ordering::SeqCst) != ticket.epoch {
+                return kept;
+            }
+            let bytes = entry::encode(cluster, &self.vocabulary);
+            let mut shard = self.shard(cluster.id);
+            if self.epoch.load(Ordering::SeqCst) != ticket.epoch {
+                return kept;
+            }
+            let room = shard.len() < capacity;
+            match shard.get_mut(&cluster.id) {
+                Some(slot) if slot.value.is_none() && cluster.revision >= slot.seen => {
+                    slot.seen = cluster.revision;
+                    slot.value = Some(bytes);
+                    kept += 1;
+                }
+                Some(_) => {}
+                None if room => {
+                    let slot = self.slot(cluster.revision, Some(bytes));
+                    shard.insert(cluster.id, slot);
+                    kept += 1;
+                }
+                None => {}
+            }
+        }
+        kept
     }
 
     /// The organization's index slot, made when missing; `None` when the cache is not trusted.
@@ -430,7 +572,7 @@ mod tests {
         let (state, now) = listening(100);
         let c = at_revision(5);
         let ticket = state.begin_load(c.id, now);
-        state.finish_load(ticket.unwrap_or(Ticket { epoch: 99 }), &c);
+        state.finish_load(ticket.unwrap_or(Ticket { epoch: 99, born: 0 }), &c);
         assert_eq!(revision_held(&state, c.id, now), Some(5));
         // An echo of an older or the same revision changes nothing.
         state.changed(c.id, 5, Some(ORG_A), Membership::Unchanged);
@@ -446,11 +588,14 @@ mod tests {
         let ticket = state.begin_load(old.id, now);
         // Committed and notified while the read of revision 5 was on its way back.
         state.changed(old.id, 6, Some(ORG_A), Membership::Unchanged);
-        state.finish_load(ticket.unwrap_or(Ticket { epoch: 99 }), &old);
+        state.finish_load(ticket.unwrap_or(Ticket { epoch: 99, born: 0 }), &old);
         assert_eq!(revision_held(&state, old.id, now), None);
         // The next load (revision 6) is kept.
         let ticket = state.begin_load(old.id, now);
-        state.finish_load(ticket.unwrap_or(Ticket { epoch: 99 }), &at_revision(6));
+        state.finish_load(
+            ticket.unwrap_or(Ticket { epoch: 99, born: 0 }),
+            &at_revision(6),
+        );
         assert_eq!(revision_held(&state, old.id, now), Some(6));
     }
 
@@ -466,11 +611,11 @@ mod tests {
             let ticket = state.begin_load(c.id, now);
             break_it(&state, now);
             state.connected(now);
-            state.finish_load(ticket.unwrap_or(Ticket { epoch: 99 }), &c);
+            state.finish_load(ticket.unwrap_or(Ticket { epoch: 99, born: 0 }), &c);
             assert_eq!(revision_held(&state, c.id, now), None);
         }
         let ticket = state.begin_load(c.id, now);
-        state.finish_load(ticket.unwrap_or(Ticket { epoch: 99 }), &c);
+        state.finish_load(ticket.unwrap_or(Ticket { epoch: 99, born: 0 }), &c);
         assert_eq!(revision_held(&state, c.id, now), Some(5));
         state.lost();
         assert_eq!(revision_held(&state, c.id, now), None);
@@ -482,7 +627,7 @@ mod tests {
         let (state, now) = listening(100);
         let c = at_revision(5);
         let ticket = state.begin_load(c.id, now);
-        state.finish_load(ticket.unwrap_or(Ticket { epoch: 99 }), &c);
+        state.finish_load(ticket.unwrap_or(Ticket { epoch: 99, born: 0 }), &c);
         let late = now + STALE_AFTER;
         assert!(!state.trusted(late));
         assert_eq!(revision_held(&state, c.id, late), None);
@@ -529,6 +674,111 @@ mod tests {
         }
         let held = state.stats().entries;
         assert!((1..=64).contains(&held), "{held} clusters held");
+    }
+
+    /// Clusters `n` of shard 0: ids that are multiples of the shard count.
+    fn in_shard_zero(n: u128, revision: i64) -> Cluster {
+        Cluster {
+            id: Uuid::from_u128(n * SHARDS as u128),
+            ..at_revision(revision)
+        }
+    }
+
+    #[test]
+    fn a_load_racing_an_eviction_never_leaves_a_stale_copy() {
+        // One cluster per shard: every new load in shard 0 evicts the one before.
+        let (state, now) = listening(SHARDS);
+        let (old, other) = (in_shard_zero(1, 5), in_shard_zero(2, 1));
+        let first = state.begin_load(old.id, now);
+        // Another load evicts its slot; the change to revision 6 is then notified with no slot
+        // to record it, and a second load of the cluster starts on a fresh slot.
+        assert!(state.begin_load(other.id, now).is_some());
+        state.changed(old.id, 6, Some(ORG_A), Membership::Unchanged);
+        let second = state.begin_load(old.id, now);
+        // The first load comes back with revision 5, read before the change: not kept.
+        state.finish_load(first.unwrap_or(Ticket { epoch: 99, born: 0 }), &old);
+        assert_eq!(revision_held(&state, old.id, now), None);
+        let new = in_shard_zero(1, 6);
+        state.finish_load(second.unwrap_or(Ticket { epoch: 99, born: 0 }), &new);
+        assert_eq!(revision_held(&state, old.id, now), Some(6));
+    }
+
+    #[test]
+    fn an_eviction_keeps_the_loads_of_the_slots_it_spares() {
+        // Four clusters per shard: the fifth load in shard 0 drops three slots, keeps one.
+        let (state, now) = listening(4 * SHARDS);
+        let clusters: Vec<Cluster> = (1..=5).map(|n| in_shard_zero(n, 1)).collect();
+        let tickets: Vec<Option<Ticket>> = clusters
+            .iter()
+            .map(|c| state.begin_load(c.id, now))
+            .collect();
+        for (c, ticket) in clusters.iter().zip(tickets) {
+            state.finish_load(ticket.unwrap_or(Ticket { epoch: 99, born: 0 }), c);
+        }
+        // The spared slot's load and the fifth are kept: the epoch did not move.
+        let held: Vec<bool> = clusters
+            .iter()
+            .map(|c| revision_held(&state, c.id, now).is_some())
+            .collect();
+        assert_eq!(held.iter().filter(|h| **h).count(), 2, "{held:?}");
+        assert!(held[4]);
+    }
+
+    #[test]
+    fn a_bulk_read_keeps_nothing_notified_while_its_window_was_open() {
+        let (state, now) = listening(100);
+        let (a, b) = (
+            Cluster {
+                id: Uuid::from_u128(1),
+                ..at_revision(5)
+            },
+            Cluster {
+                id: Uuid::from_u128(2),
+                ..at_revision(5)
+            },
+        );
+        let ticket = state.begin_bulk(now);
+        // `a` changed after the read's snapshot, and was notified before the read ended.
+        state.changed(a.id, 6, Some(ORG_A), Membership::Unchanged);
+        let kept = ticket.map(|t| state.finish_bulk(t, &[a.clone(), b.clone()]));
+        assert_eq!(kept, Some(1));
+        assert_eq!(revision_held(&state, a.id, now), None);
+        assert_eq!(revision_held(&state, b.id, now), Some(5));
+        // Once the window is closed, a later change finds the copy's slot and drops it.
+        state.changed(b.id, 6, Some(ORG_A), Membership::Unchanged);
+        assert_eq!(revision_held(&state, b.id, now), None);
+        // A reconnect while the read ran discards all of it.
+        let ticket = state.begin_bulk(now);
+        state.lost();
+        state.connected(now);
+        let kept = ticket.map(|t| state.finish_bulk(t, std::slice::from_ref(&a)));
+        assert_eq!(kept, Some(0));
+        assert_eq!(revision_held(&state, a.id, now), None);
+        // Not trusted: no bulk read starts.
+        state.lost();
+        assert_eq!(state.begin_bulk(now), None);
+    }
+
+    #[test]
+    fn a_bulk_read_fills_up_to_the_size_and_leaves_held_copies_alone() {
+        let (state, now) = listening(SHARDS);
+        let held = in_shard_zero(1, 7);
+        let ticket = state.begin_load(held.id, now);
+        state.finish_load(ticket.unwrap_or(Ticket { epoch: 99, born: 0 }), &held);
+        let read: Vec<Cluster> = (0..40u128)
+            .map(|n| Cluster {
+                id: Uuid::from_u128(n),
+                ..at_revision(1)
+            })
+            .chain([in_shard_zero(1, 3)])
+            .collect();
+        assert!(state.has_room());
+        let kept = state.begin_bulk(now).map(|t| state.finish_bulk(t, &read));
+        // One per shard, shard 0 already full.
+        assert_eq!(kept, Some(SHARDS - 1));
+        assert_eq!(state.stats().entries, SHARDS as u64);
+        assert!(!state.has_room());
+        assert_eq!(revision_held(&state, held.id, now), Some(7));
     }
 
     #[test]

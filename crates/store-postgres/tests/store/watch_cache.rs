@@ -341,3 +341,97 @@ async fn a_committed_write_is_notified_with_its_revision_and_organization() {
         heard.extend(listener.notifications_iter().map(|n| n.unwrap().payload));
     }
 }
+
+/// Clusters in two organizations, one of them then deleted (a prefill reads live ones only).
+async fn fleet(db: &TestDatabase, n: usize) -> Vec<Cluster> {
+    let orgs = [Uuid::new_v4(), Uuid::new_v4()];
+    let mut live = Vec::new();
+    for i in 0..=n {
+        let c = cluster(orgs[i % 2], &format!("fleet-{i}"));
+        insert(&store(db), &c).await.unwrap();
+        live.push(c);
+    }
+    let gone = live.pop().unwrap();
+    diesel::connection::SimpleConnection::batch_execute(
+        &mut raw(db),
+        &format!(
+            "UPDATE clusters SET deleted_at = now() WHERE id = '{}'",
+            gone.id
+        ),
+    )
+    .unwrap();
+    live
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_prefill_every_live_cluster_is_a_hit_and_shows_what_the_database_holds() {
+    let db = TestDatabase::create();
+    let live = fleet(&db, 7).await;
+    let p = process(&db).await;
+    // Three at a time: three batches, the last one short.
+    let done = p.cache.prefill(3).await.unwrap();
+    assert_eq!(done, Some(store_postgres::Prefilled { read: 7, kept: 7 }));
+    assert_eq!(p.cache.stats().entries, 7);
+    let before = p.cache.stats();
+    for c in &live {
+        let latest = p.cache.cluster(c.id, Freshness::Latest).await.unwrap();
+        assert_eq!(Some(recent(&p, c.id).await), latest);
+    }
+    let after = p.cache.stats();
+    assert_eq!(
+        (after.hits - before.hits, after.misses - before.misses),
+        (7, 0),
+        "every read after the prefill is a hit"
+    );
+    // A second pass finds them held and leaves them.
+    assert_eq!(
+        p.cache.prefill(100).await.unwrap(),
+        Some(store_postgres::Prefilled { read: 7, kept: 0 })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_committed_while_a_prefill_batch_is_read_is_never_served_stale() {
+    let db = TestDatabase::create();
+    let live = fleet(&db, 4).await;
+    let (p, q) = (process(&db).await, process(&db).await);
+    let (mine, theirs) = (live[0].clone(), live[1].clone());
+    // After the batch was read and before it is kept: a commit of this process, and one of
+    // another process that this process's feed has delivered.
+    let done = p
+        .cache
+        .prefill_racing(100, || {
+            let (p_cache, q_cache, p_feed) = (p.cache.clone(), q.cache.clone(), p.feed.clone());
+            let (mine, theirs) = (mine.clone(), theirs.clone());
+            async move {
+                for (cache, c, text) in [(&p_cache, &mine, "by p"), (&q_cache, &theirs, "by q")] {
+                    let changed = Cluster {
+                        description: Some(text.into()),
+                        ..c.clone()
+                    };
+                    cache
+                        .commit(write(
+                            c.id,
+                            Some(c.revision),
+                            vec![Change::UpdateCluster(changed)],
+                        ))
+                        .await
+                        .unwrap();
+                }
+                // Returns once p's feed applied q's change (a minute is only a hang guard).
+                use domain::ports::storage::ChangeFeed;
+                p_feed
+                    .wait(theirs.id, theirs.revision, Duration::from_secs(60))
+                    .await;
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(done, Some(store_postgres::Prefilled { read: 4, kept: 2 }));
+    assert_eq!(described(&p, mine.id).await.as_deref(), Some("by p"));
+    assert_eq!(described(&p, theirs.id).await.as_deref(), Some("by q"));
+    for c in &live[2..] {
+        let latest = p.cache.cluster(c.id, Freshness::Latest).await.unwrap();
+        assert_eq!(Some(recent(&p, c.id).await), latest);
+    }
+}
