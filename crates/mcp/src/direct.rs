@@ -169,6 +169,17 @@ mod tests {
 
     const ACCEPTS: &str = "application/json, text/event-stream";
 
+    /// What a case is, the headers sent and the body.
+    type Case = (&'static str, Vec<(&'static str, &'static str)>, Value);
+
+    /// `v` without its field `key`.
+    fn without(mut v: Value, key: &str) -> Value {
+        if let Some(o) = v.as_object_mut() {
+            o.remove(key);
+        }
+        v
+    }
+
     fn body(name: &str, meta: Value) -> Value {
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                "params": {"name": name, "arguments": {"cluster": "web"}, "_meta": meta}})
@@ -238,7 +249,7 @@ mod tests {
             h.push(extra);
             h
         };
-        let cases: Vec<(&str, Vec<(&str, &str)>, Value)> = vec![
+        let cases: Vec<Case> = vec![
             (
                 "a write",
                 plain("create_cluster"),
@@ -252,7 +263,7 @@ mod tests {
             }),
             ("the 2025-11-25 framing", plain("get_cluster"), {
                 let mut b = body("get_cluster", meta());
-                b["params"].as_object_mut().unwrap().remove("_meta");
+                b["params"] = without(b["params"].take(), "_meta");
                 b
             }),
             (
@@ -263,13 +274,14 @@ mod tests {
                     json!("2025-11-25"),
                 ),
             ),
-            ("no client capabilities", plain("get_cluster"), {
-                let mut m = meta();
-                m.as_object_mut()
-                    .unwrap()
-                    .remove("io.modelcontextprotocol/clientCapabilities");
-                body("get_cluster", m)
-            }),
+            (
+                "no client capabilities",
+                plain("get_cluster"),
+                body(
+                    "get_cluster",
+                    without(meta(), "io.modelcontextprotocol/clientCapabilities"),
+                ),
+            ),
             (
                 "capabilities of the wrong type",
                 plain("get_cluster"),
