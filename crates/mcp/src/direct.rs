@@ -249,6 +249,11 @@ mod tests {
             h.push(extra);
             h
         };
+        let headers_replacing = |name: &'static str, value: &'static str| {
+            let mut h = headers_without(name);
+            h.push((name, value));
+            h
+        };
         let cases: Vec<Case> = vec![
             (
                 "a write",
@@ -324,11 +329,7 @@ mod tests {
             ),
             (
                 "an older version header",
-                {
-                    let mut h = headers_without("MCP-Protocol-Version");
-                    h.push(("MCP-Protocol-Version", "2025-11-25"));
-                    h
-                },
+                headers_replacing("MCP-Protocol-Version", "2025-11-25"),
                 body("get_cluster", meta()),
             ),
             (
@@ -353,20 +354,12 @@ mod tests {
             ),
             (
                 "a text body",
-                {
-                    let mut h = headers_without("Content-Type");
-                    h.push(("Content-Type", "text/plain"));
-                    h
-                },
+                headers_replacing("Content-Type", "text/plain"),
                 body("get_cluster", meta()),
             ),
             (
                 "JSON answers only",
-                {
-                    let mut h = headers_without("Accept");
-                    h.push(("Accept", "application/json"));
-                    h
-                },
+                headers_replacing("Accept", "application/json"),
                 body("get_cluster", meta()),
             ),
         ];
