@@ -88,13 +88,11 @@ impl Endpoint {
 
 /// `/mcp`, any method: authenticated first, then the protocol.
 pub async fn serve(req: HttpRequest, body: Bytes, endpoint: Data<Endpoint>) -> HttpResponse {
-    let base = endpoint.base(&req);
     let ctx = match <Ctx as FromRequest>::extract(&req).await {
         Ok(ctx) => ctx,
-        Err(e) => return challenge(&e, &base),
+        Err(e) => return challenge(&e, &endpoint.base(&req)),
     };
-    let (jobs, mut queue) = tokio::sync::mpsc::unbounded_channel::<Job>();
-    let acting = Acting {
+    let mut acting = Acting {
         services: ctx.services.via(Channel::Assistant),
         // The assistant's face: whatever client the platform says the token is, a call
         // through /mcp is the assistant's, and the access policy treats it so.
@@ -102,7 +100,8 @@ pub async fn serve(req: HttpRequest, body: Bytes, endpoint: Data<Endpoint>) -> H
             client: ClientKind::Assistant,
             ..ctx.caller
         },
-        base,
+        // A read links no approval: the address is made only for what may ask for one.
+        base: None,
         request_id: ctx.request_id,
         org_header: ctx.org_header,
     };
@@ -119,6 +118,8 @@ pub async fn serve(req: HttpRequest, body: Bytes, endpoint: Data<Endpoint>) -> H
             ),
         };
     }
+    acting.base = Some(endpoint.base(&req));
+    let (jobs, mut queue) = tokio::sync::mpsc::unbounded_channel::<Job>();
     // Held here, so the queue stays open until the SDK has answered, whatever it did with
     // the request's own copy.
     let open = jobs.clone();

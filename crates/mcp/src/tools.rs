@@ -36,8 +36,9 @@ pub struct Acting {
     pub services: Services,
     /// The token's caller, as the assistant whatever its platform said.
     pub caller: Caller,
-    /// The server's public address, for the approval page's URL.
-    pub base: String,
+    /// The server's public address, for the approval page's URL; `None` where no answer can
+    /// link an approval (a read answered on the direct path), the link then being relative.
+    pub base: Option<String>,
     pub request_id: String,
     /// The `X-Platform-Organization` header: the organization when a call names none, as
     /// the API reads it (after the argument, before the preferred organization).
@@ -831,7 +832,11 @@ async fn ask(
 
 /// The approval page's address.
 fn approval_url(acting: &Acting, a: &Approval) -> String {
-    format!("{}/console/approvals/{}", acting.base, a.id)
+    format!(
+        "{}/console/approvals/{}",
+        acting.base.as_deref().unwrap_or_default(),
+        a.id
+    )
 }
 
 fn approval_json(acting: &Acting, a: &Approval) -> Value {

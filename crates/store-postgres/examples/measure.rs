@@ -11,7 +11,7 @@ use diesel::{Connection, RunQueryDsl};
 use domain::model::cluster::{Cluster, ClusterPhase, Exposure, NetworkMode, Registration};
 use domain::model::node_pool::{NodePool, PoolStatus};
 use domain::names::DnsLabel;
-use domain::ports::storage::{Change, ClusterRepository, ClusterWrite, Freshness, PageRequest};
+use domain::ports::storage::{ClusterRepository, ClusterWrite, Freshness, PageRequest};
 use futures::StreamExt;
 use store_postgres::{PgStore, TestDatabase};
 use uuid::Uuid;
@@ -73,21 +73,8 @@ async fn seed(store: &PgStore, url: &str, org: Uuid) {
             deleted_at: None,
         }
     });
-    let commits = futures::stream::iter(clusters.map(|c| {
-        store.commit(ClusterWrite {
-            cluster_id: c.id,
-            expected_revision: None,
-            changes: vec![Change::InsertCluster(c)],
-            reconcile: false,
-            zone_capacity: None,
-            idempotency: None,
-            cause: None,
-            audit: None,
-            operation: None,
-            at: Utc::now(),
-        })
-    }))
-    .buffer_unordered(16);
+    let commits = futures::stream::iter(clusters.map(|c| store.commit(ClusterWrite::insert(c))))
+        .buffer_unordered(16);
     commits
         .for_each(|r| {
             r.unwrap();

@@ -26,14 +26,8 @@ async fn load(http: Http, id: String, worker: usize, stop: Arc<AtomicBool>) -> L
     while !stop.load(Ordering::SeqCst) {
         n += 1;
         let name = format!("load-{worker}-{n}");
-        let reqs: Vec<(Method, String, Option<Value>)> = vec![
-            (Method::GET, format!("{CLUSTERS}/{id}"), None),
-            (Method::GET, format!("{CLUSTERS}?organization=acme"), None),
-            (
-                Method::PATCH,
-                format!("{CLUSTERS}/{id}"),
-                Some(json!({"description": format!("load {n}")})),
-            ),
+        let mut reqs = failover_load::reads_and_a_write(&id, n);
+        reqs.extend([
             (
                 Method::POST,
                 CLUSTERS.to_owned(),
@@ -44,7 +38,7 @@ async fn load(http: Http, id: String, worker: usize, stop: Arc<AtomicBool>) -> L
                 format!("{CLUSTERS}/{id}/state?since=1000000&timeout_seconds=1"),
                 None,
             ),
-        ];
+        ]);
         for (method, path, body) in reqs {
             let label = format!("{method} {path}");
             match http

@@ -213,21 +213,28 @@ pub(super) async fn create_until_answered(http: &Http, name: &str, key: &str, sh
     }
 }
 
+/// A request the load sends: method, path and body.
+pub(super) type Request = (Method, String, Option<Value>);
+
+/// The `n`th round of reads and a write of the cluster `id`: it, the list, a PATCH.
+pub(super) fn reads_and_a_write(id: &str, n: u32) -> Vec<Request> {
+    vec![
+        (Method::GET, format!("{CLUSTERS}/{id}"), None),
+        (Method::GET, format!("{CLUSTERS}?organization=acme"), None),
+        (
+            Method::PATCH,
+            format!("{CLUSTERS}/{id}"),
+            Some(json!({"description": format!("load {n}")})),
+        ),
+    ]
+}
+
 /// Reads and a write of the cluster `id`, and a list, in a loop.
 pub(super) async fn reader(http: Http, id: String, stop: Arc<AtomicBool>, shared: Shared) {
     let mut n = 0;
     while !stop.load(Ordering::SeqCst) {
         n += 1;
-        let reqs: Vec<(Method, String, Option<Value>)> = vec![
-            (Method::GET, format!("{CLUSTERS}/{id}"), None),
-            (Method::GET, format!("{CLUSTERS}?organization=acme"), None),
-            (
-                Method::PATCH,
-                format!("{CLUSTERS}/{id}"),
-                Some(json!({"description": format!("load {n}")})),
-            ),
-        ];
-        for (method, path, body) in reqs {
+        for (method, path, body) in reads_and_a_write(&id, n) {
             let label = format!("{method} {path}");
             let sent = Instant::now();
             match http

@@ -10,7 +10,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use domain::model::cluster::{Cluster, ClusterPhase, Exposure, NetworkMode, Registration};
 use domain::model::node_pool::{NodePool, PoolStatus};
 use domain::names::DnsLabel;
-use domain::ports::storage::{Change, ClusterRepository, ClusterWrite};
+use domain::ports::storage::{ClusterRepository, ClusterWrite};
 use futures::{StreamExt, TryStreamExt};
 use store_postgres::PgStore;
 use uuid::Uuid;
@@ -84,22 +84,6 @@ pub fn cluster(i: u32, pools: u32, organization_id: Uuid) -> anyhow::Result<Clus
     })
 }
 
-/// The write of a new cluster as a seed makes it: no provisioning, no audit event.
-pub fn insert(c: Cluster) -> ClusterWrite {
-    ClusterWrite {
-        cluster_id: c.id,
-        expected_revision: None,
-        reconcile: false,
-        zone_capacity: None,
-        idempotency: None,
-        cause: None,
-        audit: None,
-        operation: None,
-        at: c.created_at,
-        changes: vec![Change::InsertCluster(c)],
-    }
-}
-
 /// Seeds `clusters` clusters of `pools` pools each for acme on the database at `url`, then
 /// `ANALYZE`; returns their ids in creation order (`bench-1` first).
 pub async fn clusters(url: &str, clusters: u32, pools: u32) -> anyhow::Result<Vec<Uuid>> {
@@ -119,7 +103,12 @@ pub async fn clusters(url: &str, clusters: u32, pools: u32) -> anyhow::Result<Ve
     futures::stream::iter(all)
         .map(|c| {
             let store = &store;
-            async move { store.commit(insert(c)).await.context("seeding a cluster") }
+            async move {
+                store
+                    .commit(ClusterWrite::insert(c))
+                    .await
+                    .context("seeding a cluster")
+            }
         })
         .buffer_unordered(CONCURRENCY)
         .try_collect::<Vec<i64>>()

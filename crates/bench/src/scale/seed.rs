@@ -12,7 +12,7 @@ use diesel::connection::SimpleConnection;
 use diesel::pg::PgConnection;
 use diesel::{Connection, QueryableByName, RunQueryDsl};
 use diesel_migrations::MigrationHarness;
-use domain::ports::storage::ClusterRepository;
+use domain::ports::storage::{ClusterRepository, ClusterWrite};
 use store_postgres::{MIGRATIONS, PgStore};
 use uuid::Uuid;
 
@@ -143,7 +143,7 @@ pub async fn clusters(url: &str, shape: Shape, big_org: Uuid) -> anyhow::Result<
     let model = crate::run::seed::cluster(0, 3, big_org)?;
     let model_id = model.id;
     store
-        .commit(crate::run::seed::insert(model))
+        .commit(ClusterWrite::insert(model))
         .await
         .context("the model cluster")?;
     drop(store);

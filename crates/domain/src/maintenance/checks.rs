@@ -183,19 +183,16 @@ impl Maintenance {
             .map_err(|e| MaintenanceError::Provider(format!("sealing the token: {e}")))?;
         p.clusters
             .commit(ClusterWrite {
-                cluster_id,
-                expected_revision: Some(cluster.revision),
-                changes: vec![Change::SetCredentials(SealedCredentials {
-                    ca_certificate_pem: credentials.ca_certificate_pem,
-                    token,
-                })],
-                reconcile: false,
-                zone_capacity: None,
-                idempotency: None,
                 cause: Some(REPAIR_CAUSE.to_owned()),
-                audit: None,
-                operation: None,
-                at: p.clock.now(),
+                ..ClusterWrite::plain(
+                    cluster_id,
+                    Some(cluster.revision),
+                    vec![Change::SetCredentials(SealedCredentials {
+                        ca_certificate_pem: credentials.ca_certificate_pem,
+                        token,
+                    })],
+                    p.clock.now(),
+                )
             })
             .await?;
         Ok(Repair::Repaired)

@@ -55,16 +55,14 @@ impl Maintenance {
         self.ports
             .clusters
             .commit(ClusterWrite {
-                cluster_id: cluster.id,
-                expected_revision: Some(cluster.revision),
-                changes: Vec::new(),
                 reconcile: true,
-                zone_capacity: None,
-                idempotency: None,
                 cause: Some(RETRY_CAUSE.to_owned()),
-                audit: None,
-                operation: None,
-                at: self.ports.clock.now(),
+                ..ClusterWrite::plain(
+                    cluster.id,
+                    Some(cluster.revision),
+                    Vec::new(),
+                    self.ports.clock.now(),
+                )
             })
             .await?;
         let queue = self.ports.store.queue_entry(cluster.id).await?;

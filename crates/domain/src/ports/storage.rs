@@ -169,6 +169,37 @@ pub struct ClusterWrite {
     pub at: DateTime<Utc>,
 }
 
+impl ClusterWrite {
+    /// `changes` on the revision they were decided on, and nothing beside them: no
+    /// provisioning, no audit event, no idempotency key, no cause. The writes that need more
+    /// name it over this (`ClusterWrite { reconcile: true, ..ClusterWrite::plain(…) }`).
+    pub fn plain(
+        cluster_id: Uuid,
+        expected_revision: Option<i64>,
+        changes: Vec<Change>,
+        at: DateTime<Utc>,
+    ) -> ClusterWrite {
+        ClusterWrite {
+            cluster_id,
+            expected_revision,
+            changes,
+            reconcile: false,
+            zone_capacity: None,
+            idempotency: None,
+            cause: None,
+            audit: None,
+            operation: None,
+            at,
+        }
+    }
+
+    /// A new cluster as it is, at its creation time: how seeds and tests fill a store.
+    pub fn insert(cluster: Cluster) -> ClusterWrite {
+        let (id, at) = (cluster.id, cluster.created_at);
+        ClusterWrite::plain(id, None, vec![Change::InsertCluster(cluster)], at)
+    }
+}
+
 /// Clusters and everything under them.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]

@@ -173,18 +173,7 @@ impl Run<'_> {
 
     /// Commits on the revision this run holds; `false` when the cluster moved meanwhile.
     async fn commit(&mut self, changes: Vec<Change>) -> Result<bool, ReconcileError> {
-        let write = ClusterWrite {
-            cluster_id: self.cluster().id,
-            expected_revision: Some(self.revision),
-            changes,
-            reconcile: false,
-            zone_capacity: None,
-            idempotency: None,
-            cause: None,
-            audit: None,
-            operation: None,
-            at: self.now,
-        };
+        let write = ClusterWrite::plain(self.cluster().id, Some(self.revision), changes, self.now);
         match self.ports.clusters.commit(write).await {
             Ok(revision) => {
                 self.revision = revision;

@@ -167,16 +167,15 @@ impl Services {
                 Outcome::Accepted,
             );
             let write = ClusterWrite {
-                cluster_id: c.id,
-                expected_revision: Some(c.revision),
-                changes: vec![Change::UpdateCluster(next)],
                 reconcile: true,
-                zone_capacity: None,
-                idempotency: None,
-                cause: None,
                 audit: Some(event),
                 operation: Some(operation),
-                at: now,
+                ..ClusterWrite::plain(
+                    c.id,
+                    Some(c.revision),
+                    vec![Change::UpdateCluster(next)],
+                    now,
+                )
             };
             match self.ports.clusters.commit(write).await {
                 Ok(_) => started += 1,

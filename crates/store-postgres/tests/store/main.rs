@@ -109,18 +109,7 @@ fn cluster(org: Uuid, name: &str) -> Cluster {
 }
 
 fn write(cluster_id: Uuid, expected: Option<i64>, changes: Vec<Change>) -> ClusterWrite {
-    ClusterWrite {
-        cluster_id,
-        expected_revision: expected,
-        changes,
-        reconcile: false,
-        zone_capacity: None,
-        idempotency: None,
-        cause: None,
-        audit: None,
-        operation: None,
-        at: now(),
-    }
+    ClusterWrite::plain(cluster_id, expected, changes, now())
 }
 
 async fn insert(store: &PgStore, c: &Cluster) -> Result<i64, StoreError> {
