@@ -8,7 +8,7 @@ use server::config::{Config, Source};
 /// What keeps the log's writer and the span exporter running; dropping it writes the lines and
 /// sends the spans still buffered.
 struct Telemetry {
-    _log: tracing_appender::non_blocking::WorkerGuard,
+    _log: telemetry::log::LogGuard,
     _export: Option<telemetry::export::Export>,
 }
 
@@ -30,17 +30,15 @@ fn init_tracing() -> Telemetry {
     } else {
         tracing_subscriber::fmt::format::FmtSpan::NONE
     };
-    // Lines are written by a thread of their own, so no request waits on a write to the log
-    // (a write per access line was most of what logging at `info` cost); when its buffer is
-    // full the request waits rather than a line being lost. That thread gathers the lines
-    // queued meanwhile into one write (it flushes each time the queue is empty, so a line is
-    // never held back): under load one system call carries many lines, not one each.
-    let (writer, log) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(false)
-        .finish(std::io::BufWriter::with_capacity(
-            64 * 1024,
-            std::io::stderr(),
-        ));
+    // Lines are written by a thread of their own (`telemetry::log`): no request waits on a
+    // write to the log, and under load one write carries many lines.
+    let (writer, log) = match telemetry::log::writer("log-writer", std::io::stderr()) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("server: starting the log's writer: {e}");
+            std::process::exit(1);
+        }
+    };
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(writer)
         .with_span_events(spans)

@@ -11,6 +11,7 @@
 use std::fmt;
 
 pub mod export;
+pub mod log;
 
 /// The most `tracestate` the gateway passes on: the limit W3C Trace Context asks a vendor to
 /// keep to (32 list members of at most 256 bytes could be more; longer lists may be cut).
