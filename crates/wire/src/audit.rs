@@ -21,9 +21,15 @@ pub struct AuditActor {
 
 impl From<&a::Actor> for AuditActor {
     fn from(a: &a::Actor) -> Self {
+        AuditActor::from(a.clone())
+    }
+}
+
+impl From<a::Actor> for AuditActor {
+    fn from(a: a::Actor) -> Self {
         AuditActor {
-            user_id: a.user_id.clone(),
-            email: a.email.clone(),
+            user_id: a.user_id,
+            email: a.email,
             client: a.client,
         }
     }
@@ -63,22 +69,24 @@ pub struct AuditEvent {
     pub approval_id: Option<Uuid>,
 }
 
-impl From<&a::AuditEvent> for AuditEvent {
-    fn from(e: &a::AuditEvent) -> Self {
+/// Taken by value: a page of events is answered once, so its texts and `changes` move into the
+/// answer rather than being copied.
+impl From<a::AuditEvent> for AuditEvent {
+    fn from(e: a::AuditEvent) -> Self {
         AuditEvent {
             id: e.id,
             organization_id: e.organization_id,
             at: e.at,
-            actor: AuditActor::from(&e.actor),
-            via: e.via.as_str().to_owned(),
-            resource: e.resource.as_str().to_owned(),
-            resource_id: e.resource_id.clone(),
             cluster_id: e.cluster_id(),
             auth_server_id: e.auth_server_id(),
-            action: e.action.clone(),
-            changes: e.changes.clone(),
-            request_id: e.request_id.clone(),
+            via: e.via.as_str().to_owned(),
+            resource: e.resource.as_str().to_owned(),
             outcome: e.outcome.as_str().to_owned(),
+            actor: AuditActor::from(e.actor),
+            resource_id: e.resource_id,
+            action: e.action,
+            changes: e.changes,
+            request_id: e.request_id,
             approval_id: e.approval,
         }
     }

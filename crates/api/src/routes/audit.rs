@@ -42,11 +42,12 @@ pub async fn list_audit_events(ctx: Ctx, query: Query) -> Result<HttpResponse, A
         })
     })()?;
     let page = ctx.services.audit_events(&ctx.caller, request).await?;
+    let next_cursor = page.next.as_ref().map(q::encode_cursor);
     Ok(json(
         StatusCode::OK,
         &AuditEventList {
-            items: page.items.iter().map(AuditEvent::from).collect(),
-            next_cursor: page.next.as_ref().map(q::encode_cursor),
+            items: page.items.into_iter().map(AuditEvent::from).collect(),
+            next_cursor,
         },
     ))
 }
