@@ -5,14 +5,14 @@
 //! move the entry, and when the wheel was empty as the worker went to sleep (every connection
 //! busy upstream), it wakes the worker's own event loop with a write to its eventfd: a system
 //! call per request or so, for a timeout that almost never fires. Here a deadline is a number
-//! the request stores, and one task per worker looks at every connection's deadline each
-//! [`TICK`], waking those past theirs: a head not complete by its deadline is cut off at most a
-//! tick late, and arming it costs no lock and no system call.
+//! in a slot the request takes (and gives back once its head is read), and one task per worker
+//! looks at every slot each [`TICK`], waking the holders past their deadline: a head not
+//! complete by its deadline is cut off at most a tick late, and arming it costs no system call.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -32,10 +32,19 @@ pub struct HeadTimer {
 struct Shared {
     /// Deadlines are kept as milliseconds since this instant.
     epoch: Instant,
-    /// One entry per connection (hyper keeps its sleep for the connection's life and moves
-    /// its deadline); an entry whose connection is gone is dropped at the next tick.
-    armed: Mutex<Vec<Weak<Deadline>>>,
+    slots: Mutex<Slots>,
 }
+
+/// hyper makes a sleep for each head it reads and drops it once the head is in: a slot is
+/// taken for each and given back, so there are never more than the heads read at one time.
+#[derive(Default)]
+struct Slots {
+    all: Vec<Arc<Deadline>>,
+    free: Vec<Arc<Deadline>>,
+}
+
+/// The deadline of a slot no sleep holds: never reached.
+const UNUSED: u64 = u64::MAX;
 
 struct Deadline {
     at_ms: AtomicU64,
@@ -53,44 +62,42 @@ impl HeadTimer {
         HeadTimer {
             shared: Arc::new(Shared {
                 epoch: clock(),
-                armed: Mutex::new(Vec::new()),
+                slots: Mutex::new(Slots::default()),
             }),
         }
     }
 
-    /// Wakes, every [`TICK`], each connection whose deadline has passed, and forgets the
-    /// connections that closed. Runs until the worker's runtime ends.
+    /// Wakes, every [`TICK`], each head whose deadline has passed. Runs until the worker's
+    /// runtime ends.
     pub async fn fire(self) {
         let mut ticks = tokio::time::interval(TICK);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticks.tick().await;
             let now = self.shared.millis(clock());
-            let mut armed = self
-                .shared
-                .armed
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            armed.retain(|entry| {
-                let Some(deadline) = entry.upgrade() else {
-                    return false;
-                };
+            for deadline in &self.shared.slots().all {
                 if deadline.at_ms.load(Ordering::Acquire) <= now {
                     deadline.waker.wake();
                 }
-                true
-            });
+            }
         }
     }
 
-    /// How many connections' deadlines the worker looks at.
+    /// How many slots the worker has made.
     #[cfg(test)]
-    fn armed(&self) -> usize {
-        self.shared.armed.lock().map_or(0, |a| a.len())
+    fn slots(&self) -> usize {
+        self.shared.slots().all.len()
     }
 }
 
 impl Shared {
+    fn slots(&self) -> std::sync::MutexGuard<'_, Slots> {
+        // Nothing panics while holding it; a poisoned lock's slots are whole all the same.
+        self.slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn millis(&self, at: Instant) -> u64 {
         u64::try_from(at.saturating_duration_since(self.epoch).as_millis()).unwrap_or(u64::MAX)
     }
@@ -107,17 +114,24 @@ impl Timer for HeadTimer {
     }
 
     fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn Sleep>> {
-        let entry = Arc::new(Deadline {
-            at_ms: AtomicU64::new(self.shared.millis(deadline)),
-            waker: AtomicWaker::new(),
-        });
-        self.shared
-            .armed
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(Arc::downgrade(&entry));
+        let slot = {
+            let mut slots = self.shared.slots();
+            match slots.free.pop() {
+                Some(slot) => slot,
+                None => {
+                    let slot = Arc::new(Deadline {
+                        at_ms: AtomicU64::new(UNUSED),
+                        waker: AtomicWaker::new(),
+                    });
+                    slots.all.push(slot.clone());
+                    slot
+                }
+            }
+        };
+        slot.at_ms
+            .store(self.shared.millis(deadline), Ordering::Release);
         Box::pin(HeadSleep {
-            deadline: entry,
+            deadline: slot,
             shared: self.shared.clone(),
         })
     }
@@ -152,6 +166,14 @@ impl Future for HeadSleep {
 
 impl Sleep for HeadSleep {}
 
+impl Drop for HeadSleep {
+    fn drop(&mut self) {
+        self.deadline.at_ms.store(UNUSED, Ordering::Release);
+        drop(self.deadline.waker.take());
+        self.shared.slots().free.push(self.deadline.clone());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,15 +199,18 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_closed_connections_deadline_is_forgotten() {
+    async fn a_slot_given_back_is_taken_again_and_never_fires_for_its_old_deadline() {
         let timer = HeadTimer::new();
         tokio::spawn(timer.clone().fire());
         let kept = timer.sleep(Duration::from_secs(10));
-        let dropped = timer.sleep(Duration::from_secs(10));
-        assert_eq!(timer.armed(), 2);
-        drop(dropped);
-        tokio::time::sleep(TICK * 2).await;
-        assert_eq!(timer.armed(), 1);
+        let done = timer.sleep(Duration::from_secs(1));
+        assert_eq!(timer.slots(), 2);
+        drop(done);
+        // Its slot, taken again with a later deadline: the old one no longer counts.
+        let mut next = timer.sleep(Duration::from_secs(10));
+        assert_eq!(timer.slots(), 2);
+        assert!(!done_within(&mut next, Duration::from_secs(9)).await);
+        assert!(done_within(&mut next, Duration::from_secs(1) + TICK).await);
         drop(kept);
     }
 }
