@@ -158,6 +158,26 @@ pub struct Gateway {
     pub nginx_tls: Option<WrkRun>,
     #[serde(default)]
     pub gateway_token_tls: Option<WrkRun>,
+    /// CPU per request of nginx's plain proxy and of the gateway's Token route, in the runs
+    /// their figures come from (older results have neither).
+    #[serde(default)]
+    pub nginx_cpu: Option<ProxyCpu>,
+    #[serde(default)]
+    pub gateway_token_cpu: Option<ProxyCpu>,
+}
+
+/// The CPU time a proxy's processes took during a wrk run (user and system, all threads, and
+/// for nginx its worker processes), over the run's requests: microseconds per request.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct ProxyCpu {
+    pub user_us: f64,
+    pub system_us: f64,
+}
+
+impl ProxyCpu {
+    pub fn total_us(&self) -> f64 {
+        self.user_us + self.system_us
+    }
 }
 
 /// Item 6, last part: credential changes made through the API, awaited on the gateway.

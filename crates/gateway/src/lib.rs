@@ -13,6 +13,7 @@ mod body;
 mod cookies;
 mod current;
 pub mod forwarding;
+mod head_timer;
 mod metrics;
 mod oidc;
 pub mod outbound;

@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_rustls::TlsAcceptor;
 
 use crate::current::Current;
+use crate::head_timer::HeadTimer;
 use crate::tls::{Certificates, Negotiated};
 use crate::{StartError, State};
 
@@ -214,11 +215,12 @@ pub fn start(
     Ok(Workers { stop, done })
 }
 
-fn builder() -> auto::Builder<TokioExecutor> {
+/// The connections' settings; `head_timer` times their HTTP/1.1 request heads.
+fn builder(head_timer: HeadTimer) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
-        .timer(TokioTimer::new())
+        .timer(head_timer)
         .header_read_timeout(HEAD_TIMEOUT)
         .max_buf_size(MAX_HEAD_BYTES);
     builder
@@ -251,7 +253,9 @@ async fn work(
             Err(error) => return tracing::error!(%error, "a worker could not listen"),
         },
     };
-    let builder = Arc::new(builder());
+    let head_timer = HeadTimer::new();
+    tokio::spawn(head_timer.clone().fire());
+    let builder = Arc::new(builder(head_timer));
     let graceful = GracefulShutdown::new();
     loop {
         let accepted = tokio::select! {

@@ -138,7 +138,7 @@ fn hex_field(text: &str, len: usize) -> Option<u128> {
 
 fn nonzero_u128() -> u128 {
     loop {
-        let n = uuid::Uuid::new_v4().as_u128();
+        let n: u128 = rand::random();
         if n != 0 {
             return n;
         }
@@ -147,9 +147,7 @@ fn nonzero_u128() -> u128 {
 
 fn span_id() -> u64 {
     loop {
-        // The low 64 bits of a v4 UUID are random but for two variant bits: 62 random bits
-        // are plenty for a span id, which need only be unique within its trace.
-        let n = uuid::Uuid::new_v4().as_u128() as u64;
+        let n: u64 = rand::random();
         if n != 0 {
             return n;
         }

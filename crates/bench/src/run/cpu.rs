@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::results::PhaseCpu;
+use crate::results::{PhaseCpu, ProxyCpu};
 
 /// CPU time consumed so far, read from `/proc`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +55,48 @@ impl CpuClock {
     }
 }
 
+/// User and system CPU time of a process (all its threads) and of its child processes (nginx's
+/// workers, under its master), read from `/proc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessTimes {
+    user: Duration,
+    system: Duration,
+}
+
+impl ProcessTimes {
+    /// `None` when the process's stat cannot be read.
+    pub fn read(pid: u32) -> Option<ProcessTimes> {
+        let ticks = rustix::param::clock_ticks_per_second().max(1);
+        let to_time = |t: u64| Duration::from_secs_f64(t as f64 / ticks as f64);
+        let own = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let own = stat_fields(&own)?;
+        let (mut user, mut system) = (own.utime, own.stime);
+        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            if let Some(child) = stat_fields(&stat).filter(|f| f.ppid == pid) {
+                user += child.utime;
+                system += child.stime;
+            }
+        }
+        Some(ProcessTimes {
+            user: to_time(user),
+            system: to_time(system),
+        })
+    }
+
+    /// CPU per request between `self` and `later`, in microseconds.
+    pub fn per_request(&self, later: &ProcessTimes, requests: u64) -> ProxyCpu {
+        let n = requests.max(1) as f64;
+        let us = |a: Duration, b: Duration| b.saturating_sub(a).as_secs_f64() * 1e6 / n;
+        ProxyCpu {
+            user_us: us(self.user, later.user),
+            system_us: us(self.system, later.system),
+        }
+    }
+}
+
 /// Whether a PostgreSQL process, by its title (`postgres: 15/main: postgres kubesvc_bench_x
 /// 127.0.0.1(40312) idle` for a backend, `postgres: 15/main: walwriter` for a shared one),
 /// works for the run whose databases start with `run_databases`. A backend's title names its
@@ -71,18 +113,37 @@ fn works_for_run(title: &str, run_databases: &str) -> bool {
 /// in parentheses and may itself hold spaces and parentheses, so fields are counted from the
 /// last `)`.
 fn cpu_ticks(stat: &str) -> Option<(&str, u64)> {
+    let fields = stat_fields(stat)?;
+    Some((fields.comm, fields.utime + fields.stime))
+}
+
+/// The fields of a `/proc/<pid>/stat` line this module reads.
+struct StatFields<'a> {
+    comm: &'a str,
+    ppid: u32,
+    /// User and system CPU ticks.
+    utime: u64,
+    stime: u64,
+}
+
+fn stat_fields(stat: &str) -> Option<StatFields<'_>> {
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
     let comm = stat.get(open + 1..close)?;
     let fields: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
-    // After the name: state (field 3), …, utime (field 14), stime (field 15).
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some((comm, utime + stime))
+    // After the name: state (field 3), ppid (field 4), …, utime (field 14), stime (field 15).
+    Some(StatFields {
+        comm,
+        ppid: fields.get(1)?.parse().ok()?,
+        utime: fields.get(11)?.parse().ok()?,
+        stime: fields.get(12)?.parse().ok()?,
+    })
 }
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     #[test]
@@ -133,6 +194,54 @@ mod tests {
         let cpu = before.per_request(&after, 1000);
         assert!((cpu.server_ms - 2.0).abs() < 1e-9, "{cpu:?}");
         assert!((cpu.postgres_ms - 4.0).abs() < 1e-9, "{cpu:?}");
+    }
+
+    #[test]
+    fn a_process_counts_with_its_children() {
+        let line = "4300 (nginx) S 4242 4300 4300 0 -1 0 0 0 0 0 70 30 0 0 20 0 1 0 1 0 0";
+        let fields = stat_fields(line).unwrap();
+        assert_eq!(
+            (fields.comm, fields.ppid, fields.utime, fields.stime),
+            ("nginx", 4242, 70, 30)
+        );
+        // A shell that only waits, with a child that burns CPU: the time shows in the
+        // shell's figure only through its child.
+        let mut shell = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "(i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done) & wait",
+            ])
+            .spawn()
+            .unwrap();
+        let before = ProcessTimes::read(shell.id()).unwrap();
+        let mut grew = false;
+        for _ in 0..200 {
+            std::thread::sleep(Duration::from_millis(20));
+            match ProcessTimes::read(shell.id()) {
+                Some(later) if later.user + later.system > before.user + before.system => {
+                    grew = true;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let _ = shell.wait();
+        assert!(grew, "the child's CPU time was not counted");
+    }
+
+    #[test]
+    fn per_request_times_are_microseconds_each() {
+        let before = ProcessTimes {
+            user: Duration::from_millis(100),
+            system: Duration::from_millis(300),
+        };
+        let after = ProcessTimes {
+            user: Duration::from_millis(120),
+            system: Duration::from_millis(360),
+        };
+        let cpu = before.per_request(&after, 10_000);
+        assert!((cpu.user_us - 2.0).abs() < 1e-9, "{cpu:?}");
+        assert!((cpu.system_us - 6.0).abs() < 1e-9, "{cpu:?}");
     }
 
     #[test]

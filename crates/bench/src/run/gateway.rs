@@ -12,9 +12,10 @@ use serde_json::{Value, json};
 use tokio::process::Command;
 
 use super::Bench;
+use super::cpu::ProcessTimes;
 use super::process::{Proc, find_program, free_port, output};
 use super::server::random_hex;
-use crate::results::{Gateway, GatewayReload, WebSocketEcho, WrkRun};
+use crate::results::{Gateway, GatewayReload, ProxyCpu, WebSocketEcho, WrkRun};
 
 const BASIC_USER: &str = "bench";
 const OIDC_CLIENT: &str = "bench-gateway";
@@ -113,14 +114,17 @@ http://127.0.0.1:{port} {{
 
 /// The run with the median req/s (the lower middle one of an even count); a run with errors is
 /// taken as it is: the report says it was not clean.
-fn median_run(runs: &[WrkRun]) -> WrkRun {
+fn median_run(runs: &[Measured]) -> Measured {
     let mut sorted = runs.to_vec();
-    sorted.sort_by(|a, b| a.rps.total_cmp(&b.rps));
+    sorted.sort_by(|a, b| a.0.rps.total_cmp(&b.0.rps));
     sorted
         .get(sorted.len().saturating_sub(1) / 2)
         .copied()
         .unwrap_or_default()
 }
+
+/// A wrk run, and the CPU per request of the proxy it measured when that was read.
+type Measured = (WrkRun, Option<ProxyCpu>);
 
 /// The gateway's routes: one per auth server, all to the upstream, and `/ws` behind the token
 /// to the WebSocket echo; and the certificate of its TLS listener (the default: wrk asks for
@@ -263,6 +267,8 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<Item> {
         port_issuer,
     ] = ports;
     // One certificate for both TLS listeners: ECDSA P-256, as a current deployment would pick.
+    // It names 127.0.0.1 too, the host wrk asks for: the gateway answers 421 to a request for
+    // a host its connection's certificate does not cover.
     let (cert, key) = (gw.join("tls.crt"), gw.join("tls.key"));
     let made = output(
         &openssl,
@@ -279,7 +285,7 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<Item> {
             "-subj",
             "/CN=bench.test",
             "-addext",
-            "subjectAltName=DNS:bench.test",
+            "subjectAltName=DNS:bench.test,IP:127.0.0.1",
             "-keyout",
             &key.display().to_string(),
             "-out",
@@ -470,8 +476,8 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<Item> {
             Some(&token_header),
         ),
     ];
-    // The certificate is the run's own, made for bench.test and asked for as 127.0.0.1: this
-    // check accepts it as it is (wrk does not check certificates either).
+    // The certificate is the run's own, signed by nobody a client trusts: this check accepts it
+    // as it is (wrk does not check certificates either).
     let tls_check = reqwest::Client::builder()
         .danger_accept_invalid_certs(true)
         .build()?;
@@ -483,31 +489,51 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<Item> {
         };
         wait_200(client, url, *header).await?;
     }
+    // Whose CPU is read around each run: nginx's plain proxy (its master and workers) and the
+    // gateway on its Token route.
+    let cpu_of: [Option<u32>; 8] = [
+        Some(proxy.pid()),
+        None,
+        None,
+        None,
+        Some(gateway.pid()),
+        None,
+        None,
+        None,
+    ];
     let mut rows = Vec::new();
     for &c in &s.gateway_connections {
         // Every target in turn, round after round; each one's median round is its figure.
-        let mut rounds: Vec<Vec<WrkRun>> = vec![Vec::new(); targets.len()];
+        let mut rounds: Vec<Vec<Measured>> = vec![Vec::new(); targets.len()];
         for round in 0..s.gateway_rounds {
-            for ((name, url, header), measured) in targets.iter().zip(rounds.iter_mut()) {
+            for (((name, url, header), measured), pid) in
+                targets.iter().zip(rounds.iter_mut()).zip(cpu_of)
+            {
                 let headers: Vec<&str> = header.iter().copied().collect();
                 let label = if s.gateway_rounds == 1 {
                     format!("gw-{name}-c{c}")
                 } else {
                     format!("gw-{name}-c{c}-r{}", round + 1)
                 };
-                measured.push(b.wrk.run(&label, c, s.duration_s, url, &headers).await?);
+                let before = pid.and_then(ProcessTimes::read);
+                let run = b.wrk.run(&label, c, s.duration_s, url, &headers).await?;
+                let after = pid.and_then(ProcessTimes::read);
+                let cpu = before
+                    .zip(after)
+                    .map(|(before, after)| before.per_request(&after, run.requests));
+                measured.push((run, cpu));
             }
         }
-        let runs: Vec<WrkRun> = rounds.iter().map(|r| median_run(r)).collect();
+        let runs: Vec<Measured> = rounds.iter().map(|r| median_run(r)).collect();
         if let [
-            nginx,
-            nginx_basic,
-            caddy_basic,
-            gateway_basic,
-            gateway_token,
-            gateway_oidc,
-            nginx_tls,
-            gateway_token_tls,
+            (nginx, nginx_cpu),
+            (nginx_basic, _),
+            (caddy_basic, _),
+            (gateway_basic, _),
+            (gateway_token, gateway_token_cpu),
+            (gateway_oidc, _),
+            (nginx_tls, _),
+            (gateway_token_tls, _),
         ] = runs[..]
         {
             rows.push(Gateway {
@@ -520,6 +546,8 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<Item> {
                 gateway_oidc,
                 nginx_tls: Some(nginx_tls),
                 gateway_token_tls: Some(gateway_token_tls),
+                nginx_cpu,
+                gateway_token_cpu,
             });
         }
     }
@@ -564,16 +592,28 @@ mod tests {
 
     #[test]
     fn each_target_stands_for_its_median_round() {
-        let run = |rps: f64| WrkRun {
-            rps,
-            ..WrkRun::default()
+        let run = |rps: f64| {
+            let cpu = ProxyCpu {
+                user_us: rps,
+                system_us: 0.0,
+            };
+            (
+                WrkRun {
+                    rps,
+                    ..WrkRun::default()
+                },
+                Some(cpu),
+            )
         };
         for (rounds, median) in [
             (vec![run(3.0), run(1.0), run(2.0)], 2.0),
             (vec![run(4.0), run(1.0), run(3.0), run(2.0)], 2.0),
             (vec![run(5.0)], 5.0),
         ] {
-            assert_eq!(median_run(&rounds).rps, median, "{rounds:?}");
+            let (wrk, cpu) = median_run(&rounds);
+            assert_eq!(wrk.rps, median, "{rounds:?}");
+            // The CPU figure is the same run's.
+            assert_eq!(cpu.map(|c| c.user_us), Some(median), "{rounds:?}");
         }
     }
 
