@@ -47,7 +47,7 @@ impl RequestId {
             {
                 RequestId(v.to_owned())
             }
-            _ => RequestId(uuid::Uuid::new_v4().to_string()),
+            _ => RequestId(telemetry::random_uuid().to_string()),
         }
     }
 }

@@ -136,6 +136,15 @@ fn hex_field(text: &str, len: usize) -> Option<u128> {
     u128::from_str_radix(text, 16).ok()
 }
 
+/// A random version-4 UUID, from the thread's generator: what a request without an id of its
+/// own is named.
+///
+/// `Uuid::new_v4` asks the operating system for every id (a `getrandom` system call each); made
+/// here from the thread's generator, as the trace and span ids are, it costs none.
+pub fn random_uuid() -> uuid::Uuid {
+    uuid::Builder::from_random_bytes(rand::random()).into_uuid()
+}
+
 fn nonzero_u128() -> u128 {
     loop {
         let n: u128 = rand::random();
@@ -254,6 +263,17 @@ mod tests {
         let fresh = TraceContext::continue_from(Some("garbage"));
         assert_ne!(fresh.trace_id, parent.trace_id);
         assert_eq!(TraceContext::parse(&fresh.header()), Some(fresh));
+    }
+
+    #[test]
+    fn a_random_uuid_is_a_version_4_uuid_and_never_repeats() {
+        let ids: std::collections::HashSet<uuid::Uuid> =
+            (0..10_000).map(|_| random_uuid()).collect();
+        assert_eq!(ids.len(), 10_000);
+        for id in ids.iter().take(100) {
+            assert_eq!(id.get_version(), Some(uuid::Version::Random));
+            assert_eq!(id.get_variant(), uuid::Variant::RFC4122);
+        }
     }
 
     #[test]
