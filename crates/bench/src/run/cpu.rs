@@ -21,26 +21,21 @@ impl CpuClock {
     /// other databases are left out: on a shared machine another program's tests would count.
     /// `None` when the server's stat cannot be read.
     pub fn read(server_pid: u32, run_databases: &str) -> Option<CpuClock> {
-        let ticks = rustix::param::clock_ticks_per_second().max(1);
-        let to_time = |t: u64| Duration::from_secs_f64(t as f64 / ticks as f64);
         let server = std::fs::read_to_string(format!("/proc/{server_pid}/stat")).ok()?;
         let (_, server) = cpu_ticks(&server)?;
         let mut postgres = 0;
-        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                continue;
-            };
+        for (dir, stat) in processes()? {
             let Some(("postgres", t)) = cpu_ticks(&stat) else {
                 continue;
             };
-            let title = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            let title = std::fs::read(dir.join("cmdline")).unwrap_or_default();
             if works_for_run(&String::from_utf8_lossy(&title), run_databases) {
                 postgres += t;
             }
         }
         Some(CpuClock {
-            server: to_time(server),
-            postgres: to_time(postgres),
+            server: ticks_to_time(server),
+            postgres: ticks_to_time(postgres),
         })
     }
 
@@ -66,23 +61,18 @@ pub struct ProcessTimes {
 impl ProcessTimes {
     /// `None` when the process's stat cannot be read.
     pub fn read(pid: u32) -> Option<ProcessTimes> {
-        let ticks = rustix::param::clock_ticks_per_second().max(1);
-        let to_time = |t: u64| Duration::from_secs_f64(t as f64 / ticks as f64);
         let own = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         let own = stat_fields(&own)?;
         let (mut user, mut system) = (own.utime, own.stime);
-        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                continue;
-            };
+        for (_, stat) in processes()? {
             if let Some(child) = stat_fields(&stat).filter(|f| f.ppid == pid) {
                 user += child.utime;
                 system += child.stime;
             }
         }
         Some(ProcessTimes {
-            user: to_time(user),
-            system: to_time(system),
+            user: ticks_to_time(user),
+            system: ticks_to_time(system),
         })
     }
 
@@ -95,6 +85,23 @@ impl ProcessTimes {
             system_us: us(self.system, later.system),
         }
     }
+}
+
+/// Every process's `/proc/<pid>` directory with its stat line (one gone meanwhile is skipped);
+/// `None` when `/proc` cannot be listed.
+fn processes() -> Option<impl Iterator<Item = (std::path::PathBuf, String)>> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    Some(entries.flatten().filter_map(|entry| {
+        let dir = entry.path();
+        let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+        Some((dir, stat))
+    }))
+}
+
+/// CPU clock ticks (the unit of `/proc/<pid>/stat`) as time.
+fn ticks_to_time(ticks: u64) -> Duration {
+    let per_second = rustix::param::clock_ticks_per_second().max(1);
+    Duration::from_secs_f64(ticks as f64 / per_second as f64)
 }
 
 /// Whether a PostgreSQL process, by its title (`postgres: 15/main: postgres kubesvc_bench_x
