@@ -765,6 +765,84 @@ async fn one_requests_log_lines_share_its_id_down_to_provisioning() {
     assert!(!text.contains(TOKEN_ACME_SUPER_ADMIN));
 }
 
+/// Plain text to a file (the default log): the same story, told without a span per request.
+/// The access lines carry the request's id, trace, caller and organization (a read's and a
+/// write's), and the provisioning the request scheduled carries its id and trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_log_lines_carry_their_request_without_a_span() {
+    let app = TestApp::spawn_with(&[("RECONCILER_WORKERS", "0")]).await;
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let scratch = Scratch::new("plain-log");
+    let log = scratch.path("server.log");
+    let settings = [("RUST_LOG", "info"), ("PROVISIONER_STEP_MS", "0")];
+    let server = start_binary(&app, port, &settings, log.clone());
+    server.wait_healthy(&app.client).await;
+    let trace_id = "5cf92f3577b34da6a3ce929d0e0e4736";
+    let body = json!({"organization": "acme", "name": "plain", "node_pools": [{"size": "kube.c5.large", "count": 1}]});
+    let a = app
+        .send(
+            app.client
+                .post(format!("{base}/v1/public/clusters"))
+                .bearer_auth(TOKEN_ACME_SUPER_ADMIN)
+                .header("X-Request-Id", "plain-create-0001")
+                .header("traceparent", format!("00-{trace_id}-00f067aa0ba902b7-01"))
+                .json(&body),
+        )
+        .await;
+    assert_eq!(a.status, 201, "{}", a.text());
+    let id = a.json()["id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let c = app
+            .send(
+                app.client
+                    .get(format!("{base}/v1/public/clusters/{id}"))
+                    .bearer_auth(TOKEN_ACME_SUPER_ADMIN)
+                    .header("X-Request-Id", "plain-read-0001"),
+            )
+            .await;
+        if c.json()["phase"] == "Provisioned" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never Provisioned: {}", c.text());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(server);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let access = |request_id: &str| {
+        text.lines()
+            .find(|l| l.contains(" access: ") && l.contains(&format!(" request_id={request_id} ")))
+            .unwrap_or_else(|| panic!("no access line of {request_id}: {text}"))
+    };
+    let organization = format!("organization={ACME_ID}");
+    let create = access("plain-create-0001");
+    for part in [
+        " INFO request: access: request status=201 ",
+        " method=POST route=/v1/public/clusters ",
+        &format!(" trace_id={trace_id} "),
+        " caller=",
+        &organization,
+    ] {
+        assert!(create.contains(part), "{part:?} not in {create}");
+    }
+    let read = access("plain-read-0001");
+    for part in [
+        "status=200 ",
+        " method=GET route=/v1/public/clusters/{id} ",
+        " caller=",
+        &organization,
+    ] {
+        assert!(read.contains(part), "{part:?} not in {read}");
+    }
+    assert!(
+        text.lines().any(|l| l.contains("reconcile step")
+            && l.contains("request_id=\"plain-create-0001\"")
+            && l.contains(&format!("trace_id={trace_id}"))),
+        "no provisioning line carries the request's id and trace: {text}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_provisioning_then_restart_finishes_everything_once() {
     // The in-process app only provides the database and the platform; its own workers are off.

@@ -163,7 +163,7 @@ impl FromRequest for Ctx {
                     return Err(ApiError::new(e, request_id));
                 }
             };
-            tracing::Span::current().record("caller", tracing::field::display(&caller.user.id));
+            crate::middleware::note_caller(&caller.user.id);
             let org_header = header_str(&req, "X-Platform-Organization").map(str::to_owned);
             Ok(Ctx {
                 services: serving_services(&state.services, &req),

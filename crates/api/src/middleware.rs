@@ -39,22 +39,40 @@ pub async fn observe(
         .match_pattern()
         .unwrap_or_else(|| "unmatched".to_owned());
     // Every line logged while the request is served (the store's blocking pool, the account
-    // platform's client, the use cases) is inside this span; the extractor records the caller
-    // once it is known, and each use case's own span names the organization it acted in.
-    let span = tracing::info_span!(
-        "request",
-        method = %method,
-        route = %route,
-        request_id = %id.0,
-        trace_id = tracing::field::Empty,
-        caller = tracing::field::Empty,
-        // Named by a use case whose own span is off at this level (a read's, at info).
-        organization = tracing::field::Empty,
-    );
-    // The request's own place: under the caller's span, or the root of a new trace. The use
-    // cases pass it on to the provisioning they schedule.
-    let trace = telemetry::export::join(&span, parent.as_ref());
-    span.record("trace_id", tracing::field::display(trace.trace_id()));
+    // platform's client, the use cases) carries the request's fields: inside its span, or,
+    // where the log needs no spans, with the request kept as a `telemetry::scope::Request`
+    // (the same lines, without a span's cost). The extractor names the caller once it is
+    // known, and a use case whose own span is off at this level (a read's, at info) names the
+    // organization it acted in.
+    let (place, trace) = if telemetry::scope::spans() {
+        let span = tracing::info_span!(
+            "request",
+            method = %method,
+            route = %route,
+            request_id = %id.0,
+            trace_id = tracing::field::Empty,
+            caller = tracing::field::Empty,
+            organization = tracing::field::Empty,
+        );
+        // The request's own place: under the caller's span, or the root of a new trace. The
+        // use cases pass it on to the provisioning they schedule.
+        let trace = telemetry::export::join(&span, parent.as_ref());
+        span.record("trace_id", tracing::field::display(trace.trace_id()));
+        (Place::Span(span), trace)
+    } else {
+        let trace = parent.map_or_else(telemetry::TraceContext::root, |p| p.child());
+        let place = if tracing::enabled!(tracing::Level::INFO) {
+            Place::Kept(telemetry::scope::Request::new(
+                method.as_str(),
+                &route,
+                &id.0,
+                trace.trace_id,
+            ))
+        } else {
+            Place::Span(tracing::Span::none())
+        };
+        (place, trace)
+    };
     req.extensions_mut().insert(trace);
     let state = req.app_data::<Data<AppState>>().cloned();
     let in_flight = state.as_ref().map(|s| s.metrics.clone());
@@ -65,9 +83,11 @@ pub async fn observe(
         .unwrap_or(Admission::Pass(Vec::new(), None));
     let mut res = match admission {
         Admission::Pass(standings, ticket) => {
-            let mut res = crate::extract::serving(id.clone(), next.call(req))
-                .instrument(span.clone())
-                .await?;
+            let serving = crate::extract::serving(id.clone(), next.call(req));
+            let mut res = match &place {
+                Place::Span(span) => serving.instrument(span.clone()).await?,
+                Place::Kept(request) => request.clone().serve(serving).await?,
+            };
             if let (Some(ticket), Some(state)) = (ticket, &state) {
                 ticket.settle(&state.limiter, res.request());
             }
@@ -88,16 +108,39 @@ pub async fn observe(
             .metrics
             .record(method.as_str(), &route, status, latency);
     }
-    let _inside = span.enter();
-    // Method, route and request id are the span's: every line carries them, this one included
-    // (written again here, they cost a tenth of a read's time to format).
-    tracing::info!(
-        target: "access",
-        status,
-        latency_ms = latency.as_secs_f64() * 1000.0,
-        "request"
-    );
+    // Method, route and request id are the request's: every line carries them, this one
+    // included.
+    let access = || {
+        tracing::info!(
+            target: "access",
+            status,
+            latency_ms = latency.as_secs_f64() * 1000.0,
+            "request"
+        );
+    };
+    match &place {
+        Place::Span(span) => span.in_scope(access),
+        Place::Kept(request) => request.enter(access),
+    }
     Ok(res)
+}
+
+/// Where the lines of a request get its fields.
+enum Place {
+    /// Its tracing span (none when `info` is off).
+    Span(tracing::Span),
+    /// The request kept for the text layer, without a span.
+    Kept(std::sync::Arc<telemetry::scope::Request>),
+}
+
+/// Names the request's caller on every later line of it.
+pub fn note_caller(caller: &str) {
+    match telemetry::scope::current() {
+        Some(request) => request.note_caller(caller),
+        None => {
+            tracing::Span::current().record("caller", tracing::field::display(caller));
+        }
+    }
 }
 
 fn api_metrics_start(m: &crate::metrics::Metrics) -> crate::metrics::InFlight<'_> {

@@ -304,6 +304,16 @@ pub struct Faces {
     pub rest_traced: WrkRun,
     /// `tools/call get_cluster` through `/mcp` on the `warn` server.
     pub mcp: WrkRun,
+    /// The `info` server's req/s over the `warn` server's in the same round, the median of
+    /// the rounds: the two runs of a round are seconds apart, so a machine whose speed drifts
+    /// between rounds moves both.
+    #[serde(default)]
+    pub traced_ratio: f64,
+    /// Each server's CPU per request (user + system, all its threads), the median round.
+    #[serde(default)]
+    pub quiet_cpu: Option<ProxyCpu>,
+    #[serde(default)]
+    pub traced_cpu: Option<ProxyCpu>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -58,11 +58,13 @@ pub fn authorize_object(
     check_role(caller, organization_id, access)
 }
 
-/// Names the organization a use case turned out to be about on the current span (each use
-/// case's span has the field; elsewhere this does nothing), so its log lines can be found by
-/// organization.
+/// Names the organization a use case turned out to be about, so its log lines can be found by
+/// organization: on the current span (each use case's span has the field; elsewhere this does
+/// nothing), and in a note (target `kubesvc::note`) for a log that keeps requests without
+/// spans. A log that does not read notes never enables them.
 fn acting_for(organization_id: &Uuid) {
     tracing::Span::current().record("organization", tracing::field::display(organization_id));
+    tracing::info!(target: "kubesvc::note", organization = %organization_id);
 }
 
 /// Writers who are super_admin nowhere get `DomainError::Forbidden` before anything is loaded.

@@ -15,11 +15,10 @@ struct Telemetry {
 /// The log on standard error and, when `OTEL_EXPORTER_OTLP_ENDPOINT` names a collector, the
 /// spans exported to it.
 fn init_tracing() -> Telemetry {
-    use tracing_subscriber::EnvFilter;
     use tracing_subscriber::Layer;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = telemetry::filter::Levels::from_env("info");
     let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v == "json");
     // Colour only for a terminal: log files and CI logs stay plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
@@ -39,18 +38,35 @@ fn init_tracing() -> Telemetry {
             std::process::exit(1);
         }
     };
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(writer)
-        .with_span_events(spans)
-        .with_ansi(ansi);
+    // The plain line of a log file is the service's own layer (`telemetry::text`): the same
+    // line as the compact formatter's, for a fraction of its cost on every request. A terminal
+    // (colours), span timings and JSON keep tracing's formatter.
+    let plain = !json && !ansi && spans == tracing_subscriber::fmt::format::FmtSpan::NONE;
     let fmt = if json {
-        fmt.json().boxed()
+        tracing_subscriber::fmt::layer()
+            .with_writer(writer)
+            .with_span_events(spans)
+            .with_ansi(ansi)
+            .json()
+            .boxed()
+    } else if !plain {
+        tracing_subscriber::fmt::layer()
+            .with_writer(writer)
+            .with_span_events(spans)
+            .with_ansi(ansi)
+            .compact()
+            .boxed()
     } else {
-        fmt.compact().boxed()
+        telemetry::text::Text::new(writer).boxed()
     };
     let (otel, export) = telemetry::export::from_env("server", "kubesvc");
+    // With plain lines and no exporter, nothing needs a request to be a span: each request is
+    // kept for the text layer instead (`telemetry::scope`), and the organization a use case
+    // names reaches it as a note.
+    let kept = plain && otel.is_none();
+    telemetry::scope::use_spans(!kept);
     tracing_subscriber::registry()
-        .with(filter)
+        .with(filter.with_notes(kept))
         .with(fmt)
         .with(otel)
         .init();

@@ -415,28 +415,35 @@ impl PgStore {
         let pool = self.pool.clone();
         let reachability = self.reachability.clone();
         let wait = self.wait;
+        // The lines logged on the blocking thread carry the request's fields: its span, or the
+        // request kept without one (`telemetry::scope`).
         let span = tracing::Span::current();
+        let request = telemetry::scope::current();
         // A span per query at `debug` (off at `info`, where its cost is one check): the
         // store's function that ran, e.g. `clusters::cluster`.
         let query = tracing::debug_span!(parent: &span, "query", name = query_name::<F>());
         let task = tokio::task::spawn_blocking(move || {
-            let _entered = span.enter();
-            let _query = query.enter();
-            let _permit = permit;
-            let checkout = || {
-                let mut conn = pool::check_out(&pool, &reachability, wait)?;
-                pool::Watch::reset(&mut conn);
-                Ok::<_, StoreError>(conn)
-            };
-            let mut conn = checkout()?;
-            match f(&mut conn) {
-                Err(StoreError::Unavailable(reason)) if pool::Watch::may_run_again(&mut conn) => {
-                    tracing::debug!(%reason, "the connection was gone before the first statement; running again on another");
-                    drop(conn);
-                    f(&mut *checkout()?)
+            telemetry::scope::in_request(request, || {
+                let _entered = span.enter();
+                let _query = query.enter();
+                let _permit = permit;
+                let checkout = || {
+                    let mut conn = pool::check_out(&pool, &reachability, wait)?;
+                    pool::Watch::reset(&mut conn);
+                    Ok::<_, StoreError>(conn)
+                };
+                let mut conn = checkout()?;
+                match f(&mut conn) {
+                    Err(StoreError::Unavailable(reason))
+                        if pool::Watch::may_run_again(&mut conn) =>
+                    {
+                        tracing::debug!(%reason, "the connection was gone before the first statement; running again on another");
+                        drop(conn);
+                        f(&mut *checkout()?)
+                    }
+                    done => done,
                 }
-                done => done,
-            }
+            })
         });
         match task.await {
             Ok(result) => result,
@@ -482,5 +489,32 @@ mod query_names {
             name_of(&nested()),
             "query_names::a_query_is_named_by_its_module_and_function"
         );
+    }
+}
+
+#[cfg(test)]
+mod carried_request {
+    use std::time::Duration;
+
+    /// A request kept without a span (how the plain-text log keeps them) reaches the blocking
+    /// thread that runs its query, so a line logged there carries the request's fields.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_query_runs_inside_the_request_it_serves() {
+        let db = crate::TestDatabase::create();
+        let store = crate::PgStore::connect(&db.url, 2, Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let seen = || {
+            store.run_blocking(|_conn| {
+                Ok(telemetry::scope::current().map(|r| r.request_id().to_owned()))
+            })
+        };
+        let request = telemetry::scope::Request::new("GET", "/v1/a", "req-7", 1);
+        let inside = request
+            .serve(seen())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(inside.as_deref(), Some("req-7"));
+        let outside = seen().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(outside, None);
     }
 }

@@ -11,7 +11,10 @@
 use std::fmt;
 
 pub mod export;
+pub mod filter;
 pub mod log;
+pub mod scope;
+pub mod text;
 
 /// The most `tracestate` the gateway passes on: the limit W3C Trace Context asks a vendor to
 /// keep to (32 list members of at most 256 bytes could be more; longer lists may be cut).
@@ -163,6 +166,18 @@ fn span_id() -> u64 {
     }
 }
 
+/// `n` as 32 lower-case hex digits, appended to `out` (a trace id in a log line).
+pub(crate) fn push_hex(out: &mut String, n: u128) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = [0u8; 32];
+    for (pair, byte) in text.chunks_exact_mut(2).zip(n.to_be_bytes()) {
+        pair[0] = DIGITS[usize::from(byte >> 4)];
+        pair[1] = DIGITS[usize::from(byte & 0xf)];
+    }
+    // Hex digits are ASCII.
+    out.push_str(std::str::from_utf8(&text).unwrap_or_default());
+}
+
 /// A trace id written as 32 lower-case hex digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TraceIdHex(u128);
@@ -263,6 +278,20 @@ mod tests {
         let fresh = TraceContext::continue_from(Some("garbage"));
         assert_ne!(fresh.trace_id, parent.trace_id);
         assert_eq!(TraceContext::parse(&fresh.header()), Some(fresh));
+    }
+
+    #[test]
+    fn a_trace_id_is_pushed_as_its_display_writes_it() {
+        for n in [
+            1u128,
+            u128::MAX,
+            0x4bf9_2f35_77b3_4da6_a3ce_929d_0e0e_4736,
+            0xf0 << 64,
+        ] {
+            let mut out = String::from("x");
+            push_hex(&mut out, n);
+            assert_eq!(out, format!("x{}", TraceIdHex(n)));
+        }
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! at the first of `BENCH_GATEWAY_CONNECTIONS`, `BENCH_GATEWAY_ROUNDS` rounds taken in turn
 //! (each figure its median round):
 //! - `GET /v1/public/clusters/{id}` on a server at `RUST_LOG=warn` (no span is enabled) and on
-//!   one at `RUST_LOG=info` (the request, use case and change spans and the access line,
-//!   written to its log file as in production);
+//!   one at `RUST_LOG=info` (the request's fields and the access line, written to its log file
+//!   as in production), with each server's CPU per request; their ratio is the median of the
+//!   rounds' own ratios;
 //! - `tools/call get_cluster` through `/mcp` on the `warn` server, the assistant's face of
 //!   the same use case.
 
@@ -11,7 +12,8 @@ use anyhow::Context;
 use serde_json::json;
 
 use super::Bench;
-use crate::results::{Faces, WrkRun};
+use super::cpu::ProcessTimes;
+use crate::results::{Faces, ProxyCpu, WrkRun};
 
 pub async fn run(b: &Bench<'_>) -> anyhow::Result<Faces> {
     let s = b.settings;
@@ -49,33 +51,31 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<Faces> {
         "MCP-Protocol-Version: 2026-07-28",
     ];
     let (mut rest_quiet, mut rest_traced, mut mcp) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut quiet_cpu, mut traced_cpu, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 1..=rounds {
         let d = s.duration_s;
         let c = connections;
-        let by_id =
-            |server: &super::server::Server| format!("{}/v1/public/clusters/{id}", server.url);
-        rest_quiet.push(
-            b.wrk
-                .run(
-                    &format!("faces-rest-warn-r{round}"),
-                    c,
-                    d,
-                    &by_id(&quiet),
-                    &[&auth],
-                )
-                .await?,
-        );
-        rest_traced.push(
-            b.wrk
-                .run(
-                    &format!("faces-rest-info-r{round}"),
-                    c,
-                    d,
-                    &by_id(&traced),
-                    &[&auth],
-                )
-                .await?,
-        );
+        // A read by id on `server`, with that server's CPU per request.
+        let by_id = |server: &super::server::Server, label: String| {
+            let url = format!("{}/v1/public/clusters/{id}", server.url);
+            let pid = server.pid();
+            let auth = &auth;
+            async move {
+                let before = ProcessTimes::read(pid);
+                let run = b.wrk.run(&label, c, d, &url, &[auth]).await?;
+                let cpu = before
+                    .zip(ProcessTimes::read(pid))
+                    .map(|(before, after)| before.per_request(&after, run.requests));
+                anyhow::Ok((run, cpu))
+            }
+        };
+        let (warn, warn_cpu) = by_id(&quiet, format!("faces-rest-warn-r{round}")).await?;
+        let (info, info_cpu) = by_id(&traced, format!("faces-rest-info-r{round}")).await?;
+        ratios.push(info.rps / warn.rps.max(1e-9));
+        rest_quiet.push(warn);
+        rest_traced.push(info);
+        quiet_cpu.extend(warn_cpu);
+        traced_cpu.extend(info_cpu);
         mcp.push(
             b.wrk
                 .post(
@@ -97,7 +97,17 @@ pub async fn run(b: &Bench<'_>) -> anyhow::Result<Faces> {
         rest_quiet: median(&rest_quiet),
         rest_traced: median(&rest_traced),
         mcp: median(&mcp),
+        traced_ratio: middle(ratios, |r| *r).unwrap_or_default(),
+        quiet_cpu: middle(quiet_cpu, ProxyCpu::total_us),
+        traced_cpu: middle(traced_cpu, ProxyCpu::total_us),
     })
+}
+
+/// The median of `values` by `key` (the lower middle one of an even count).
+fn middle<T>(mut values: Vec<T>, key: impl Fn(&T) -> f64) -> Option<T> {
+    values.sort_by(|a, b| key(a).total_cmp(&key(b)));
+    let at = values.len().checked_sub(1)? / 2;
+    values.into_iter().nth(at)
 }
 
 /// The round with the median req/s (the lower middle one of an even count).

@@ -303,8 +303,9 @@ impl Services {
         &self.ports
     }
 
-    /// The caller a bearer token belongs to.
-    #[tracing::instrument(skip_all, fields(organization = tracing::field::Empty))]
+    /// The caller a bearer token belongs to. Its span is at `debug`: every request
+    /// authenticates, and its lines carry the request's fields already.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn authenticate(
         &self,
         token: &crate::model::secret::Secret,
