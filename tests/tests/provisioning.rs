@@ -515,6 +515,47 @@ async fn a_change_through_one_server_wakes_a_long_poll_on_another() {
     );
 }
 
+/// Creates cluster `name` with `X-Request-Id: request_id` under the caller's trace `trace_id`,
+/// then reads it (with `X-Request-Id: read_id` when given) until it is Provisioned; its id.
+async fn create_and_wait_provisioned(
+    app: &TestApp,
+    base: &str,
+    name: &str,
+    request_id: &str,
+    trace_id: &str,
+    read_id: Option<&str>,
+) -> String {
+    let body = json!({"organization": "acme", "name": name, "node_pools": [{"size": "kube.c5.large", "count": 1}]});
+    let a = app
+        .send(
+            app.client
+                .post(format!("{base}/v1/public/clusters"))
+                .bearer_auth(TOKEN_ACME_SUPER_ADMIN)
+                .header("X-Request-Id", request_id)
+                .header("traceparent", format!("00-{trace_id}-00f067aa0ba902b7-01"))
+                .json(&body),
+        )
+        .await;
+    assert_eq!(a.status, 201, "{}", a.text());
+    let id = a.json()["id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let mut read = app
+            .client
+            .get(format!("{base}/v1/public/clusters/{id}"))
+            .bearer_auth(TOKEN_ACME_SUPER_ADMIN);
+        if let Some(read_id) = read_id {
+            read = read.header("X-Request-Id", read_id);
+        }
+        let c = app.send(read).await;
+        if c.json()["phase"] == "Provisioned" {
+            return id;
+        }
+        assert!(Instant::now() < deadline, "never Provisioned: {}", c.text());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The real binary as a child process.
 /// The server binary over the test's database and platform, with these settings on top; its
 /// log goes to `log`.
@@ -631,34 +672,7 @@ async fn one_requests_log_lines_share_its_id_down_to_provisioning() {
     server.wait_healthy(&app.client).await;
     let request_id = "trace-0123456789-create";
     let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
-    let body = json!({"organization": "acme", "name": "traced", "node_pools": [{"size": "kube.c5.large", "count": 1}]});
-    let a = app
-        .send(
-            app.client
-                .post(format!("{base}/v1/public/clusters"))
-                .bearer_auth(TOKEN_ACME_SUPER_ADMIN)
-                .header("X-Request-Id", request_id)
-                .header("traceparent", format!("00-{trace_id}-00f067aa0ba902b7-01"))
-                .json(&body),
-        )
-        .await;
-    assert_eq!(a.status, 201, "{}", a.text());
-    let id = a.json()["id"].as_str().unwrap().to_owned();
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        let c = app
-            .send(
-                app.client
-                    .get(format!("{base}/v1/public/clusters/{id}"))
-                    .bearer_auth(TOKEN_ACME_SUPER_ADMIN),
-            )
-            .await;
-        if c.json()["phase"] == "Provisioned" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "never Provisioned: {}", c.text());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let id = create_and_wait_provisioned(&app, &base, "traced", request_id, trace_id, None).await;
     // The collector receives the request's trace: the request under the caller's span, the use
     // case under it, and the reconcile steps of the work it scheduled, all with its trace id.
     let deadline = Instant::now() + LIMIT;
@@ -779,35 +793,8 @@ async fn plain_log_lines_carry_their_request_without_a_span() {
     let server = start_binary(&app, port, &settings, log.clone());
     server.wait_healthy(&app.client).await;
     let trace_id = "5cf92f3577b34da6a3ce929d0e0e4736";
-    let body = json!({"organization": "acme", "name": "plain", "node_pools": [{"size": "kube.c5.large", "count": 1}]});
-    let a = app
-        .send(
-            app.client
-                .post(format!("{base}/v1/public/clusters"))
-                .bearer_auth(TOKEN_ACME_SUPER_ADMIN)
-                .header("X-Request-Id", "plain-create-0001")
-                .header("traceparent", format!("00-{trace_id}-00f067aa0ba902b7-01"))
-                .json(&body),
-        )
-        .await;
-    assert_eq!(a.status, 201, "{}", a.text());
-    let id = a.json()["id"].as_str().unwrap().to_owned();
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        let c = app
-            .send(
-                app.client
-                    .get(format!("{base}/v1/public/clusters/{id}"))
-                    .bearer_auth(TOKEN_ACME_SUPER_ADMIN)
-                    .header("X-Request-Id", "plain-read-0001"),
-            )
-            .await;
-        if c.json()["phase"] == "Provisioned" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "never Provisioned: {}", c.text());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let read = Some("plain-read-0001");
+    create_and_wait_provisioned(&app, &base, "plain", "plain-create-0001", trace_id, read).await;
     drop(server);
     let text = std::fs::read_to_string(&log).unwrap();
     let access = |request_id: &str| {
