@@ -676,9 +676,9 @@ mod tests {
         ];
         // Two shortest texts equally close: a tie each way can break.
         values.extend([
-            600_000_000.027_343_75,
-            659_156_236_737_419.25,
-            0.000_122_070_312_5,
+            600_000_000.0 + 7.0 / 256.0,
+            659_156_236_737_419.0 + 0.25,
+            1.0 / 8192.0,
         ]);
         values.extend([
             f64::INFINITY,
