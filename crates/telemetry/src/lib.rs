@@ -168,14 +168,18 @@ fn span_id() -> u64 {
 
 /// `n` as 32 lower-case hex digits, appended to `out` (a trace id in a log line).
 pub(crate) fn push_hex(out: &mut String, n: u128) {
+    out.push_str(std::str::from_utf8(&hex_digits(n)).unwrap_or_default());
+}
+
+/// `n` as 32 lower-case hex digits (ASCII), without `core::fmt`'s padding machinery.
+fn hex_digits(n: u128) -> [u8; 32] {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut text = [0u8; 32];
     for (pair, byte) in text.chunks_exact_mut(2).zip(n.to_be_bytes()) {
         pair[0] = DIGITS[usize::from(byte >> 4)];
         pair[1] = DIGITS[usize::from(byte & 0xf)];
     }
-    // Hex digits are ASCII.
-    out.push_str(std::str::from_utf8(&text).unwrap_or_default());
+    text
 }
 
 /// A trace id written as 32 lower-case hex digits.
@@ -184,7 +188,7 @@ pub struct TraceIdHex(u128);
 
 impl std::fmt::Display for TraceIdHex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:032x}", self.0)
+        f.write_str(std::str::from_utf8(&hex_digits(self.0)).unwrap_or_default())
     }
 }
 
@@ -281,7 +285,7 @@ mod tests {
     }
 
     #[test]
-    fn a_trace_id_is_pushed_as_its_display_writes_it() {
+    fn a_trace_id_is_32_lower_case_hex_digits_pushed_or_displayed() {
         for n in [
             1u128,
             u128::MAX,
@@ -290,7 +294,8 @@ mod tests {
         ] {
             let mut out = String::from("x");
             push_hex(&mut out, n);
-            assert_eq!(out, format!("x{}", TraceIdHex(n)));
+            assert_eq!(out, format!("x{n:032x}"));
+            assert_eq!(TraceIdHex(n).to_string(), format!("{n:032x}"));
         }
     }
 
